@@ -1,0 +1,68 @@
+#include "cli/bootstrap.h"
+
+#include <filesystem>
+
+#include "engine/catalog.h"
+#include "store/store_error.h"
+
+namespace ductwork::cli {
+
+Bootstrap::Bootstrap(const Args& args, std::FILE* log_out, LogLevel min_level)
+    : config_(load_config(args.config_path)) {
+  logger_ = std::make_unique<Logger>(log_out, Logger::Format::kJson, std::max(min_level, config_.log_level));
+  logger_->set_role(args.command);
+}
+
+PluginRegistry& Bootstrap::plugins() {
+  if (!plugins_) {
+    plugins_ = std::make_unique<PluginRegistry>();
+    plugins_->load_directory(config_.plugins_directory, *logger_);
+  }
+  return *plugins_;
+}
+
+const DefinitionSet& Bootstrap::definitions() {
+  if (!definitions_) {
+    definitions_ = std::make_unique<DefinitionSet>(load_catalog(config_.definitions_directory, plugins()));
+  }
+  return *definitions_;
+}
+
+std::vector<std::string> Bootstrap::hosted_pipelines() {
+  const DefinitionSet& defs = definitions();
+  std::vector<std::string> out;
+  if (config_.all_pipelines) {
+    for (const auto& [name, _] : defs.pipelines) out.push_back(name);
+    return out;
+  }
+  for (const auto& name : config_.pipelines) {
+    if (!defs.find(name)) {
+      throw BadInput(config_.source + ": pipelines: '" + name + "' is not defined in " +
+                     config_.definitions_directory + " or by a loaded plugin");
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+bool Bootstrap::database_exists() const {
+  std::error_code ec;
+  return std::filesystem::exists(config_.database.path, ec);
+}
+
+StoreFactory& Bootstrap::stores() {
+  if (!stores_) {
+    try {
+      auto factory = make_store_factory(config_.database);
+      factory->open()->migrate();
+      stores_ = std::move(factory);
+    } catch (const StoreError& e) {
+      throw BadInput(e.what());
+    }
+  }
+  return *stores_;
+}
+
+std::unique_ptr<Store> Bootstrap::open_store() { return stores().open(); }
+
+}  // namespace ductwork::cli

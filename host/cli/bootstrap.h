@@ -1,0 +1,53 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "engine/definition_loader.h"
+#include "plugin/plugin_registry.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork::cli {
+
+// What a command needs, built in the order that keeps bad input from writing
+// anything: configuration, then plugins and definitions, and the database
+// last.
+class Bootstrap {
+ public:
+  // Reads the configuration (-c, DUCTWORK_CONFIG, ./ductwork.yml, defaults).
+  // Logs go to `log_out` (stdout for `start`, stderr for every other command).
+  Bootstrap(const Args& args, std::FILE* log_out, LogLevel min_level);
+
+  Config& config() { return config_; }
+  Logger& logger() { return *logger_; }
+
+  // Loads every plugin of plugins.directory.
+  PluginRegistry& plugins();
+  // Loads definition files and plugin pipelines (plugins first). Throws
+  // DefinitionError for a broken definition.
+  const DefinitionSet& definitions();
+  // The pipelines this host runs: pipelines: "*" means every known one; a
+  // listed name that is not defined is BadInput.
+  std::vector<std::string> hosted_pipelines();
+
+  // True when the configured database already exists (read-only commands
+  // must not create it).
+  bool database_exists() const;
+  // Opens the database and applies pending migrations. An unopenable or
+  // corrupt database is BadInput naming the path.
+  StoreFactory& stores();
+  std::unique_ptr<Store> open_store();
+
+ private:
+  Config config_;
+  std::unique_ptr<Logger> logger_;
+  std::unique_ptr<PluginRegistry> plugins_;
+  std::unique_ptr<DefinitionSet> definitions_;
+  std::unique_ptr<StoreFactory> stores_;
+};
+
+}  // namespace ductwork::cli

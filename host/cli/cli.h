@@ -1,0 +1,45 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ductwork::cli {
+
+// Exit codes of the `ductwork` binary (a contract for scripts):
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;   // a runtime failure (database error, ...)
+constexpr int kExitBadInput = 2;  // bad usage, config, definition, argument or id; nothing written
+
+// Bad input from the command line or the files it names; becomes exit 2.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The command line after the command name: flags, options and positionals.
+struct Args {
+  std::string command;
+  std::string config_path;  // -c / --config
+  std::vector<std::string> positionals;
+  std::vector<std::pair<std::string, std::string>> options;  // --name value
+  std::vector<std::string> flags;                            // --name
+
+  bool flag(const std::string& name) const;
+  const std::string* option(const std::string& name) const;
+};
+
+// Parses argv. `flags` and `options` list what the command accepts; anything
+// else is BadInput naming it.
+Args parse_args(int argc, char** argv, const std::vector<std::string>& flags,
+                const std::vector<std::string>& options);
+
+int cmd_migrate(const Args& args);
+int cmd_start(const Args& args);
+int cmd_trigger(const Args& args);
+int cmd_status(const Args& args);
+int cmd_list(const Args& args);
+int cmd_plugins(const Args& args);
+int cmd_validate(const Args& args);
+
+}  // namespace ductwork::cli

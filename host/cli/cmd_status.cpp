@@ -1,0 +1,101 @@
+// `ductwork status PIPELINE_ID [--json]` and `ductwork list`.
+#include <cstdio>
+#include <set>
+
+#include "cli/bootstrap.h"
+
+namespace ductwork::cli {
+namespace {
+
+const std::set<std::string> kStatuses = {"pending", "in_progress", "waiting", "advancing",
+                                         "halted",  "dampened",    "completed"};
+
+std::string brief(const json& value) {
+  std::string text = value.dump();
+  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+}
+
+std::string or_dash(const json& v) { return v.is_string() ? v.get<std::string>() : std::string("-"); }
+
+void print_text(const json& doc) {
+  std::printf("pipeline %s  %s  %s\n", doc["id"].get<std::string>().c_str(),
+              doc["pipeline"].get<std::string>().c_str(), doc["status"].get<std::string>().c_str());
+  for (const auto& run : doc["runs"]) {
+    std::printf("  run %s  %s  started %s  finished %s\n", run["id"].get<std::string>().c_str(),
+                run["status"].get<std::string>().c_str(), or_dash(run["started_at"]).c_str(),
+                or_dash(run["completed_at"].is_null() ? run["halted_at"] : run["completed_at"]).c_str());
+    for (const auto& branch : run["branches"]) {
+      if (branch["status"] == "halted") {
+        std::printf("    branch %s halted: %s\n", branch["id"].get<std::string>().c_str(),
+                    or_dash(branch["halt_reason"]).c_str());
+      }
+    }
+    for (const auto& step : run["steps"]) {
+      std::printf("    %-10s %-24s in %s  out %s  (%zu execution%s)\n", step["status"].get<std::string>().c_str(),
+                  step["klass"].get<std::string>().c_str(), brief(step["input"]).c_str(),
+                  brief(step["output"]).c_str(), step["executions"].size(),
+                  step["executions"].size() == 1 ? "" : "s");
+      for (const auto& e : step["executions"]) {
+        if (e["error_klass"].is_string()) {
+          std::printf("               %s: %s: %s\n", or_dash(e["result_type"]).c_str(),
+                      e["error_klass"].get<std::string>().c_str(), or_dash(e["error_message"]).c_str());
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int cmd_status(const Args& args) {
+  if (args.positionals.size() != 1) throw BadInput("usage: ductwork status PIPELINE_ID [--json]");
+  const std::string& id = args.positionals[0];
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  // A read must not create the database as a side effect.
+  if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + boot.config().database.path + ")");
+  auto report = boot.open_store()->pipeline_report(id);
+  if (!report) throw BadInput("unknown pipeline id '" + id + "'");
+  if (args.flag("json")) {
+    std::printf("%s\n", report->dump().c_str());
+  } else {
+    print_text(*report);
+  }
+  return kExitOk;
+}
+
+int cmd_list(const Args& args) {
+  if (!args.positionals.empty()) throw BadInput("usage: ductwork list [--json] [--status S] [--pipeline P]");
+  ListFilter filter;
+  if (const std::string* s = args.option("status")) {
+    if (!kStatuses.count(*s)) {
+      throw BadInput("--status '" + *s + "' is not a status (expected one of pending, in_progress, waiting, "
+                     "advancing, halted, dampened, completed)");
+    }
+    filter.status = *s;
+  }
+  if (const std::string* p = args.option("pipeline")) filter.pipeline = *p;
+  if (const std::string* l = args.option("limit")) {
+    try {
+      filter.limit = std::stoi(*l);
+    } catch (const std::exception&) {
+      throw BadInput("--limit '" + *l + "' is not a number");
+    }
+  }
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  std::vector<PipelineSummary> rows;
+  if (boot.database_exists()) rows = boot.open_store()->list_pipelines(filter);
+  if (args.flag("json")) {
+    json out = json::array();
+    for (const auto& r : rows) {
+      out.push_back({{"id", r.id}, {"pipeline", r.pipeline}, {"status", r.status}, {"triggered_at", r.triggered_at}});
+    }
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    for (const auto& r : rows) {
+      std::printf("%s  %-24s %-12s %s\n", r.id.c_str(), r.pipeline.c_str(), r.status.c_str(), r.triggered_at.c_str());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace ductwork::cli

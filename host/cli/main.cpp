@@ -1,0 +1,69 @@
+// ductwork — the command-line face of the host. Parses the command and hands
+// off to cli/cmd_*.cpp; maps failures to the documented exit codes.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "engine/definition.h"
+#include "store/store_error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: ductwork <command> [-c CONFIG] [options]\n"
+    "\n"
+    "commands:\n"
+    "  migrate                              apply pending schema migrations\n"
+    "  start [--drain]                      run the host; --drain exits 0 once no run is in progress\n"
+    "  trigger PIPELINE [ARG_JSON ...]      start a pipeline; prints its id\n"
+    "  status PIPELINE_ID [--json]          show a pipeline, its runs, branches and steps\n"
+    "  list [--json] [--status S] [--pipeline P]\n"
+    "  plugins [--json]                     list loaded plugins and their steps\n"
+    "  validate [--json]                    check every definition against the loaded steps\n"
+    "\n"
+    "CONFIG defaults to $DUCTWORK_CONFIG, then ./ductwork.yml, else built-in defaults.\n"
+    "exit codes: 0 ok, 1 runtime failure, 2 bad input (nothing written)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ductwork::cli;
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return kExitBadInput;
+  }
+  std::string command = argv[1];
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  try {
+    if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
+    if (command == "start") return cmd_start(parse_args(argc, argv, {"drain"}, {}));
+    if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {}));
+    if (command == "status") return cmd_status(parse_args(argc, argv, {"json"}, {}));
+    if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
+    if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
+    if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
+    std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return kExitBadInput;
+  } catch (const BadInput& e) {
+    std::fprintf(stderr, "ductwork %s: %s\n", command.c_str(), e.what());
+    return kExitBadInput;
+  } catch (const ductwork::ConfigError& e) {
+    std::fprintf(stderr, "ductwork %s: bad configuration: %s\n", command.c_str(), e.what());
+    return kExitBadInput;
+  } catch (const ductwork::DefinitionError& e) {
+    std::fprintf(stderr, "ductwork %s: bad pipeline definition: %s\n", command.c_str(), e.what());
+    return kExitBadInput;
+  } catch (const ductwork::StoreError& e) {
+    std::fprintf(stderr, "ductwork %s: %s\n", command.c_str(), e.what());
+    return kExitFailure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ductwork %s: %s\n", command.c_str(), e.what());
+    return kExitFailure;
+  }
+}

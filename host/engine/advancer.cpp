@@ -1,0 +1,159 @@
+#include "engine/advancer.h"
+
+#include <algorithm>
+
+#include "engine/error_info.h"
+#include "engine/fault.h"
+
+namespace ductwork {
+namespace {
+
+// Routing hit an edge it cannot take: halts the branch (transition_invalid)
+// instead of being retried.
+class TransitionInvalid : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What one advancement did, for the work after the fence commits.
+struct AdvanceEffects {
+  size_t jobs_created = 0;
+  RunState run_state = RunState::kOpen;
+  std::string halt_reason;
+};
+
+void close_transition(BranchTx& tx, const BranchClaim& claim, const std::string& out_step_id) {
+  tx.complete_transition(claim.transition_id, out_step_id);
+  tx.complete_advancement(claim.advancement_id);
+}
+
+void halt(BranchTx& tx, const BranchClaim& claim, const std::string& reason, AdvanceEffects& effects) {
+  close_transition(tx, claim, "");
+  tx.halt_branch(claim.branch_id, reason);
+  effects.halt_reason = reason;
+  effects.run_state = tx.settle_run(claim.run_id);
+}
+
+// Moves the branch along the edge of its (advancing) step.
+void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, AdvanceEffects& effects) {
+  const Edge& edge = definition.edge(claim.step_node);
+  if (edge.type.empty()) {
+    // End of the branch.
+    tx.complete_step(claim.step_id);
+    close_transition(tx, claim, "");
+    tx.complete_branch(claim.branch_id);
+    effects.run_state = tx.settle_run(claim.run_id);
+    return;
+  }
+  if (edge.type == "chain") {
+    std::string output = tx.step_output_json(claim.step_id);
+    tx.complete_step(claim.step_id);
+    const std::string& next = edge.to.front();
+    NewStep step{claim.run_id, claim.branch_id, claim.pipeline, claim.step_id, next,
+                 definition.edge(next).klass, "default", "[" + output + "]"};
+    std::string step_id = tx.create_step(step);
+    close_transition(tx, claim, step_id);
+    tx.release_branch(claim.branch_id);
+    effects.jobs_created = 1;
+    return;
+  }
+  throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");
+}
+
+}  // namespace
+
+Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionCache& definitions,
+                   const Config& config, Logger& logger, Wakeups& wakeups, std::string process_id)
+    : pipelines_(std::move(pipelines)),
+      store_(store),
+      definitions_(definitions),
+      config_(config),
+      logger_(logger),
+      wakeups_(wakeups),
+      process_id_(std::move(process_id)) {}
+
+int Advancer::candidate_window() const { return std::clamp(4 * config_.pipeline_advancer.count, 20, 100); }
+
+BranchClaimResult Advancer::run_once() {
+  bool contended = false;
+  for (size_t i = 0; i < pipelines_.size(); ++i) {
+    const std::string& pipeline = pipelines_[(next_pipeline_ + i) % pipelines_.size()];
+    BranchClaim claim;
+    BranchClaimResult result = store_.claim_branch(pipeline, process_id_, candidate_window(), 3, &claim);
+    if (result == BranchClaimResult::kClaimed) {
+      next_pipeline_ = (next_pipeline_ + i + 1) % pipelines_.size();
+      fault_point("after_branch_claim");
+      advance(claim);
+      fault_point("after_branch_advancement");
+      return result;
+    }
+    if (result == BranchClaimResult::kContended) contended = true;
+  }
+  return contended ? BranchClaimResult::kContended : BranchClaimResult::kIdle;
+}
+
+void Advancer::advance(const BranchClaim& claim) {
+  json where = {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}, {"branch_id", claim.branch_id},
+                {"step", claim.step_klass}};
+  AdvanceEffects effects;
+  bool fenced;
+  try {
+    auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
+    fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+      effects = AdvanceEffects{};
+      if (claim.step_status != "advancing" && claim.step_status != "failed") {
+        // Stale claim: the step moved on. Release; no budget is charged.
+        tx.complete_advancement(claim.advancement_id);
+        tx.release_branch(claim.branch_id);
+        return;
+      }
+      if (claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
+        halt(tx, claim, "advancer_crashes_exhausted", effects);
+        return;
+      }
+      if (claim.step_status == "failed") {
+        bool crashed = tx.last_result_type(claim.step_id) == "process_crashed";
+        halt(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
+        return;
+      }
+      route(tx, *definition, claim, effects);
+    });
+  } catch (const std::exception& e) {
+    // Routing raised: nothing of it was written. Record the error inside a
+    // fresh fence, then halt or release the branch for another try.
+    bool invalid = dynamic_cast<const TransitionInvalid*>(&e) != nullptr;
+    ErrorInfo error = make_error_info(invalid ? "ductwork::TransitionInvalid" : "ductwork::AdvanceError", e.what());
+    json fields = where;
+    fields["error_klass"] = error.klass;
+    fields["error_message"] = error.message;
+    logger_.error("Branch advancement failed", fields);
+    fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+      effects = AdvanceEffects{};
+      tx.fail_advancement(claim.advancement_id, error);
+      int64_t errors = tx.errored_advancements(claim.transition_id);
+      if (invalid || errors >= config_.pipeline_advancer.max_retry.get(claim.pipeline)) {
+        tx.halt_branch(claim.branch_id, invalid ? "transition_invalid" : "advancer_retries_exhausted");
+        effects.halt_reason = invalid ? "transition_invalid" : "advancer_retries_exhausted";
+        effects.run_state = tx.settle_run(claim.run_id);
+      } else {
+        tx.release_branch(claim.branch_id);
+      }
+    });
+  }
+  if (!fenced) {
+    logger_.warn("Claim diverged; advancement skipped", where);
+    return;
+  }
+  if (effects.jobs_created > 0) wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
+  if (!effects.halt_reason.empty()) {
+    json fields = where;
+    fields["halt_reason"] = effects.halt_reason;
+    logger_.warn("Branch halted", fields);
+  }
+  if (effects.run_state != RunState::kOpen) {
+    logger_.info(effects.run_state == RunState::kCompleted ? "Run completed" : "Run halted",
+                 {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}});
+  }
+}
+
+}  // namespace ductwork

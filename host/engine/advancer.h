@@ -1,0 +1,40 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/catalog.h"
+#include "engine/wakeup.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork {
+
+// One pipeline advancer (SPEC §5): claims an advanceable branch of one of
+// its pipelines and moves it along its step's edge inside the claim fence.
+class Advancer {
+ public:
+  Advancer(std::vector<std::string> pipelines, Store& store, DefinitionCache& definitions, const Config& config,
+           Logger& logger, Wakeups& wakeups, std::string process_id);
+
+  // Tries each pipeline once (rotating the starting one for fairness).
+  // kClaimed: a branch was advanced; kContended: candidates existed but every
+  // claim lost its race (loop again at once); kIdle: nothing to do.
+  BranchClaimResult run_once();
+
+ private:
+  void advance(const BranchClaim& claim);
+  int candidate_window() const;
+
+  std::vector<std::string> pipelines_;
+  size_t next_pipeline_ = 0;
+  Store& store_;
+  DefinitionCache& definitions_;
+  const Config& config_;
+  Logger& logger_;
+  Wakeups& wakeups_;
+  std::string process_id_;
+};
+
+}  // namespace ductwork

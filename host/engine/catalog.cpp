@@ -1,0 +1,50 @@
+#include "engine/catalog.h"
+
+#include "store/store.h"
+
+namespace ductwork {
+
+DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins) {
+  DefinitionSet set = load_definition_directory(definitions_directory);
+  for (const auto& plugin : plugins.plugins()) {
+    std::string source = "plugin " + plugin->name + " (" + plugin->path + ")";
+    for (const auto& text : plugin->pipelines_json) {
+      json doc = json::parse(text, nullptr, false);
+      if (doc.is_discarded() || !doc.is_object() || !doc.contains("pipeline") || !doc["pipeline"].is_string()) {
+        throw DefinitionError(source + ": an exported pipeline is not canonical JSON with a \"pipeline\" name");
+      }
+      set.add(Definition::from_json(doc, doc["pipeline"].get<std::string>(), source), source);
+    }
+  }
+  return set;
+}
+
+std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins) {
+  std::vector<std::string> problems;
+  for (const auto& [name, definition] : definitions.pipelines) {
+    for (const auto& klass : definition.step_classes()) {
+      if (!plugins.find_step(klass)) {
+        problems.push_back(definitions.sources.at(name) + ": pipeline " + name + ": step " + klass +
+                           " is not exported by any loaded plugin");
+      }
+    }
+  }
+  return problems;
+}
+
+std::shared_ptr<const Definition> DefinitionCache::get(const std::string& sha1, const std::string& run_id,
+                                                       Store& store) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = by_sha1_.find(sha1);
+    if (it != by_sha1_.end()) return it->second;
+  }
+  std::string text = store.run_definition(run_id);
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw DefinitionError("run " + run_id + ": stored definition is not valid JSON");
+  auto def = std::make_shared<const Definition>(Definition::from_json(doc, "", "run " + run_id));
+  std::lock_guard<std::mutex> lock(mutex_);
+  return by_sha1_.emplace(sha1, std::move(def)).first->second;
+}
+
+}  // namespace ductwork

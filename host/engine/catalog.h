@@ -1,0 +1,37 @@
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/definition_loader.h"
+#include "plugin/plugin_registry.h"
+
+namespace ductwork {
+
+class Store;
+
+// Every pipeline this host knows: the definition files of
+// definitions.directory plus the pipelines plugins export. A pipeline name
+// defined twice is an error.
+DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins);
+
+// Problems that keep a definition set from running with these plugins: a
+// step class no loaded plugin exports. Empty when everything resolves.
+std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins);
+
+// Parsed definition snapshots of runs, by definition_sha1. Runs keep the
+// definition they were triggered with; the cache reads a snapshot from the
+// store once and shares it between threads.
+class DefinitionCache {
+ public:
+  std::shared_ptr<const Definition> get(const std::string& sha1, const std::string& run_id, Store& store);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const Definition>> by_sha1_;
+};
+
+}  // namespace ductwork

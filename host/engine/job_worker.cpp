@@ -1,0 +1,80 @@
+#include "engine/job_worker.h"
+
+#include <algorithm>
+
+#include "engine/fault.h"
+#include "engine/step_invoker.h"
+
+namespace ductwork {
+
+JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
+                     Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
+                     const std::atomic<bool>& cancelled)
+    : pipeline_(std::move(pipeline)),
+      store_(store),
+      registry_(registry),
+      config_(config),
+      logger_(logger),
+      wakeups_(wakeups),
+      stats_(stats),
+      process_id_(std::move(process_id)),
+      cancelled_(cancelled) {}
+
+bool JobWorker::run_once() {
+  auto job = store_.claim_job(pipeline_, process_id_);
+  if (!job) return false;
+  fault_point("after_job_claim");
+  if (logger_.enabled(LogLevel::kDebug)) {
+    logger_.debug("Job claimed", {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass},
+                                  {"run_id", job->run_id}, {"branch_id", job->branch_id}});
+  }
+  StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id};
+  fault_point("during_job_execution");
+  StepOutcome outcome = invoke_step(registry_, *job, scope);
+  commit(*job, outcome);
+  return true;
+}
+
+void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
+  json where = {{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
+                {"run_id", job.run_id},  {"branch_id", job.branch_id}};
+  bool committed;
+  bool step_failed = false;
+  if (outcome.ok) {
+    committed = store_.job_succeeded(job, process_id_, outcome.output_json);
+    if (committed) {
+      stats_.steps_succeeded.fetch_add(1, std::memory_order_relaxed);
+      wakeups_.advancers().notify_one();
+    }
+  } else if (cancelled_.load()) {
+    // The step stopped because we are shutting down: that is not the step's
+    // fault, so it costs a crash unit rather than a retry.
+    CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
+    committed = store_.job_crashed(job, process_id_, outcome.error, policy, &step_failed);
+  } else {
+    RetryPolicy policy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay};
+    committed = store_.job_errored(job, process_id_, outcome.error, policy, &step_failed);
+    stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
+    json fields = where;
+    fields["error_klass"] = outcome.error.klass;
+    fields["error_message"] = outcome.error.message;
+    fields["retry_count"] = job.retry_count;
+    logger_.warn(step_failed ? "Job failed, retries exhausted" : "Job errored, will retry", fields);
+  }
+  if (!committed) {
+    // The fence matched nothing: the reaper took this claim away and another
+    // execution owns the job now. Writing anything would double-commit.
+    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", where);
+    return;
+  }
+  if (step_failed) wakeups_.advancers().notify_one();
+}
+
+double JobWorker::idle_seconds() {
+  double poll = config_.job_worker.polling_timeout.get(pipeline_);
+  auto next = store_.seconds_until_next_job(pipeline_);
+  if (next) poll = std::min(poll, std::max(*next, 0.002));  // floor: never spin
+  return poll;
+}
+
+}  // namespace ductwork

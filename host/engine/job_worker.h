@@ -1,0 +1,49 @@
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "config/config.h"
+#include "engine/runtime_stats.h"
+#include "engine/wakeup.h"
+#include "plugin/plugin_registry.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork {
+
+// One job worker of one pipeline (SPEC §4): claim the oldest due execution,
+// run its step, commit succeeded! or errored!. The caller's loop decides
+// when to sleep; run_once never sleeps.
+class JobWorker {
+ public:
+  // `store` is this worker thread's own connection. `cancelled` is raised on
+  // shutdown and shown to the running step.
+  JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
+            Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
+            const std::atomic<bool>& cancelled);
+
+  // Claims and runs at most one job. Returns true when it found one.
+  bool run_once();
+
+  // How long an idle loop may sleep: the polling timeout, or less when a
+  // delayed retry falls due sooner.
+  double idle_seconds();
+
+  const std::string& pipeline() const { return pipeline_; }
+
+ private:
+  void commit(const ClaimedJob& job, const struct StepOutcome& outcome);
+
+  std::string pipeline_;
+  Store& store_;
+  const PluginRegistry& registry_;
+  const Config& config_;
+  Logger& logger_;
+  Wakeups& wakeups_;
+  RuntimeStats& stats_;
+  std::string process_id_;
+  const std::atomic<bool>& cancelled_;
+};
+
+}  // namespace ductwork

@@ -1,0 +1,75 @@
+#include "engine/step_invoker.h"
+
+#include "engine/error_info.h"
+#include "util/json.h"
+
+namespace ductwork {
+namespace {
+
+// Releases the strings a plugin handed back, with the plugin's own allocator.
+struct OutcomeStrings {
+  const LoadedPlugin* plugin;
+  dw_step_outcome raw{};
+  ~OutcomeStrings() {
+    for (char* s : {raw.output_json, raw.error_klass, raw.error_message, raw.error_backtrace}) {
+      if (s) plugin->table->free_string(s);
+    }
+  }
+};
+
+std::string or_empty(const char* s) { return s ? std::string(s) : std::string(); }
+
+}  // namespace
+
+StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, StepCallScope& scope) {
+  StepOutcome outcome;
+  const StepClass* step = registry.find_step(job.klass);
+  if (!step) {
+    outcome.error = make_error_info("ductwork::UnknownStep",
+                                    "step class " + job.klass + " is not exported by any loaded plugin");
+    return outcome;
+  }
+  dw_step_context ctx{};
+  ctx.struct_size = sizeof ctx;
+  ctx.args_json = job.args_json.c_str();
+  ctx.run_id = job.run_id.c_str();
+  ctx.idempotency_key = job.step_id.c_str();
+  ctx.pipeline = job.pipeline.c_str();
+  ctx.step_name = job.klass.c_str();
+  ctx.retry_count = job.retry_count;
+  ctx.crash_count = job.crash_count;
+  ctx.host = host_api();
+  ctx.host_handle = &scope;
+
+  void* instance = step->abi->create();
+  if (!instance) {
+    outcome.error = make_error_info("ductwork::StepCreateFailed", "plugin could not create step " + job.klass);
+    return outcome;
+  }
+  OutcomeStrings strings{step->plugin};
+  int rc = step->abi->execute(instance, &ctx, &strings.raw);
+  step->abi->destroy(instance);
+
+  if (rc != DW_EXECUTE_OK) {
+    std::string klass = or_empty(strings.raw.error_klass);
+    outcome.error = make_error_info(klass.empty() ? "ductwork::StepError" : klass, or_empty(strings.raw.error_message),
+                                    or_empty(strings.raw.error_backtrace));
+    return outcome;
+  }
+  if (!strings.raw.output_json) {
+    outcome.ok = true;
+    outcome.output_json = "null";
+    return outcome;
+  }
+  // Normalise and validate: what is stored must be valid JSON.
+  json parsed = json::parse(strings.raw.output_json, nullptr, false);
+  if (parsed.is_discarded()) {
+    outcome.error = make_error_info("ductwork::InvalidOutput", "step " + job.klass + " returned invalid JSON");
+    return outcome;
+  }
+  outcome.ok = true;
+  outcome.output_json = parsed.dump();
+  return outcome;
+}
+
+}  // namespace ductwork

@@ -1,0 +1,95 @@
+#include "plugin/host_api.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork {
+namespace {
+
+char* copy_string(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+void set_error(char** error_out, const std::string& message) {
+  if (error_out) *error_out = copy_string(message);
+}
+
+int is_cancelled(void* handle) {
+  auto* scope = static_cast<StepCallScope*>(handle);
+  return scope && scope->cancelled && scope->cancelled->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+void log_line(void* handle, int level, const char* message) {
+  auto* scope = static_cast<StepCallScope*>(handle);
+  if (!scope || !scope->logger || !message) return;
+  LogLevel lvl = level <= DW_LOG_DEBUG ? LogLevel::kDebug
+                 : level == DW_LOG_INFO ? LogLevel::kInfo
+                 : level == DW_LOG_WARN ? LogLevel::kWarn
+                                        : LogLevel::kError;
+  try {
+    scope->logger->log(lvl, message,
+                       {{"pipeline", scope->pipeline}, {"run_id", scope->run_id}, {"job_id", scope->job_id},
+                        {"step", scope->step}});
+  } catch (...) {  // logging must never throw into a plugin
+  }
+}
+
+int context_get(void* handle, const char* key, char** value_json_out, char** error_out) {
+  auto* scope = static_cast<StepCallScope*>(handle);
+  if (value_json_out) *value_json_out = nullptr;
+  if (!scope || !scope->store || !key || !value_json_out) {
+    set_error(error_out, "context_get: missing argument");
+    return DW_CONTEXT_ERROR;
+  }
+  try {
+    auto value = scope->store->context_get(scope->run_id, key);
+    if (!value) return DW_CONTEXT_NOT_FOUND;
+    *value_json_out = copy_string(*value);
+    return DW_CONTEXT_OK;
+  } catch (const std::exception& e) {
+    set_error(error_out, e.what());
+    return DW_CONTEXT_ERROR;
+  }
+}
+
+int context_set(void* handle, const char* key, const char* value_json, int overwrite, char** error_out) {
+  auto* scope = static_cast<StepCallScope*>(handle);
+  if (!scope || !scope->store || !key || !value_json) {
+    set_error(error_out, "context_set: missing argument");
+    return DW_CONTEXT_ERROR;
+  }
+  try {
+    json parsed = json::parse(value_json, nullptr, false);
+    if (parsed.is_discarded()) {
+      set_error(error_out, std::string("context_set: value for key '") + key + "' is not valid JSON");
+      return DW_CONTEXT_ERROR;
+    }
+    bool set = scope->store->context_set(scope->run_id, key, parsed.dump(), overwrite != 0);
+    if (!set) {
+      set_error(error_out, std::string("can only set value once (key '") + key + "' is already set)");
+      return DW_CONTEXT_ALREADY_SET;
+    }
+    return DW_CONTEXT_OK;
+  } catch (const std::exception& e) {
+    set_error(error_out, e.what());
+    return DW_CONTEXT_ERROR;
+  }
+}
+
+void free_string(char* s) { std::free(s); }
+
+const dw_host_api kHostApi = {
+    sizeof(dw_host_api), DUCTWORK_ABI_VERSION, is_cancelled, log_line, context_get, context_set, free_string,
+};
+
+}  // namespace
+
+const dw_host_api* host_api() { return &kHostApi; }
+
+}  // namespace ductwork

@@ -1,0 +1,100 @@
+#include "plugin/plugin_registry.h"
+
+#include <boost/dll/import.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "plugin/host_api.h"
+
+namespace ductwork {
+namespace fs = std::filesystem;
+
+bool PluginRegistry::refuse(const std::string& path, const std::string& reason, Logger& logger) {
+  refusals_.push_back(path + ": " + reason);
+  logger.error("Plugin refused", {{"plugin_path", path}, {"reason", reason}});
+  return false;
+}
+
+void PluginRegistry::load_directory(const std::string& directory, Logger& logger) {
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec)) {
+    logger.warn("Plugin directory not found", {{"directory", directory}});
+    return;
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(directory)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".so") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) load_file(file.string(), logger);
+}
+
+bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
+  auto plugin = std::make_unique<LoadedPlugin>();
+  plugin->path = path;
+  try {
+    plugin->library.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    return refuse(path, std::string("cannot be loaded: ") + e.what(), logger);
+  }
+  if (!plugin->library.has(DUCTWORK_ABI_VERSION_SYMBOL) || !plugin->library.has(DUCTWORK_INIT_SYMBOL)) {
+    return refuse(path, "missing entry point (" DUCTWORK_ABI_VERSION_SYMBOL " / " DUCTWORK_INIT_SYMBOL
+                        "): not a Ductwork plugin",
+                  logger);
+  }
+  // The ABI version is checked before any other plugin code runs.
+  auto abi_version = plugin->library.get<uint32_t()>(DUCTWORK_ABI_VERSION_SYMBOL)();
+  if (abi_version != DUCTWORK_ABI_VERSION) {
+    return refuse(path,
+                  "unsupported ABI version " + std::to_string(abi_version) + " (this host supports " +
+                      std::to_string(DUCTWORK_ABI_VERSION) + ")",
+                  logger);
+  }
+  const dw_plugin* table = plugin->library.get<const dw_plugin*(const dw_host_api*)>(DUCTWORK_INIT_SYMBOL)(host_api());
+  if (!table || table->struct_size < offsetof(dw_plugin, free_string) + sizeof(table->free_string) ||
+      table->abi_version != DUCTWORK_ABI_VERSION || !table->name || !table->free_string) {
+    return refuse(path, "its plugin table is malformed (null, too small, or wrong ABI version)", logger);
+  }
+  plugin->table = table;
+  plugin->abi_version = table->abi_version;
+  plugin->name = table->name;
+  plugin->version = table->version ? table->version : "";
+  std::set<std::string> own;
+  for (size_t i = 0; i < table->step_count; ++i) {
+    const dw_step_class* cls = table->steps[i];
+    if (!cls || !cls->name || !cls->create || !cls->execute || !cls->destroy) {
+      return refuse(path, "step #" + std::to_string(i) + " is malformed (missing name or function)", logger);
+    }
+    std::string name = cls->name;
+    if (!own.insert(name).second) return refuse(path, "step " + name + " is exported twice", logger);
+    auto taken = steps_.find(name);
+    if (taken != steps_.end()) {
+      return refuse(path,
+                    "step " + name + " is already registered by plugin " + taken->second.plugin->name + " (" +
+                        taken->second.plugin->path + ")",
+                    logger);
+    }
+    plugin->step_names.push_back(name);
+  }
+  for (size_t i = 0; i < table->pipeline_count; ++i) {
+    if (table->pipelines_json && table->pipelines_json[i]) plugin->pipelines_json.emplace_back(table->pipelines_json[i]);
+  }
+  for (size_t i = 0; i < table->step_count; ++i) {
+    steps_.emplace(table->steps[i]->name, StepClass{table->steps[i], plugin.get()});
+  }
+  logger.info("Plugin loaded", {{"plugin", plugin->name},
+                                {"version", plugin->version},
+                                {"plugin_path", path},
+                                {"steps", plugin->step_names}});
+  plugins_.push_back(std::move(plugin));
+  return true;
+}
+
+const StepClass* PluginRegistry::find_step(const std::string& name) const {
+  auto it = steps_.find(name);
+  return it == steps_.end() ? nullptr : &it->second;
+}
+
+}  // namespace ductwork

@@ -1,0 +1,156 @@
+#include "process/host_runtime.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+#include "engine/advancer.h"
+#include "engine/job_worker.h"
+#include "process/machine.h"
+#include "util/uuid.h"
+
+namespace ductwork {
+namespace {
+
+// Back-off after a loop iteration threw (e.g. the database is unavailable),
+// so a persistent failure does not spin.
+constexpr double kErrorBackoffSeconds = 0.5;
+
+}  // namespace
+
+HostRuntime::HostRuntime(const Config& config, StoreFactory& stores, const PluginRegistry& plugins, Logger& logger,
+                         std::vector<std::string> pipelines)
+    : config_(config),
+      stores_(stores),
+      plugins_(plugins),
+      logger_(logger),
+      pipelines_(std::move(pipelines)),
+      wakeups_(pipelines_) {}
+
+HostRuntime::~HostRuntime() {
+  if (!threads_.empty()) stop();
+}
+
+void HostRuntime::start() {
+  auto store = stores_.open();
+  process_id_ = new_uuid_v7();
+  store->register_process(process_id_, ::getpid(), machine_identifier(), "all");
+  logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}});
+  threads_.emplace_back([this] { heartbeat_loop(); });
+  for (int i = 0; i < config_.pipeline_advancer.count; ++i) threads_.emplace_back([this] { advancer_loop(); });
+  for (const auto& pipeline : pipelines_) {
+    int count = config_.job_worker.count.get(pipeline);
+    for (int i = 0; i < count; ++i) threads_.emplace_back([this, pipeline] { worker_loop(pipeline); });
+  }
+}
+
+void HostRuntime::stop() {
+  if (threads_.empty()) return;
+  stopping_.store(true);
+  wakeups_.wake_everyone();
+  stop_waker_.notify_all();
+  // In-flight steps get the shutdown timeout to finish on their own, then are
+  // asked to stop through the cancellation flag they can poll.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(config_.job_worker.shutdown_timeout);
+  while (busy_workers_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (busy_workers_.load() > 0) {
+    logger_.warn("Shutdown timeout reached; cancelling in-flight steps", {{"in_flight", busy_workers_.load()}});
+  }
+  cancelled_.store(true);
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  try {
+    stores_.open()->remove_process(process_id_);
+  } catch (const std::exception& e) {
+    logger_.error("Could not remove the process row", {{"error_message", e.what()}});
+  }
+  logger_.info("Host stopped", {{"process_id", process_id_}});
+}
+
+void HostRuntime::idle_wait(Waker& waker, uint64_t seen, double seconds) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter(0.75, 1.25);
+  waker.wait(seen, std::chrono::duration<double>(seconds * jitter(rng)));
+}
+
+void HostRuntime::worker_loop(const std::string& pipeline) {
+  Waker& waker = *wakeups_.jobs(pipeline);
+  std::unique_ptr<Store> store;
+  std::unique_ptr<JobWorker> worker;
+  while (!stopping_.load()) {
+    uint64_t seen = waker.generation();
+    double idle = config_.job_worker.polling_timeout.get(pipeline);
+    try {
+      if (!worker) {
+        store = stores_.open();
+        worker = std::make_unique<JobWorker>(pipeline, *store, plugins_, config_, logger_, wakeups_, stats_,
+                                             process_id_, cancelled_);
+      }
+      bool worked;
+      {
+        // Counted while a claim may be held, so shutdown knows to wait.
+        busy_workers_.fetch_add(1);
+        struct Done {
+          std::atomic<int>& n;
+          ~Done() { n.fetch_sub(1); }
+        } done{busy_workers_};
+        worked = worker->run_once();
+      }
+      if (worked) continue;
+      idle = worker->idle_seconds();
+    } catch (const std::exception& e) {
+      logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_message", e.what()}});
+      idle = kErrorBackoffSeconds;
+    }
+    if (stopping_.load()) break;
+    idle_wait(waker, seen, idle);
+  }
+}
+
+void HostRuntime::advancer_loop() {
+  Waker& waker = wakeups_.advancers();
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Advancer> advancer;
+  while (!stopping_.load()) {
+    uint64_t seen = waker.generation();
+    double idle = config_.pipeline_advancer.polling_timeout;
+    try {
+      if (!store) {
+        store = stores_.open();
+        advancer = std::make_unique<Advancer>(pipelines_, *store, definitions_, config_, logger_, wakeups_,
+                                              process_id_);
+      }
+      BranchClaimResult result = advancer->run_once();
+      if (result != BranchClaimResult::kIdle) continue;  // claimed or contended: go again at once
+    } catch (const std::exception& e) {
+      logger_.error("Pipeline advancer iteration failed", {{"error_message", e.what()}});
+      idle = kErrorBackoffSeconds;
+    }
+    if (stopping_.load()) break;
+    idle_wait(waker, seen, idle);
+  }
+}
+
+void HostRuntime::heartbeat_loop() {
+  std::unique_ptr<Store> store;
+  while (!stopping_.load()) {
+    uint64_t seen = stop_waker_.generation();
+    try {
+      if (!store) store = stores_.open();
+      if (!store->heartbeat(process_id_)) {
+        // Our row was reaped (e.g. after a suspend): adopt a fresh one.
+        logger_.warn("Process row was reaped; re-adopting", {{"process_id", process_id_}});
+        store->register_process(process_id_, ::getpid(), machine_identifier(), "all");
+      }
+    } catch (const std::exception& e) {
+      logger_.error("Heartbeat failed", {{"error_message", e.what()}});
+    }
+    stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
+  }
+}
+
+}  // namespace ductwork

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/catalog.h"
+#include "engine/runtime_stats.h"
+#include "engine/wakeup.h"
+#include "plugin/plugin_registry.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork {
+
+// One host process running every loop as threads (threaded mode): job
+// workers per pipeline, pipeline advancers, and a heartbeat. Each thread
+// owns its own store connection. Loops sleep only when idle, and are woken
+// at once when this process enqueues work they can take.
+class HostRuntime {
+ public:
+  HostRuntime(const Config& config, StoreFactory& stores, const PluginRegistry& plugins, Logger& logger,
+              std::vector<std::string> pipelines);
+  ~HostRuntime();
+  HostRuntime(const HostRuntime&) = delete;
+  HostRuntime& operator=(const HostRuntime&) = delete;
+
+  // Registers this process and starts every loop thread.
+  void start();
+  // Stops claiming, gives in-flight steps the shutdown timeout, then asks
+  // them to cancel, joins every thread and removes the process row.
+  void stop();
+
+  const std::vector<std::string>& pipelines() const { return pipelines_; }
+  const std::string& process_id() const { return process_id_; }
+  Wakeups& wakeups() { return wakeups_; }
+  const RuntimeStats& stats() const { return stats_; }
+
+ private:
+  void worker_loop(const std::string& pipeline);
+  void advancer_loop();
+  void heartbeat_loop();
+  // Sleeps on `waker` for `seconds` ± 25 % jitter (re-rolled every time).
+  void idle_wait(Waker& waker, uint64_t seen, double seconds);
+
+  const Config& config_;
+  StoreFactory& stores_;
+  const PluginRegistry& plugins_;
+  Logger& logger_;
+  std::vector<std::string> pipelines_;
+  Wakeups wakeups_;
+  RuntimeStats stats_;
+  DefinitionCache definitions_;
+  std::string process_id_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<int> busy_workers_{0};
+  Waker stop_waker_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace ductwork

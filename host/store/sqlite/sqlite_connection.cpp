@@ -1,0 +1,172 @@
+#include "store/sqlite/sqlite_connection.h"
+
+#include <Poco/Data/SQLite/Connector.h>
+#include <Poco/Data/SQLite/Utility.h>
+#include <Poco/Data/Session.h>
+#include <Poco/Exception.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include "store/store_error.h"
+
+namespace ductwork::sqlite {
+namespace {
+
+std::once_flag register_once;
+
+// dw_now([offset_seconds]): the database clock as sortable UTC text with
+// microseconds. For an embedded database the database server's clock is this
+// machine's clock; SQLite's own 'now' only has millisecond resolution, which
+// is too coarse to measure sub-millisecond step latencies.
+void dw_now(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  auto now = std::chrono::system_clock::now();
+  if (argc == 1 && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
+    double offset = sqlite3_value_double(argv[0]);
+    now += std::chrono::microseconds(static_cast<int64_t>(std::llround(offset * 1e6)));
+  }
+  int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(micros / 1000000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%06lld", tm.tm_year + 1900, tm.tm_mon + 1,
+                        tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(micros % 1000000));
+  sqlite3_result_text(ctx, buf, n, SQLITE_TRANSIENT);
+}
+
+}  // namespace
+
+Statement::~Statement() {
+  if (stmt_) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+Statement& Statement::bind(int index, std::string_view text) {
+  int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
+  return *this;
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+  int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  int rc = sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
+  return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+  int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
+  return *this;
+}
+
+Statement& Statement::bind_optional(int index, const std::optional<std::string>& text) {
+  return text ? bind(index, *text) : bind_null(index);
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  conn_->fail(rc, std::string("statement: ") + sqlite3_sql(stmt_));
+}
+
+int Statement::exec() {
+  while (step()) {
+  }
+  return sqlite3_changes(conn_->handle());
+}
+
+std::string Statement::text(int column) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, column);
+  if (!p) return std::string();
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+std::optional<std::string> Statement::optional_text(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return text(column);
+}
+
+int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
+double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
+bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+
+Connection::Connection(std::shared_ptr<SharedDatabase> shared) : shared_(std::move(shared)) {
+  std::call_once(register_once, [] { Poco::Data::SQLite::Connector::registerConnector(); });
+  try {
+    session_ = std::make_unique<Poco::Data::Session>("SQLite", shared_->path);
+  } catch (const Poco::Exception& e) {
+    throw StoreError("database " + shared_->path + ": cannot open: " + e.displayText());
+  }
+  db_ = Poco::Data::SQLite::Utility::dbHandle(*session_);
+  sqlite3_busy_timeout(db_, 60000);
+  sqlite3_create_function(db_, "dw_now", 0, SQLITE_UTF8, nullptr, dw_now, nullptr, nullptr);
+  sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, nullptr, dw_now, nullptr, nullptr);
+  // journal_mode is the first statement to read the file, so a path that is
+  // not a SQLite database fails here with a message naming it.
+  exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;");
+}
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  cache_.clear();
+}
+
+void Connection::fail(int rc, const std::string& what) const {
+  throw StoreError("database " + shared_->path + ": " + what + ": " + sqlite3_errstr(rc) + " (" +
+                   sqlite3_errmsg(db_) + ")");
+}
+
+Statement Connection::prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
+                                nullptr);
+    if (rc != SQLITE_OK) fail(rc, "prepare: " + sql);
+    it = cache_.emplace(sql, stmt).first;
+  }
+  return Statement(this, it->second);
+}
+
+void Connection::exec_script(const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string message = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    throw StoreError("database " + shared_->path + ": " + message);
+  }
+}
+
+WriteTransaction::WriteTransaction(Connection& conn) : conn_(conn), lock_(conn.shared().write_mutex) {
+  conn_.prepare("BEGIN IMMEDIATE").exec();
+  open_ = true;
+}
+
+WriteTransaction::~WriteTransaction() {
+  if (open_) {
+    sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+void WriteTransaction::commit() {
+  conn_.prepare("COMMIT").exec();
+  open_ = false;
+}
+
+ReadTransaction::ReadTransaction(Connection& conn) : conn_(conn) { conn_.prepare("BEGIN").exec(); }
+
+ReadTransaction::~ReadTransaction() { sqlite3_exec(conn_.handle(), "COMMIT", nullptr, nullptr, nullptr); }
+
+}  // namespace ductwork::sqlite

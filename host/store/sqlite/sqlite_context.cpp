@@ -1,0 +1,33 @@
+// Run context (the tuples table) in the SQLite store.
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_time.h"
+#include "util/uuid.h"
+
+namespace ductwork::sqlite {
+
+std::optional<std::string> SqliteStore::context_get(const std::string& run_id, const std::string& key) {
+  auto stmt = conn_.prepare("SELECT serialized_value FROM tuples WHERE run_id = ? AND key = ?");
+  stmt.bind(1, run_id).bind(2, key);
+  if (!stmt.step()) return std::nullopt;
+  return stmt.is_null(0) ? std::string("null") : stmt.text(0);
+}
+
+bool SqliteStore::context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
+                              bool overwrite) {
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  // The unique (run_id, key) pair arbitrates concurrent first setters.
+  const char* sql = overwrite
+                        ? "INSERT INTO tuples (id, run_id, key, serialized_value, first_set_at, last_set_at, "
+                          "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, ?5) "
+                          "ON CONFLICT (run_id, key) DO UPDATE SET serialized_value = excluded.serialized_value, "
+                          "last_set_at = excluded.last_set_at, updated_at = excluded.updated_at"
+                        : "INSERT INTO tuples (id, run_id, key, serialized_value, first_set_at, last_set_at, "
+                          "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, ?5) "
+                          "ON CONFLICT (run_id, key) DO NOTHING";
+  int rows = conn_.prepare(sql).bind(1, new_uuid_v7()).bind(2, run_id).bind(3, key).bind(4, value_json).bind(5, now).exec();
+  tx.commit();
+  return rows > 0;
+}
+
+}  // namespace ductwork::sqlite

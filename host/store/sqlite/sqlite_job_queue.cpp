@@ -1,0 +1,221 @@
+// The job worker's side of the SQLite store: claim, succeeded!, errored!.
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_time.h"
+#include "util/uuid.h"
+
+namespace ductwork::sqlite {
+
+std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, const std::string& process_id) {
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  std::string availability_id, execution_id;
+  {
+    auto pick = conn_.prepare(
+        "SELECT id, execution_id FROM availabilities "
+        "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 "
+        "ORDER BY started_at LIMIT 1");
+    pick.bind(1, pipeline).bind(2, now);
+    if (!pick.step()) return std::nullopt;
+    availability_id = pick.text(0);
+    execution_id = pick.text(1);
+  }
+  // Optimistic claim: inside an immediate transaction the row count is the
+  // verdict; the predicate is re-asserted so a claim made by another process
+  // between our read and write can never be taken twice.
+  int won = conn_.prepare(
+                     "UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 "
+                     "WHERE id = ?3 AND completed_at IS NULL")
+                .bind(1, now)
+                .bind(2, process_id)
+                .bind(3, availability_id)
+                .exec();
+  if (won != 1) return std::nullopt;
+  conn_.prepare("UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id = ?3")
+      .bind(1, process_id)
+      .bind(2, now)
+      .bind(3, execution_id)
+      .exec();
+
+  ClaimedJob job;
+  job.execution_id = execution_id;
+  job.pipeline = pipeline;
+  std::string step_status, run_status, pipeline_id;
+  {
+    auto info = conn_.prepare(
+        "SELECT e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> '$.args', "
+        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id "
+        "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+        "JOIN runs r ON r.id = s.run_id WHERE e.id = ?");
+    info.bind(1, execution_id);
+    if (!info.step()) return std::nullopt;
+    job.job_id = info.text(0);
+    job.retry_count = info.int64(1);
+    job.crash_count = info.int64(2);
+    job.step_id = info.text(3);
+    job.klass = info.text(4);
+    job.args_json = info.is_null(5) ? "[]" : info.text(5);
+    job.run_id = info.text(6);
+    job.branch_id = info.text(7);
+    job.node = info.text(8);
+    step_status = info.text(9);
+    run_status = info.text(10);
+    pipeline_id = info.text(11);
+  }
+  // Read first, write only when needed: the run and pipeline rows are shared
+  // by every job of the run and must not be rewritten on every claim.
+  if (step_status != "in_progress") {
+    conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
+        .bind(1, now)
+        .bind(2, job.step_id)
+        .exec();
+  }
+  if (run_status != "in_progress") {
+    conn_.prepare("UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
+        .bind(1, now)
+        .bind(2, job.run_id)
+        .exec();
+    conn_.prepare(
+             "UPDATE pipelines SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
+        .bind(1, now)
+        .bind(2, pipeline_id)
+        .exec();
+  }
+  // The attempt is recorded with the claim: user code starts right after
+  // this commit, and one transaction fewer per step matters at our rates.
+  conn_.prepare(
+           "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?3, ?3)")
+      .bind(1, new_uuid_v7())
+      .bind(2, execution_id)
+      .bind(3, now)
+      .exec();
+  tx.commit();
+  return job;
+}
+
+namespace {
+
+// The fence of succeeded!/errored!: the execution is still open and still
+// ours. Zero rows means the reaper took the claim away (CommitFailed).
+bool close_execution(Connection& conn, const ClaimedJob& job, const std::string& process_id, const std::string& now) {
+  int rows = conn.prepare(
+                     "UPDATE executions SET completed_at = ?1, updated_at = ?1 "
+                     "WHERE id = ?2 AND completed_at IS NULL AND process_id = ?3")
+                 .bind(1, now)
+                 .bind(2, job.execution_id)
+                 .bind(3, process_id)
+                 .exec();
+  if (rows == 0) return false;
+  conn.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
+      .bind(1, now)
+      .bind(2, job.execution_id)
+      .exec();
+  return true;
+}
+
+void insert_result(Connection& conn, const std::string& execution_id, const char* type, const ErrorInfo* error,
+                   const std::string& now) {
+  auto stmt = conn.prepare(
+      "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, created_at, "
+      "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)");
+  stmt.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, std::string_view(type)).bind(7, now);
+  if (error) {
+    stmt.bind(4, error->klass).bind(5, error->message).bind(6, error->backtrace);
+  } else {
+    stmt.bind_null(4).bind_null(5).bind_null(6);
+  }
+  stmt.exec();
+}
+
+// A new try of the job, claimable from now + delay.
+void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retry_count, int64_t crash_count,
+                           double delay_seconds, const std::string& now) {
+  std::string execution_id = new_uuid_v7();
+  conn.prepare(
+          "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, updated_at) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)")
+      .bind(1, execution_id)
+      .bind(2, job.job_id)
+      .bind(3, retry_count)
+      .bind(4, crash_count)
+      .bind(5, now)
+      .exec();
+  auto availability = conn.prepare(
+      "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
+      "VALUES (?1, ?2, ?3, CASE WHEN ?4 > 0 THEN dw_now(?4) ELSE ?5 END, ?5, ?5)");
+  availability.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, job.pipeline).bind(4, delay_seconds).bind(5, now);
+  availability.exec();
+}
+
+void fail_step(Connection& conn, const std::string& step_id, const std::string& now) {
+  conn.prepare("UPDATE steps SET status = 'failed', updated_at = ?1 WHERE id = ?2").bind(1, now).bind(2, step_id).exec();
+}
+
+}  // namespace
+
+bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& process_id,
+                                const std::string& output_json) {
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  if (!close_execution(conn_, job, process_id, now)) return false;
+  conn_.prepare(
+           "UPDATE jobs SET output_payload = json_object('payload', json(?1)), completed_at = ?2, updated_at = ?2 "
+           "WHERE id = ?3")
+      .bind(1, output_json)
+      .bind(2, now)
+      .bind(3, job.job_id)
+      .exec();
+  insert_result(conn_, job.execution_id, "success", nullptr, now);
+  conn_.prepare("UPDATE steps SET status = 'advancing', updated_at = ?1 WHERE id = ?2")
+      .bind(1, now)
+      .bind(2, job.step_id)
+      .exec();
+  tx.commit();
+  return true;
+}
+
+bool SqliteStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
+                              const RetryPolicy& policy, bool* step_failed) {
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  if (!close_execution(conn_, job, process_id, now)) return false;
+  insert_result(conn_, job.execution_id, "failure", &error, now);
+  *step_failed = job.retry_count >= policy.max_retry;
+  if (*step_failed) {
+    fail_step(conn_, job.step_id, now);
+  } else {
+    insert_next_execution(conn_, job, job.retry_count + 1, job.crash_count, policy.retry_delay_seconds, now);
+  }
+  tx.commit();
+  return true;
+}
+
+bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+                              const CrashPolicy& policy, bool* step_failed) {
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  if (!close_execution(conn_, job, process_id, now)) return false;
+  insert_result(conn_, job.execution_id, "process_crashed", &cause, now);
+  *step_failed = job.crash_count >= policy.max_crash;
+  if (*step_failed) {
+    fail_step(conn_, job.step_id, now);
+  } else {
+    // A crash loop is retried at once for the first third of the budget (a
+    // flaky host), then backs off linearly so a poison job cannot spin.
+    int64_t next = job.crash_count + 1;
+    double delay = next <= policy.max_crash / 3 ? 0.0 : static_cast<double>(next) * policy.retry_delay_seconds;
+    insert_next_execution(conn_, job, job.retry_count, next, delay, now);
+  }
+  tx.commit();
+  return true;
+}
+
+std::optional<double> SqliteStore::seconds_until_next_job(const std::string& pipeline) {
+  auto stmt = conn_.prepare(
+      "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
+      "WHERE pipeline_klass = ? AND completed_at IS NULL");
+  stmt.bind(1, pipeline);
+  if (!stmt.step() || stmt.is_null(0)) return std::nullopt;
+  return stmt.real(0);
+}
+
+}  // namespace ductwork::sqlite

@@ -1,0 +1,139 @@
+// Read-only queries of the SQLite store: the status document, listings and
+// progress totals. Each runs in one read transaction for a consistent view.
+#include <map>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace ductwork::sqlite {
+namespace {
+
+json optional_json(const Statement& stmt, int column) {
+  if (stmt.is_null(column)) return nullptr;
+  return stmt.text(column);
+}
+
+json parse_or_null(const Statement& stmt, int column) {
+  if (stmt.is_null(column)) return nullptr;
+  return json::parse(stmt.text(column), nullptr, false);
+}
+
+}  // namespace
+
+std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id) {
+  ReadTransaction tx(conn_);
+  json doc;
+  {
+    auto p = conn_.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at FROM pipelines WHERE id = ?");
+    p.bind(1, pipeline_id);
+    if (!p.step()) return std::nullopt;
+    doc = json{{"id", p.text(0)},
+               {"pipeline", p.text(1)},
+               {"status", p.text(2)},
+               {"triggered_at", p.text(3)},
+               {"completed_at", optional_json(p, 4)},
+               {"halted_at", optional_json(p, 5)},
+               {"runs", json::array()}};
+  }
+  std::vector<std::string> run_ids;
+  {
+    auto r = conn_.prepare(
+        "SELECT id, status, started_at, completed_at, halted_at FROM runs WHERE pipeline_id = ? "
+        "ORDER BY created_at, id");
+    r.bind(1, pipeline_id);
+    while (r.step()) {
+      run_ids.push_back(r.text(0));
+      doc["runs"].push_back(json{{"id", r.text(0)},
+                                 {"status", r.text(1)},
+                                 {"started_at", optional_json(r, 2)},
+                                 {"completed_at", optional_json(r, 3)},
+                                 {"halted_at", optional_json(r, 4)},
+                                 {"branches", json::array()},
+                                 {"steps", json::array()}});
+    }
+  }
+  for (size_t i = 0; i < run_ids.size(); ++i) {
+    json& run = doc["runs"][i];
+    std::map<std::string, json> parents;
+    {
+      auto l = conn_.prepare(
+          "SELECT l.child_branch_id, l.parent_branch_id FROM branch_links l JOIN branches b ON b.id = l.child_branch_id "
+          "WHERE b.run_id = ? ORDER BY l.created_at, l.id");
+      l.bind(1, run_ids[i]);
+      while (l.step()) parents[l.text(0)].push_back(l.text(1));
+    }
+    {
+      auto b = conn_.prepare(
+          "SELECT id, status, halt_reason FROM branches WHERE run_id = ? ORDER BY started_at, id");
+      b.bind(1, run_ids[i]);
+      while (b.step()) {
+        auto it = parents.find(b.text(0));
+        run["branches"].push_back(json{{"id", b.text(0)},
+                                       {"status", b.text(1)},
+                                       {"halt_reason", optional_json(b, 2)},
+                                       {"parent_ids", it == parents.end() ? json::array() : it->second}});
+      }
+    }
+    std::map<std::string, json> executions;  // job id -> executions
+    {
+      auto e = conn_.prepare(
+          "SELECT e.job_id, e.retry_count, e.crash_count, r.result_type, r.error_klass, r.error_message "
+          "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+          "LEFT JOIN results r ON r.execution_id = e.id WHERE s.run_id = ? ORDER BY e.created_at, e.id");
+      e.bind(1, run_ids[i]);
+      while (e.step()) {
+        executions[e.text(0)].push_back(json{{"retry_count", e.int64(1)},
+                                             {"crash_count", e.int64(2)},
+                                             {"result_type", optional_json(e, 3)},
+                                             {"error_klass", optional_json(e, 4)},
+                                             {"error_message", optional_json(e, 5)}});
+      }
+    }
+    auto s = conn_.prepare(
+        "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> '$.args', "
+        "j.output_payload -> '$.payload', j.id, s.started_at, s.completed_at FROM steps s "
+        "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
+    s.bind(1, run_ids[i]);
+    while (s.step()) {
+      auto it = executions.find(s.text(8));
+      run["steps"].push_back(json{{"id", s.text(0)},
+                                  {"branch_id", s.text(1)},
+                                  {"node", s.text(2)},
+                                  {"klass", s.text(3)},
+                                  {"status", s.text(4)},
+                                  {"to_transition", s.text(5)},
+                                  {"input", parse_or_null(s, 6)},
+                                  {"output", parse_or_null(s, 7)},
+                                  {"started_at", s.text(9)},
+                                  {"completed_at", optional_json(s, 10)},
+                                  {"executions", it == executions.end() ? json::array() : it->second}});
+    }
+  }
+  return doc;
+}
+
+std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filter) {
+  auto stmt = conn_.prepare(
+      "SELECT id, klass, status, triggered_at FROM pipelines WHERE (?1 IS NULL OR status = ?1) "
+      "AND (?2 IS NULL OR klass = ?2) ORDER BY triggered_at DESC, id DESC LIMIT ?3");
+  stmt.bind_optional(1, filter.status).bind_optional(2, filter.pipeline).bind(3, static_cast<int64_t>(filter.limit));
+  std::vector<PipelineSummary> out;
+  while (stmt.step()) out.push_back(PipelineSummary{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
+  return out;
+}
+
+Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
+  Progress total;
+  ReadTransaction tx(conn_);
+  for (const auto& pipeline : pipelines) {
+    auto p = conn_.prepare(
+        "SELECT COUNT(*), COALESCE(SUM(status IN ('pending', 'in_progress', 'advancing', 'waiting')), 0) "
+        "FROM pipelines WHERE klass = ?");
+    p.bind(1, pipeline);
+    p.step();
+    total.pipelines_total += p.int64(0);
+    total.pipelines_open += p.int64(1);
+  }
+  return total;
+}
+
+}  // namespace ductwork::sqlite

@@ -1,0 +1,177 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include "config/config.h"
+#include "store/migrations.h"
+#include "store/sqlite/sqlite_time.h"
+#include "store/store_error.h"
+#include "util/uuid.h"
+
+namespace ductwork::sqlite {
+
+std::vector<std::string> SqliteStore::migrate() {
+  std::vector<std::string> applied_now;
+  {
+    WriteTransaction tx(conn_);
+    conn_.exec_script(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
+    tx.commit();
+  }
+  for (const auto& migration : sqlite_migrations()) {
+    WriteTransaction tx(conn_);
+    // Re-checked under the write lock: two processes starting together must
+    // not both apply the same file.
+    bool done;
+    {
+      auto seen = conn_.prepare("SELECT 1 FROM schema_migrations WHERE version = ?");
+      seen.bind(1, migration.version);
+      done = seen.step();
+    }  // reset before any DDL runs
+    if (done) continue;
+    try {
+      conn_.exec_script(migration.sql);
+    } catch (const StoreError& e) {
+      throw StoreError(std::string(e.what()) + " (in migration " + migration.version + ")");
+    }
+    conn_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, dw_now())")
+        .bind(1, migration.version)
+        .exec();
+    tx.commit();
+    applied_now.push_back(migration.version);
+  }
+  return applied_now;
+}
+
+std::string SqliteStore::insert_step(const NewStep& step, const std::string& status) {
+  const std::string now = db_now(conn_);
+  std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
+  conn_.prepare(
+           "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
+           "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9)")
+      .bind(1, step_id)
+      .bind(2, step.run_id)
+      .bind(3, step.branch_id)
+      .bind_optional(4, step.source_step_id.empty() ? std::nullopt : std::optional<std::string>(step.source_step_id))
+      .bind(5, step.node)
+      .bind(6, step.klass)
+      .bind(7, step.to_transition)
+      .bind(8, status)
+      .bind(9, now)
+      .exec();
+  conn_.prepare(
+           "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) "
+           "VALUES (?1, ?2, ?3, json_object('args', json(?4)), ?5, ?5, ?5)")
+      .bind(1, job_id)
+      .bind(2, step_id)
+      .bind(3, step.klass)
+      .bind(4, step.args_json)
+      .bind(5, now)
+      .exec();
+  conn_.prepare(
+           "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, updated_at) "
+           "VALUES (?1, ?2, 0, 0, ?3, ?3, ?3)")
+      .bind(1, execution_id)
+      .bind(2, job_id)
+      .bind(3, now)
+      .exec();
+  conn_.prepare(
+           "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
+           "VALUES (?1, ?2, ?3, ?4, ?4, ?4)")
+      .bind(1, new_uuid_v7())
+      .bind(2, execution_id)
+      .bind(3, step.pipeline)
+      .bind(4, now)
+      .exec();
+  return step_id;
+}
+
+TriggeredPipeline SqliteStore::trigger(const NewPipeline& request) {
+  TriggeredPipeline out{new_uuid_v7(), new_uuid_v7()};
+  std::string branch_id = new_uuid_v7();
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  conn_.prepare(
+           "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at) "
+           "VALUES (?1, ?2, 'in_progress', ?3, ?3, ?3, ?3)")
+      .bind(1, out.pipeline_id)
+      .bind(2, request.pipeline)
+      .bind(3, now)
+      .exec();
+  conn_.prepare(
+           "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, "
+           "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, ?6, ?6, ?6)")
+      .bind(1, out.run_id)
+      .bind(2, out.pipeline_id)
+      .bind(3, request.pipeline)
+      .bind(4, request.definition_json)
+      .bind(5, request.definition_sha1)
+      .bind(6, now)
+      .exec();
+  conn_.prepare(
+           "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, created_at, "
+           "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
+      .bind(1, branch_id)
+      .bind(2, out.run_id)
+      .bind(3, request.pipeline)
+      .bind(4, now)
+      .exec();
+  insert_step(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
+                      request.args_json},
+              "pending");
+  tx.commit();
+  return out;
+}
+
+void SqliteStore::register_process(const std::string& id, int64_t pid, const std::string& machine,
+                                   const std::string& role) {
+  WriteTransaction tx(conn_);
+  conn_.prepare(
+           "INSERT INTO processes (id, pid, machine_identifier, role, last_heartbeat_at, created_at, updated_at) "
+           "VALUES (?1, ?2, ?3, ?4, dw_now(), dw_now(), dw_now()) "
+           "ON CONFLICT (pid, machine_identifier) DO UPDATE SET id = excluded.id, role = excluded.role, "
+           "last_heartbeat_at = excluded.last_heartbeat_at, updated_at = excluded.updated_at")
+      .bind(1, id)
+      .bind(2, pid)
+      .bind(3, machine)
+      .bind(4, role)
+      .exec();
+  tx.commit();
+}
+
+bool SqliteStore::heartbeat(const std::string& process_id) {
+  WriteTransaction tx(conn_);
+  int changed = conn_.prepare("UPDATE processes SET last_heartbeat_at = dw_now(), updated_at = dw_now() WHERE id = ?")
+                    .bind(1, process_id)
+                    .exec();
+  tx.commit();
+  return changed > 0;
+}
+
+void SqliteStore::remove_process(const std::string& process_id) {
+  WriteTransaction tx(conn_);
+  conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
+  tx.commit();
+}
+
+std::string SqliteStore::run_definition(const std::string& run_id) {
+  auto stmt = conn_.prepare("SELECT definition FROM runs WHERE id = ?");
+  stmt.bind(1, run_id);
+  if (!stmt.step()) throw StoreError("database " + conn_.path() + ": no run " + run_id);
+  return stmt.text(0);
+}
+
+SqliteStoreFactory::SqliteStoreFactory(std::string path) : shared_(std::make_shared<SharedDatabase>()) {
+  shared_->path = std::move(path);
+}
+
+std::unique_ptr<Store> SqliteStoreFactory::open() { return std::make_unique<SqliteStore>(shared_); }
+
+}  // namespace ductwork::sqlite
+
+namespace ductwork {
+
+std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config) {
+  if (config.adapter == "sqlite") return std::make_unique<sqlite::SqliteStoreFactory>(config.path);
+  throw StoreError("database adapter " + config.adapter + " is not supported");
+}
+
+}  // namespace ductwork

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <memory>
+
+#include "store/sqlite/sqlite_connection.h"
+#include "store/store.h"
+
+namespace ductwork::sqlite {
+
+// The SQLite dialect of Store. Its methods are spread over files by concern:
+// sqlite_store.cpp (schema, trigger, processes), sqlite_job_queue.cpp (job
+// worker), sqlite_branch_ops.cpp (advancer claims and the claim fence),
+// sqlite_reports.cpp (status and listing queries).
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::shared_ptr<SharedDatabase> shared) : conn_(std::move(shared)) {}
+
+  std::vector<std::string> migrate() override;
+  TriggeredPipeline trigger(const NewPipeline& request) override;
+
+  void register_process(const std::string& id, int64_t pid, const std::string& machine,
+                        const std::string& role) override;
+  bool heartbeat(const std::string& process_id) override;
+  void remove_process(const std::string& process_id) override;
+
+  std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
+  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json) override;
+  bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
+                   const RetryPolicy& policy, bool* step_failed) override;
+  bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+                   const CrashPolicy& policy, bool* step_failed) override;
+  std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
+
+  BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
+                                 BranchClaim* out) override;
+  bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
+                        const std::function<void(BranchTx&)>& body) override;
+  std::string run_definition(const std::string& run_id) override;
+
+  std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
+  bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
+                   bool overwrite) override;
+
+  std::optional<json> pipeline_report(const std::string& pipeline_id) override;
+  std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
+  Progress progress(const std::vector<std::string>& pipelines) override;
+
+  Connection& connection() { return conn_; }
+
+ private:
+  // Inserts step + job + execution + availability (inside an open transaction).
+  std::string insert_step(const NewStep& step, const std::string& status);
+
+  friend class SqliteBranchTx;
+  Connection conn_;
+};
+
+class SqliteStoreFactory final : public StoreFactory {
+ public:
+  explicit SqliteStoreFactory(std::string path);
+  std::unique_ptr<Store> open() override;
+
+ private:
+  std::shared_ptr<SharedDatabase> shared_;
+};
+
+}  // namespace ductwork::sqlite

@@ -1,0 +1,132 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/store_types.h"
+#include "util/json.h"
+
+namespace ductwork {
+
+// The mutations an advancer may make while it holds a branch's claim. Every
+// call runs inside the claim fence's transaction (see Store::with_claim_fence):
+// nothing is visible to others until the fence commits, and nothing is
+// written if the fence callback throws.
+class BranchTx {
+ public:
+  virtual ~BranchTx() = default;
+
+  // The step's return value as JSON text ("null" when it has none).
+  virtual std::string step_output_json(const std::string& step_id) = 0;
+  // The result_type of the step's latest execution ("" if none).
+  virtual std::string last_result_type(const std::string& step_id) = 0;
+  virtual void complete_step(const std::string& step_id) = 0;
+  // Creates a pending step with its job, a first execution and an
+  // availability open from now. Returns the step id.
+  virtual std::string create_step(const NewStep& step) = 0;
+
+  virtual void complete_transition(const std::string& transition_id, const std::string& out_step_id) = 0;
+  virtual void complete_advancement(const std::string& advancement_id) = 0;
+  virtual void fail_advancement(const std::string& advancement_id, const ErrorInfo& error) = 0;
+  // Advancements of the transition that ended in a genuine error (crash
+  // markers excluded): the advancer's retry budget.
+  virtual int64_t errored_advancements(const std::string& transition_id) = 0;
+
+  // Back to in_progress, claim cleared, last_advanced_at now.
+  virtual void release_branch(const std::string& branch_id) = 0;
+  virtual void complete_branch(const std::string& branch_id) = 0;
+  virtual void halt_branch(const std::string& branch_id, const std::string& reason) = 0;
+  // Locks the run; when no branch is open, marks run and pipeline halted (if
+  // any branch halted) or completed.
+  virtual RunState settle_run(const std::string& run_id) = 0;
+};
+
+// All persistent state, spoken in domain operations. One Store is one
+// database connection: not thread-safe, each loop thread opens its own via
+// StoreFactory. Failures throw StoreError.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // ---- schema
+  // Applies every migration not yet recorded; returns the names applied now.
+  virtual std::vector<std::string> migrate() = 0;
+
+  // ---- trigger
+  // Creates pipeline, run, first branch, start step, job, execution and
+  // availability in one transaction.
+  virtual TriggeredPipeline trigger(const NewPipeline& request) = 0;
+
+  // ---- processes
+  // Inserts (or adopts, on a reused pid) the row `id` for this process.
+  virtual void register_process(const std::string& id, int64_t pid, const std::string& machine,
+                                const std::string& role) = 0;
+  // False when the row is gone (reaped).
+  virtual bool heartbeat(const std::string& process_id) = 0;
+  virtual void remove_process(const std::string& process_id) = 0;
+
+  // ---- job worker
+  // Claims the oldest open availability of `pipeline` due now and records the
+  // attempt. nullopt when nothing is due.
+  virtual std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) = 0;
+  // succeeded!: false when the fence (open execution owned by process_id)
+  // matched nothing, i.e. the claim was taken away; nothing is written then.
+  virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id,
+                             const std::string& output_json) = 0;
+  // errored!: same fence. Writes a failure result and either a retry
+  // execution available after the delay, or marks the step failed. Sets
+  // *step_failed accordingly.
+  virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
+                           const RetryPolicy& policy, bool* step_failed) = 0;
+  // crashed!: fenced on the execution still being open and owned by
+  // `process_id`. Writes a process_crashed result carrying the cause and
+  // either a new execution (crash_count + 1, same retry_count; immediate for
+  // the first third of the budget, then delayed crash_count × retry_delay)
+  // or marks the step failed. False when the fence matched nothing.
+  virtual bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+                           const CrashPolicy& policy, bool* step_failed) = 0;
+  // Seconds until the next availability of the pipeline opens (nullopt: none queued).
+  virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
+
+  // ---- pipeline advancer
+  virtual BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window,
+                                         int sample, BranchClaim* out) = 0;
+  // Runs `body` in a write transaction that first checks the branch's claim
+  // token still equals `claim_token`. Returns false (and runs nothing) when
+  // the claim diverged.
+  virtual bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
+                                const std::function<void(BranchTx&)>& body) = 0;
+  // The canonical definition snapshot of a run (JSON text).
+  virtual std::string run_definition(const std::string& run_id) = 0;
+
+  // ---- run context (tuples)
+  // The value stored under `key` for the run (JSON text), nullopt if unset.
+  virtual std::optional<std::string> context_get(const std::string& run_id, const std::string& key) = 0;
+  // Sets the value; without `overwrite` an existing key is left alone and
+  // false is returned ("can only set value once"). Concurrent setters of the
+  // same new key: exactly one gets true.
+  virtual bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
+                           bool overwrite) = 0;
+
+  // ---- queries (CLI, dashboard)
+  // Full status document of a pipeline (the `status --json` contract); nullopt if unknown.
+  virtual std::optional<json> pipeline_report(const std::string& pipeline_id) = 0;
+  virtual std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) = 0;
+  virtual Progress progress(const std::vector<std::string>& pipelines) = 0;
+};
+
+// Opens Store connections to one database; shared by the threads of a host.
+class StoreFactory {
+ public:
+  virtual ~StoreFactory() = default;
+  virtual std::unique_ptr<Store> open() = 0;
+};
+
+struct DatabaseConfig;
+// Builds the factory for the configured adapter. Throws StoreError.
+std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config);
+
+}  // namespace ductwork

@@ -1,0 +1,111 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ductwork {
+
+// Domain records exchanged between the engine and a store dialect. Plain
+// data; JSON travels as text.
+
+struct ErrorInfo {
+  std::string klass;
+  std::string message;
+  std::string backtrace;
+};
+
+struct NewPipeline {
+  std::string pipeline;         // pipeline name (klass)
+  std::string definition_json;  // canonical definition snapshot
+  std::string definition_sha1;
+  std::string start_node;
+  std::string start_klass;
+  std::string args_json;        // JSON array: the start step's args
+};
+
+struct TriggeredPipeline {
+  std::string pipeline_id;
+  std::string run_id;
+};
+
+// An execution this process claimed and must now run and commit.
+struct ClaimedJob {
+  std::string execution_id;
+  std::string job_id;
+  std::string step_id;
+  std::string run_id;
+  std::string branch_id;
+  std::string pipeline;
+  std::string klass;
+  std::string node;
+  std::string args_json;  // JSON array
+  int64_t retry_count = 0;
+  int64_t crash_count = 0;
+};
+
+// What to do with a job whose execution raised.
+struct RetryPolicy {
+  int max_retry = 3;
+  double retry_delay_seconds = 10.0;
+};
+
+// What to do with a job whose execution crashed.
+struct CrashPolicy {
+  int max_crash = 10;
+  double retry_delay_seconds = 10.0;
+};
+
+enum class BranchClaimResult { kClaimed, kContended, kIdle };
+
+// A branch this process claimed for advancing, with the step it sits on.
+struct BranchClaim {
+  std::string branch_id;
+  std::string run_id;
+  std::string pipeline;
+  std::string claim_token;
+  std::string definition_sha1;
+  std::string step_id;
+  std::string step_node;
+  std::string step_klass;
+  std::string step_status;  // advancing | failed (or anything else when stale)
+  std::string transition_id;
+  std::string advancement_id;
+  int64_t advancement_crash_count = 0;
+};
+
+// A step (and its job, execution and availability) to create.
+struct NewStep {
+  std::string run_id;
+  std::string branch_id;
+  std::string pipeline;
+  std::string source_step_id;
+  std::string node;
+  std::string klass;
+  std::string to_transition;
+  std::string args_json;  // JSON array
+};
+
+enum class RunState { kOpen, kCompleted, kHalted };
+
+struct PipelineSummary {
+  std::string id;
+  std::string pipeline;
+  std::string status;
+  std::string triggered_at;
+};
+
+struct ListFilter {
+  std::optional<std::string> status;
+  std::optional<std::string> pipeline;
+  int limit = 1000;
+};
+
+// Totals the drain mode and the progress line watch.
+struct Progress {
+  int64_t pipelines_total = 0;     // pipelines this host runs, any status
+  int64_t pipelines_open = 0;      // pending / in_progress / advancing / waiting
+};
+
+}  // namespace ductwork

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "util/json.h"
+
+namespace ductwork {
+
+enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
+
+// Parses "debug" / "info" / "warn" / "error"; returns false for anything else.
+bool parse_log_level(std::string_view text, LogLevel* out);
+const char* log_level_name(LogLevel level);
+
+// Structured logger: one JSON object per line with the stable fields `ts`,
+// `level`, `msg`, `role`, `pid`, followed by whatever fields the caller adds
+// (`pipeline`, `run_id`, `branch_id`, `job_id`, `step`, `error_klass`,
+// `error_message`, ...). The text format prints the same facts for humans.
+// Thread-safe; one instance is passed to whoever logs.
+class Logger {
+ public:
+  enum class Format { kJson, kText };
+
+  // Writes to `out` (not owned; stdout or stderr).
+  explicit Logger(std::FILE* out = stderr, Format format = Format::kJson,
+                  LogLevel min_level = LogLevel::kInfo);
+  Logger(const Logger&) = delete;
+  Logger& operator=(const Logger&) = delete;
+
+  void set_level(LogLevel level) { min_level_ = level; }
+  void set_format(Format format) { format_ = format; }
+  void set_role(std::string role);
+  // Called under the logger's lock around every line, so a live progress
+  // line on a terminal can be cleared before and redrawn after a log line.
+  void set_line_hooks(std::function<void()> before, std::function<void()> after);
+
+  bool enabled(LogLevel level) const { return level >= min_level_; }
+  void log(LogLevel level, std::string_view msg, const json& fields = json::object());
+  void debug(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kDebug, msg, fields); }
+  void info(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kInfo, msg, fields); }
+  void warn(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kWarn, msg, fields); }
+  void error(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kError, msg, fields); }
+
+  // Serialises access to the output stream for non-log writers (progress line).
+  std::mutex& output_mutex() { return mutex_; }
+
+ private:
+  std::FILE* out_;
+  Format format_;
+  LogLevel min_level_;
+  std::string role_ = "cli";
+  std::mutex mutex_;
+  std::function<void()> before_line_;
+  std::function<void()> after_line_;
+};
+
+}  // namespace ductwork

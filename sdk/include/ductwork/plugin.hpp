@@ -1,0 +1,165 @@
+// ductwork/plugin.hpp — registration macros and the plugin table. Included
+// by step.hpp; include that instead.
+//
+//   DUCTWORK_STEP(ClassName);                 registers ClassName as "ClassName"
+//   DUCTWORK_STEP_NAMED(ClassName, "Name");   registers it under another name
+//   DUCTWORK_PIPELINE_JSON(text);             exports a pipeline definition
+//   DUCTWORK_PLUGIN("name", "1.0.0");         the entry points; once per .so
+//
+// Each macro is a namespace-scope declaration ending in the caller's ';'.
+// Registrations may be spread over any number of source files of a plugin;
+// each .so keeps its own registry (see DUCTWORK_HIDDEN).
+#ifndef DUCTWORK_PLUGIN_HPP
+#define DUCTWORK_PLUGIN_HPP
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ductwork/abi.h"
+#include "ductwork/detail/macros.hpp"
+#include "ductwork/json.hpp"
+#include "ductwork/step.hpp"  // before the trampolines, which need Step
+#include "ductwork/detail/trampolines.hpp"
+
+namespace ductwork {
+namespace detail {
+
+// Step classes registered in this plugin, in registration order (which
+// across source files is the unspecified order of static initialisation).
+DUCTWORK_HIDDEN inline std::vector<dw_step_class>& step_registry() {
+  static std::vector<dw_step_class> steps;
+  return steps;
+}
+
+// Producers of this plugin's pipeline definitions (JSON text). They run in
+// ductwork_plugin_init, not during static initialisation, so a producer that
+// throws fails the plugin's init instead of terminating the host at dlopen.
+// DUCTWORK_PIPELINE_JSON registers a producer returning fixed text; the
+// fluent pipeline builder registers through the same hook.
+DUCTWORK_HIDDEN inline std::vector<std::function<std::string()>>& pipeline_registry() {
+  static std::vector<std::function<std::string()>> producers;
+  return producers;
+}
+
+struct StepRegistrar {
+  // `name` must have static storage duration (a string literal).
+  StepRegistrar(const char* name, void* (*create)()) {
+    step_registry().push_back(
+        dw_step_class{sizeof(dw_step_class), name, create, &execute_step, &destroy_step});
+  }
+};
+
+struct PipelineRegistrar {
+  explicit PipelineRegistrar(std::function<std::string()> producer) {
+    pipeline_registry().push_back(std::move(producer));
+  }
+};
+
+template <class T>
+constexpr bool is_registrable_step() {
+  static_assert(std::is_base_of_v<Step, T>, "DUCTWORK_STEP needs a class derived from ductwork::Step");
+  static_assert(std::is_default_constructible_v<T>, "a step class needs a default constructor");
+  static_assert(!std::is_abstract_v<T>, "a step class must implement execute()");
+  return true;
+}
+
+// The table ductwork_plugin_init returns; it lives until the library is
+// unloaded.
+class PluginTable {
+ public:
+  PluginTable(const char* name, const char* version) : name_(name), version_(version) {
+    for (const dw_step_class& step : step_registry()) steps_.push_back(&step);
+    for (const auto& produce : pipeline_registry()) {
+      std::string text = produce();
+      // Canonicalise (compact, sorted keys) when it parses; otherwise pass it
+      // on verbatim so the host's validation reports the error with context.
+      try {
+        text = Json::parse(text).dump();
+      } catch (const JsonError&) {
+      }
+      pipelines_.push_back(std::move(text));
+    }
+    for (const std::string& text : pipelines_) pipeline_ptrs_.push_back(text.c_str());
+
+    plugin_ = dw_plugin{};
+    plugin_.struct_size = sizeof(dw_plugin);
+    plugin_.abi_version = DUCTWORK_ABI_VERSION;
+    plugin_.name = name_.c_str();
+    plugin_.version = version_.c_str();
+    plugin_.step_count = steps_.size();
+    plugin_.steps = steps_.empty() ? nullptr : steps_.data();
+    plugin_.pipeline_count = pipeline_ptrs_.size();
+    plugin_.pipelines_json = pipeline_ptrs_.empty() ? nullptr : pipeline_ptrs_.data();
+    plugin_.free_string = &free_plugin_string;
+  }
+  PluginTable(const PluginTable&) = delete;
+  PluginTable& operator=(const PluginTable&) = delete;
+
+  const dw_plugin* plugin() const noexcept { return &plugin_; }
+
+ private:
+  std::string name_;
+  std::string version_;
+  std::vector<const dw_step_class*> steps_;
+  std::vector<std::string> pipelines_;
+  std::vector<const char*> pipeline_ptrs_;
+  dw_plugin plugin_{};
+};
+
+// Body of ductwork_plugin_init. Builds the table once (later calls return
+// the same one). Returns NULL, after a line on stderr, when building it
+// fails (a pipeline producer threw, or out of memory).
+DUCTWORK_HIDDEN inline const dw_plugin* init_plugin(const char* name, const char* version,
+                                                    const dw_host_api* host) noexcept {
+  (void)host;  // steps reach the host through each dw_step_context
+  try {
+    static const PluginTable table(name, version);
+    return table.plugin();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ductwork plugin %s: init failed: %s\n", name, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ductwork plugin %s: init failed: unknown exception\n", name);
+  }
+  return nullptr;
+}
+
+}  // namespace detail
+}  // namespace ductwork
+
+// Registers step class `Class` under the name `name` (a string literal).
+#define DUCTWORK_STEP_NAMED(Class, name)                                               \
+  static_assert(::ductwork::detail::is_registrable_step<Class>(), "");                 \
+  [[maybe_unused]] static const ::ductwork::detail::StepRegistrar DUCTWORK_DETAIL_UNIQUE( \
+      ductwork_step_registrar_)(name, &::ductwork::detail::create_step<Class>)
+
+// Registers step class `Class` under its name as spelled, so write it
+// unqualified, in the class's namespace, after the class definition.
+#define DUCTWORK_STEP(Class) DUCTWORK_STEP_NAMED(Class, #Class)
+
+// Exports a pipeline definition: `text` (a std::string or C string
+// expression, evaluated when the host initialises the plugin) is canonical
+// definition JSON with a top-level "pipeline" name.
+#define DUCTWORK_PIPELINE_JSON(text)                                                       \
+  [[maybe_unused]] static const ::ductwork::detail::PipelineRegistrar DUCTWORK_DETAIL_UNIQUE( \
+      ductwork_pipeline_registrar_)([]() -> std::string { return std::string(text); })
+
+// Defines the plugin's two exported entry points (abi.h). Use exactly once
+// per plugin, at global namespace scope; a second use fails to link.
+#define DUCTWORK_PLUGIN(name, version)                                                          \
+  extern "C" DUCTWORK_EXPORT std::uint32_t ductwork_plugin_abi_version(void) {                  \
+    return DUCTWORK_ABI_VERSION;                                                                \
+  }                                                                                             \
+  extern "C" DUCTWORK_EXPORT const dw_plugin* ductwork_plugin_init(const dw_host_api* host) {  \
+    return ::ductwork::detail::init_plugin(name, version, host);                                \
+  }                                                                                             \
+  static_assert(std::is_same_v<decltype(&ductwork_plugin_init), dw_init_fn> &&                  \
+                    std::is_same_v<decltype(&ductwork_plugin_abi_version), dw_abi_version_fn>,  \
+                "entry points must match abi.h")
+
+#endif  // DUCTWORK_PLUGIN_HPP

@@ -1,0 +1,209 @@
+// The SDK's side of the C ABI, in process: registration, the plugin table,
+// and execute turning outputs and exceptions into dw_step_outcome fields.
+#include <ductwork/step.hpp>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "plugin_harness.h"
+
+namespace sdktest {
+
+using ductwork::Json;
+using ductwork::StepContext;
+
+// Returns what it saw of its context, to check the trampoline's plumbing.
+class Introspect : public ductwork::Step {
+ public:
+  Json execute(StepContext& ctx) override {
+    return Json::object({{"args", ctx.args()},
+                         {"run_id", std::string(ctx.run_id())},
+                         {"retry", ctx.retry_count()},
+                         {"crash", ctx.crash_count()}});
+  }
+};
+DUCTWORK_STEP(Introspect);
+
+class ThrowsStd : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override { throw std::out_of_range("index 9 is past the end"); }
+};
+DUCTWORK_STEP(ThrowsStd);
+
+class ThrowsNamed : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override {
+    throw ductwork::Error("Billing::CardDeclined", "card expired");
+  }
+};
+DUCTWORK_STEP(ThrowsNamed);
+
+class ThrowsInt : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override { throw 42; }
+};
+DUCTWORK_STEP(ThrowsInt);
+
+class ThrowsInConstructor : public ductwork::Step {
+ public:
+  ThrowsInConstructor() { throw std::runtime_error("no config"); }
+  Json execute(StepContext&) override { return nullptr; }
+};
+DUCTWORK_STEP(ThrowsInConstructor);
+
+class ReturnsNan : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override { return std::nan(""); }
+};
+DUCTWORK_STEP(ReturnsNan);
+
+class Renamed : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override { return "renamed"; }
+};
+DUCTWORK_STEP_NAMED(Renamed, "custom.Renamed");
+
+DUCTWORK_PIPELINE_JSON(R"({ "pipeline": "Demo", "nodes": ["Introspect.00000000"],
+                            "edges": {"Introspect.00000000": {"klass": "Introspect"}} })");
+DUCTWORK_PIPELINE_JSON(std::string("not json {"));
+
+}  // namespace sdktest
+
+namespace ductwork {
+namespace {
+
+using test::FakeHost;
+using test::StepRun;
+
+class TrampolineTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    plugin_ = detail::init_plugin("sdktest", "0.0.1", host_.api());
+    ASSERT_NE(plugin_, nullptr);
+  }
+  void TearDown() override { EXPECT_EQ(FakeHost::outstanding_strings(), 0); }
+
+  StepRun run(const char* name, const std::string& args = "[]", std::int64_t retry = 0,
+              std::int64_t crash = 0) {
+    const dw_step_class* step = test::find_step(*plugin_, name);
+    EXPECT_NE(step, nullptr) << name;
+    if (step == nullptr) return StepRun{};
+    return test::run_step(*step, plugin_->free_string, host_, args, retry, crash);
+  }
+
+  FakeHost host_;
+  const dw_plugin* plugin_ = nullptr;
+};
+
+TEST_F(TrampolineTest, PluginTableDescribesTheRegistry) {
+  EXPECT_EQ(plugin_->struct_size, sizeof(dw_plugin));
+  EXPECT_EQ(plugin_->abi_version, DUCTWORK_ABI_VERSION);
+  EXPECT_STREQ(plugin_->name, "sdktest");
+  EXPECT_STREQ(plugin_->version, "0.0.1");
+  EXPECT_NE(plugin_->free_string, nullptr);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < plugin_->step_count; ++i) {
+    EXPECT_EQ(plugin_->steps[i]->struct_size, sizeof(dw_step_class));
+    names.push_back(plugin_->steps[i]->name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"Introspect", "ThrowsStd", "ThrowsNamed", "ThrowsInt",
+                                             "ThrowsInConstructor", "ReturnsNan",
+                                             "custom.Renamed"}));
+  EXPECT_EQ(detail::init_plugin("sdktest", "0.0.1", host_.api()), plugin_);  // built once
+}
+
+TEST_F(TrampolineTest, PipelinesAreCanonicalisedOrPassedThrough) {
+  ASSERT_EQ(plugin_->pipeline_count, 2u);
+  EXPECT_STREQ(plugin_->pipelines_json[0],
+               R"({"edges":{"Introspect.00000000":{"klass":"Introspect"}},)"
+               R"("nodes":["Introspect.00000000"],"pipeline":"Demo"})");
+  // Not JSON: left verbatim for the host to reject with a proper message.
+  EXPECT_STREQ(plugin_->pipelines_json[1], "not json {");
+}
+
+TEST_F(TrampolineTest, OutputIsTheReturnValueAsJson) {
+  StepRun r = run("Introspect", R"([1, {"a": [true]}])", 3, 1);
+  ASSERT_EQ(r.rc, DW_EXECUTE_OK) << r.klass << ": " << r.message;
+  EXPECT_TRUE(r.klass.empty());
+  EXPECT_EQ(r.output_json, R"({"args":[1,{"a":[true]}],"crash":1,"retry":3,"run_id":"run-1"})");
+}
+
+TEST_F(TrampolineTest, NamedStepRuns) {
+  StepRun r = run("custom.Renamed");
+  ASSERT_EQ(r.rc, DW_EXECUTE_OK);
+  EXPECT_EQ(r.output(), Json("renamed"));
+}
+
+TEST_F(TrampolineTest, StdExceptionBecomesDemangledClassAndMessage) {
+  StepRun r = run("ThrowsStd");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_FALSE(r.has_output);
+  EXPECT_EQ(r.klass, "std::out_of_range");
+  EXPECT_EQ(r.message, "index 9 is past the end");
+  EXPECT_FALSE(r.backtrace.empty());
+}
+
+TEST_F(TrampolineTest, ErrorWithExplicitClassName) {
+  StepRun r = run("ThrowsNamed");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "Billing::CardDeclined");
+  EXPECT_EQ(r.message, "card expired");
+  EXPECT_FALSE(r.backtrace.empty());
+}
+
+TEST_F(TrampolineTest, NonStdExceptionIsUnknownException) {
+  StepRun r = run("ThrowsInt");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "UnknownException");
+  EXPECT_NE(r.message.find("(type int)"), std::string::npos) << r.message;
+}
+
+TEST_F(TrampolineTest, ConstructorFailureIsReportedByExecute) {
+  StepRun r = run("ThrowsInConstructor");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "std::runtime_error");
+  EXPECT_EQ(r.message, "constructing the step failed: no config");
+}
+
+TEST_F(TrampolineTest, UnrepresentableOutputIsAnError) {
+  StepRun r = run("ReturnsNan");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "ductwork::JsonError");
+  EXPECT_EQ(r.message, "cannot dump NaN or infinity as JSON");
+}
+
+TEST_F(TrampolineTest, MalformedArgsJsonIsAJsonError) {
+  StepRun r = run("Introspect", "not json");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "ductwork::JsonError");
+  EXPECT_NE(r.message.find("at byte 0"), std::string::npos) << r.message;
+}
+
+TEST_F(TrampolineTest, NullInstanceOrContextIsReportedNotCrashed) {
+  const dw_step_class* step = test::find_step(*plugin_, "Introspect");
+  ASSERT_NE(step, nullptr);
+  dw_step_outcome out{};
+  std::string args = "[]";
+  dw_step_context ctx = host_.make_context(args);
+  EXPECT_EQ(step->execute(nullptr, &ctx, &out), DW_EXECUTE_ERROR);
+  EXPECT_STREQ(out.error_klass, "ductwork::CreateFailed");
+  for (char* s : {out.output_json, out.error_klass, out.error_message, out.error_backtrace}) {
+    if (s != nullptr) plugin_->free_string(s);
+  }
+  void* instance = step->create();
+  out = dw_step_outcome{};
+  EXPECT_EQ(step->execute(instance, nullptr, &out), DW_EXECUTE_ERROR);
+  EXPECT_STREQ(out.error_klass, "ductwork::AbiError");
+  for (char* s : {out.output_json, out.error_klass, out.error_message, out.error_backtrace}) {
+    if (s != nullptr) plugin_->free_string(s);
+  }
+  EXPECT_EQ(step->execute(instance, &ctx, nullptr), DW_EXECUTE_ERROR);
+  step->destroy(instance);
+}
+
+}  // namespace
+}  // namespace ductwork
