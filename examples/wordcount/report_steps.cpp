@@ -40,8 +40,8 @@ DUCTWORK_STEP(TopWords);
 // FormatReport: [[word, count], ...] -> a multi-line report, one ranked line
 // per word with the counts right-aligned, e.g.
 //   Top 2 words
-//    1. the     12
-//    2. river    7
+//    1. the   12
+//    2. river  7
 // Fails with ductwork::ArgumentError on an entry that is not [word, count].
 class FormatReport : public ductwork::Step {
  public:

@@ -42,7 +42,7 @@ std::shared_ptr<const Definition> DefinitionCache::get(const std::string& sha1, 
   std::string text = store.run_definition(run_id);
   json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw DefinitionError("run " + run_id + ": stored definition is not valid JSON");
-  auto def = std::make_shared<const Definition>(Definition::from_json(doc, "", "run " + run_id));
+  auto def = std::make_shared<const Definition>(Definition::from_json(doc, "", "run " + run_id, /*strict=*/false));
   std::lock_guard<std::mutex> lock(mutex_);
   return by_sha1_.emplace(sha1, std::move(def)).first->second;
 }

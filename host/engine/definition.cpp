@@ -62,7 +62,8 @@ std::string Definition::canonical_text() const { return to_json().dump(); }
 
 std::string Definition::sha1() const { return sha1_hex(canonical_text()); }
 
-Definition Definition::from_json(const json& doc, const std::string& pipeline, const std::string& source) {
+Definition Definition::from_json(const json& doc, const std::string& pipeline, const std::string& source,
+                                 bool strict) {
   auto fail = [&](const std::string& rule) -> DefinitionError {
     return DefinitionError(source + ": pipeline " + pipeline + ": " + rule);
   };
@@ -86,7 +87,7 @@ Definition Definition::from_json(const json& doc, const std::string& pipeline, c
     Edge edge;
     edge.klass = e["klass"].get<std::string>();
     if (e.contains("type")) {
-      if (!e["type"].is_string() || !kEdgeTypes.count(e["type"].get<std::string>())) {
+      if (!e["type"].is_string() || (strict && !kEdgeTypes.count(e["type"].get<std::string>()))) {
         throw fail("edge of " + node + " has an unknown type");
       }
       edge.type = e["type"].get<std::string>();

@@ -46,8 +46,11 @@ struct Definition {
   std::string sha1() const;
 
   // Parses the canonical JSON (with the pipeline name given separately).
-  // Throws DefinitionError naming `source` for a malformed document.
-  static Definition from_json(const json& doc, const std::string& pipeline, const std::string& source);
+  // Throws DefinitionError naming `source` for a malformed document. With
+  // `strict` an unknown edge type is an error too; a run's stored snapshot is
+  // read leniently, so routing can halt it as transition_invalid instead.
+  static Definition from_json(const json& doc, const std::string& pipeline, const std::string& source,
+                              bool strict = true);
 };
 
 // "<klass>.<8 hex>": the hex is derived from the pipeline, the node's

@@ -39,14 +39,17 @@ TEST(JsonTest, BoolIsNotAnInteger) {
   EXPECT_NE(Json(true), Json(1));
 }
 
-TEST(JsonTest, BraceListBuildsAnArray) {
-  Json list = {1, "two", 3.0, nullptr};
+TEST(JsonTest, ArrayFactory) {
+  Json list = Json::array({1, "two", 3.0, nullptr});
   ASSERT_TRUE(list.is_array());
   EXPECT_EQ(list.size(), 4u);
   EXPECT_EQ(list[1].as_string(), "two");
-  // The documented pitfall: braces around one value still make an array.
-  EXPECT_TRUE(Json{5}.is_array());
-  EXPECT_TRUE(Json(5).is_int());
+  EXPECT_TRUE(list[3].is_null());
+  // Braces never wrap: with no initializer_list constructor they copy.
+  Json five(5);
+  EXPECT_TRUE(Json{five}.is_int());
+  EXPECT_EQ(Json::array({five}).dump(), "[5]");
+  EXPECT_EQ(Json::array({Json::array()}).dump(), "[[]]");
 }
 
 TEST(JsonTest, ObjectFactoryAndMutation) {
@@ -70,7 +73,7 @@ TEST(JsonTest, ConstLookupOfMissingKeyThrows) {
 }
 
 TEST(JsonTest, IndexOutOfRangeThrows) {
-  const Json a = {10, 20};
+  const Json a = Json::array({10, 20});
   EXPECT_EQ(a[1].as_int(), 20);
   try {
     (void)a[2];
@@ -113,7 +116,7 @@ TEST(JsonTest, AsIntAcceptsOnlyIntegralDoublesInRange) {
 }
 
 TEST(JsonTest, UnsignedAboveInt64Throws) {
-  EXPECT_THROW(Json(std::numeric_limits<std::uint64_t>::max()), JsonError);
+  EXPECT_THROW(Json{std::numeric_limits<std::uint64_t>::max()}, JsonError);
   EXPECT_EQ(Json(std::uint64_t{9223372036854775807ULL}).as_int(), 9223372036854775807LL);
 }
 
@@ -121,7 +124,7 @@ TEST(JsonTest, EqualityIsDeepAndNumeric) {
   EXPECT_EQ(Json(2), Json(2.0));
   EXPECT_NE(Json(2), Json(2.5));
   EXPECT_NE(Json("2"), Json(2));
-  EXPECT_EQ(Json::parse(R"({"a":[1,{"b":null}]})"), Json::object({{"a", {1, Json::object({{"b", nullptr}})}}}));
+  EXPECT_EQ(Json::parse(R"({"a":[1,{"b":null}]})"), Json::object({{"a", Json::array({1, Json::object({{"b", nullptr}})})}}));
   EXPECT_NE(Json::parse(R"({"a":[1,2]})"), Json::parse(R"({"a":[2,1]})"));
   EXPECT_NE(Json::array(), Json::object());
 }
@@ -148,7 +151,7 @@ TEST(JsonTest, DoublesRoundTripExactly) {
 TEST(JsonTest, DumpRejectsNanAndInfinity) {
   EXPECT_THROW(Json(std::nan("")).dump(), JsonError);
   EXPECT_THROW(Json(std::numeric_limits<double>::infinity()).dump(), JsonError);
-  EXPECT_THROW(Json({1, -std::numeric_limits<double>::infinity()}).dump(), JsonError);
+  EXPECT_THROW(Json::array({1, -std::numeric_limits<double>::infinity()}).dump(), JsonError);
 }
 
 TEST(JsonTest, DumpEscapesStrings) {

@@ -86,7 +86,7 @@ TEST_F(StepContextTest, SetThenGet) {
   dw_step_context raw = host_.make_context(args_);
   StepContext ctx(raw);
   EXPECT_EQ(ctx.get("user"), std::nullopt);
-  ctx.set("user", Json::object({{"id", 5}, {"tags", {"a", "b"}}}));
+  ctx.set("user", Json::object({{"id", 5}, {"tags", Json::array({"a", "b"})}}));
   EXPECT_EQ(host_.context.at("user"), R"({"id":5,"tags":["a","b"]})");
   std::optional<Json> user = ctx.get("user");
   ASSERT_TRUE(user.has_value());

@@ -61,14 +61,14 @@ TEST_F(WordcountTest, ListFilesIsSortedFlatAndSkipsHidden) {
   write(".hidden", "h");
   fs::create_directories(dir_ / "sub");
   write("sub/c.txt", "c");
-  Json files = ok("ListFiles", {dir_.string()});
-  EXPECT_EQ(files, Json({(dir_ / "a.txt").string(), (dir_ / "b.txt").string()}));
+  Json files = ok("ListFiles", Json::array({dir_.string()}));
+  EXPECT_EQ(files, Json::array({(dir_ / "a.txt").string(), (dir_ / "b.txt").string()}));
   ASSERT_EQ(host_.logs.size(), 1u);
   EXPECT_EQ(host_.logs[0].second, "found 2 files in " + dir_.string());
 }
 
 TEST_F(WordcountTest, ListFilesOfMissingDirectoryFails) {
-  StepRun r = run("ListFiles", {(dir_ / "nope").string()});
+  StepRun r = run("ListFiles", Json::array({(dir_ / "nope").string()}));
   EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
   EXPECT_EQ(r.klass, "ductwork::ArgumentError");
   EXPECT_NE(r.message.find("is not an existing directory"), std::string::npos);
@@ -76,47 +76,51 @@ TEST_F(WordcountTest, ListFilesOfMissingDirectoryFails) {
 
 TEST_F(WordcountTest, CountWordsLowercasesAndSplitsOnNonWordBytes) {
   write("t.txt", "The cat's hat -- the CAT! 'Quoted' 42 caf\xc3\xa9\n");
-  Json counts = ok("CountWords", {(dir_ / "t.txt").string()});
+  Json counts = ok("CountWords", Json::array({(dir_ / "t.txt").string()}));
   EXPECT_EQ(counts, Json::object({{"the", 2}, {"cat's", 1}, {"hat", 1}, {"cat", 1},
                                   {"quoted", 1}, {"42", 1}, {"caf", 1}}));
 }
 
 TEST_F(WordcountTest, CountWordsOfMissingFileFails) {
-  EXPECT_EQ(run("CountWords", {(dir_ / "nope.txt").string()}).klass, "ductwork::ArgumentError");
+  StepRun r = run("CountWords", Json::array({(dir_ / "nope.txt").string()}));
+  EXPECT_EQ(r.klass, "ductwork::ArgumentError");
 }
 
 TEST_F(WordcountTest, MergeCountsTakesAListOrSeveralArgs) {
   Json a = Json::object({{"x", 1}, {"y", 2}});
   Json b = Json::object({{"y", 3}, {"z", 4}});
   Json expected = Json::object({{"x", 1}, {"y", 5}, {"z", 4}});
-  EXPECT_EQ(ok("MergeCounts", {Json::array({a, b})}), expected);
-  EXPECT_EQ(ok("MergeCounts", {a, b}), expected);
-  EXPECT_EQ(run("MergeCounts", {a, 3}).klass, "ductwork::ArgumentError");
+  EXPECT_EQ(ok("MergeCounts", Json::array({Json::array({a, b})})), expected);
+  EXPECT_EQ(ok("MergeCounts", Json::array({a, b})), expected);
+  EXPECT_EQ(run("MergeCounts", Json::array({a, 3})).klass, "ductwork::ArgumentError");
 }
 
 TEST_F(WordcountTest, TopWordsRanksByCountThenAlphabetically) {
   Json counts = Json::object({{"b", 2}, {"a", 2}, {"c", 5}, {"d", 1}});
-  EXPECT_EQ(ok("TopWords", {counts, 3}).dump(), R"([["c",5],["a",2],["b",2]])");
-  EXPECT_EQ(ok("TopWords", {counts}).size(), 4u);  // default N = 10
+  EXPECT_EQ(ok("TopWords", Json::array({counts, 3})).dump(), R"([["c",5],["a",2],["b",2]])");
+  EXPECT_EQ(ok("TopWords", Json::array({counts})).size(), 4u);  // default N = 10
 }
 
 TEST_F(WordcountTest, FormatReportAlignsColumns) {
   Json rows = Json::parse(R"([["the", 12], ["river", 7]])");
-  EXPECT_EQ(ok("FormatReport", {rows}), Json("Top 2 words\n 1. the     12\n 2. river    7\n"));
-  EXPECT_EQ(ok("FormatReport", {Json::array()}), Json("No words found.\n"));
+  EXPECT_EQ(ok("FormatReport", Json::array({rows})),
+            Json("Top 2 words\n 1. the   12\n 2. river  7\n"));
+  EXPECT_EQ(ok("FormatReport", Json::array({Json::array()})), Json("No words found.\n"));
 }
 
 TEST_F(WordcountTest, EndToEndOnTheSampleData) {
-  Json files = ok("ListFiles", {DUCTWORK_TEST_WORDCOUNT_DATA_DIR});
+  Json files = ok("ListFiles", Json::array({DUCTWORK_TEST_WORDCOUNT_DATA_DIR}));
   ASSERT_EQ(files.size(), 4u);
   Json per_file = Json::array();
-  for (const Json& file : files.as_array()) per_file.push_back(ok("CountWords", {file}));
-  Json merged = ok("MergeCounts", {per_file});
-  Json top = ok("TopWords", {merged, 3});
+  for (const Json& file : files.as_array()) {
+    per_file.push_back(ok("CountWords", Json::array({file})));
+  }
+  Json merged = ok("MergeCounts", Json::array({per_file}));
+  Json top = ok("TopWords", Json::array({merged, 3}));
   ASSERT_EQ(top.size(), 3u);
   EXPECT_EQ(top[0][0].as_string(), "the");  // English prose: "the" always wins
   EXPECT_GE(top[0][1].as_int(), top[1][1].as_int());
-  std::string report = ok("FormatReport", {top}).as_string();
+  std::string report = ok("FormatReport", Json::array({top})).as_string();
   EXPECT_EQ(report.rfind("Top 3 words\n", 0), 0u) << report;
 }
 

@@ -8,9 +8,10 @@
 //     dump() writes doubles so they parse back as doubles ("2.0", not "2").
 //   - Objects are a std::map with sorted keys, so dump() is canonical: equal
 //     values always produce identical text (pipeline definitions are hashed).
-//   - Brace-initialisation builds an ARRAY: Json{5} is [5] and Json{other} is
-//     [other]; use parentheses to copy or to wrap a scalar, and
-//     Json::object({{"k", v}}) to build an object.
+//   - No initializer_list constructor: arrays and objects are built with
+//     Json::array({1, "two"}) and Json::object({{"k", v}}). (With one,
+//     whether Json{x} and f({x}) copy x or wrap it in an array differs
+//     between GCC and Clang when x is itself a Json.)
 #ifndef DUCTWORK_JSON_HPP
 #define DUCTWORK_JSON_HPP
 
@@ -55,18 +56,19 @@ class Json {
   Json(T n) : value_(std::in_place_index<2>, checked_int(n)) {}
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Json(T d) noexcept : value_(std::in_place_index<3>, static_cast<double>(d)) {}
-  Json(const char* s) : value_(std::in_place_index<4>, s == nullptr ? "" : s) {}
+  Json(const char* s) : value_(std::in_place_index<4>, s == nullptr ? "" : s) {}  // NULL -> ""
   Json(std::string s) noexcept : value_(std::in_place_index<4>, std::move(s)) {}
   Json(std::string_view s) : value_(std::in_place_index<4>, s) {}
   Json(Array a) noexcept : value_(std::in_place_index<5>, std::move(a)) {}
   Json(Object o) noexcept : value_(std::in_place_index<6>, std::move(o)) {}
-  // An array of the listed values: Json x = {1, "two", 3.0}.
-  Json(std::initializer_list<Json> items) : value_(std::in_place_index<5>, items) {}
   // Other pointers would silently convert to bool; refuse them.
   template <class T, std::enable_if_t<!std::is_same_v<std::remove_cv_t<T>, char>, int> = 0>
   Json(T*) = delete;
 
+  // Json::array({1, "two", 3.0}); Json::array({x}) is always [x].
   static Json array(std::initializer_list<Json> items = {}) { return Json(Array(items)); }
+  // Json::object({{"id", 7}, {"tags", Json::array({"a"})}}); a repeated key
+  // keeps its first value.
   static Json object(std::initializer_list<std::pair<const std::string, Json>> members = {}) {
     return Json(Object(members));
   }

@@ -61,12 +61,19 @@ inline void dump_double(double d, std::string& out) {
   auto result = std::to_chars(buffer, buffer + sizeof buffer, d);
   text.assign(buffer, result.ptr);
 #else
-  // Imbue the classic locale so a host's setlocale cannot turn '.' into ','.
-  std::ostringstream stream;
-  stream.imbue(std::locale::classic());
-  stream.precision(17);
-  stream << d;
-  text = stream.str();
+  // The shortest of 15-17 significant digits that reads back exactly. The
+  // classic locale keeps a host's setlocale from turning '.' into ','.
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::ostringstream stream;
+    stream.imbue(std::locale::classic());
+    stream.precision(precision);
+    stream << d;
+    text = stream.str();
+    std::istringstream back(text);
+    back.imbue(std::locale::classic());
+    double parsed = 0;
+    if (back >> parsed && parsed == d) break;
+  }
 #endif
   if (text.find_first_of(".eE") == std::string::npos) text += ".0";
   out += text;

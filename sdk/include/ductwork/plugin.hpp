@@ -8,7 +8,13 @@
 //
 // Each macro is a namespace-scope declaration ending in the caller's ';'.
 // Registrations may be spread over any number of source files of a plugin;
-// each .so keeps its own registry (see DUCTWORK_HIDDEN).
+// each .so keeps its own registry (see DUCTWORK_HIDDEN). Every execution
+// gets a fresh instance, so steps may run concurrently without sharing state.
+//
+// Pipelines: DUCTWORK_PIPELINE_JSON takes the canonical definition JSON
+// (SPEC §3). The fluent builder (start/chain/divide/... to come, in its own
+// header) plugs in through the same hook, detail::PipelineRegistrar, with a
+// producer that returns the builder's JSON text.
 #ifndef DUCTWORK_PLUGIN_HPP
 #define DUCTWORK_PLUGIN_HPP
 

@@ -1,0 +1,187 @@
+// ductwork_bench — chained-step throughput and step-to-step latency.
+//
+// Triggers many chains of `Inc` steps, runs the threaded host until they are
+// all complete, and reports
+//   * throughput: steps/s over the drain (median of --repeat runs, each on a
+//     fresh database), and
+//   * latency: job completed → next job's attempt started, from the stored
+//     timestamps (µs resolution), p50/p99 under load and at light load (one
+//     chain at a time).
+//
+//   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/definition_loader.h"
+#include "engine/trigger.h"
+#include "plugin/plugin_registry.h"
+#include "process/host_runtime.h"
+#include "store/sqlite/sqlite_store.h"
+
+namespace fs = std::filesystem;
+using namespace ductwork;
+
+namespace {
+
+struct Options {
+  int chains = 1000;
+  int length = 10;
+  int repeat = 3;
+  int workers = 2;
+  int advancers = 2;
+  int light_chains = 30;
+};
+
+// "YYYY-MM-DD HH:MM:SS.ffffff" (UTC) → microseconds since the epoch.
+int64_t parse_micros(const std::string& text) {
+  std::tm tm{};
+  int micros = 0;
+  std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+              &tm.tm_sec, &micros);
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
+}
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
+
+// Step-to-step latencies in microseconds: previous job completed → this
+// job's attempt started.
+std::vector<double> latencies(sqlite::Connection& conn) {
+  std::vector<double> out;
+  auto stmt = conn.prepare(
+      "SELECT pj.completed_at, a.started_at FROM steps s JOIN jobs j ON j.step_id = s.id "
+      "JOIN executions e ON e.job_id = j.id JOIN attempts a ON a.execution_id = e.id "
+      "JOIN jobs pj ON pj.step_id = s.source_step_id WHERE s.source_step_id IS NOT NULL");
+  while (stmt.step()) {
+    out.push_back(static_cast<double>(parse_micros(stmt.text(1)) - parse_micros(stmt.text(0))));
+  }
+  return out;
+}
+
+Config bench_config(const Options& o, const std::string& db) {
+  std::string yaml = "pipelines: '*'\ndatabase: {path: " + db + "}\n" +
+                     "job_worker: {count: " + std::to_string(o.workers) + ", polling_timeout: 1}\n" +
+                     "pipeline_advancer: {count: " + std::to_string(o.advancers) + ", polling_timeout: 1}\n" +
+                     "logger: {level: error}\n";
+  return parse_config(yaml, "bench", "/");
+}
+
+Definition chain_definition(int length) {
+  std::string yaml = "pipeline: BenchChain\nsteps:\n  - start: Inc\n";
+  for (int i = 1; i < length; ++i) yaml += "  - chain: Inc\n";
+  return compile_definition_text(yaml, "bench");
+}
+
+void wait_drained(Store& store) {
+  while (store.progress({"BenchChain"}).pipelines_open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+struct RunResult {
+  double steps_per_second = 0;
+  std::vector<double> latencies_us;
+};
+
+RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logger& logger, const fs::path& dir) {
+  std::string db = (dir / "throughput.sqlite3").string();
+  Config config = bench_config(o, db);
+  sqlite::SqliteStoreFactory factory(db);
+  auto store = factory.open();
+  store->migrate();
+  Definition def = chain_definition(o.length);
+  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, json::array({i}));
+  HostRuntime runtime(config, factory, registry, logger, {"BenchChain"});
+  auto start = std::chrono::steady_clock::now();
+  runtime.start();
+  wait_drained(*store);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  runtime.stop();
+  RunResult r;
+  r.steps_per_second = static_cast<double>(o.chains) * o.length / seconds;
+  r.latencies_us = latencies(static_cast<sqlite::SqliteStore&>(*store).connection());
+  return r;
+}
+
+std::vector<double> light_load_run(const Options& o, const PluginRegistry& registry, Logger& logger,
+                                   const fs::path& dir) {
+  std::string db = (dir / "latency.sqlite3").string();
+  Config config = bench_config(o, db);
+  sqlite::SqliteStoreFactory factory(db);
+  auto store = factory.open();
+  store->migrate();
+  Definition def = chain_definition(o.length);
+  HostRuntime runtime(config, factory, registry, logger, {"BenchChain"});
+  runtime.start();
+  for (int i = 0; i < o.light_chains; ++i) {
+    trigger_pipeline(*store, def, json::array({i}));
+    runtime.wakeups().job_enqueued("BenchChain");  // an in-process trigger wakes a worker
+    wait_drained(*store);
+  }
+  runtime.stop();
+  return latencies(static_cast<sqlite::SqliteStore&>(*store).connection());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    int v = std::atoi(argv[i + 1]);
+    if (k == "--chains") o.chains = v;
+    else if (k == "--length") o.length = v;
+    else if (k == "--repeat") o.repeat = v;
+    else if (k == "--workers") o.workers = v;
+    else if (k == "--advancers") o.advancers = v;
+    else if (k == "--light-chains") o.light_chains = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  Logger logger(stderr, Logger::Format::kJson, LogLevel::kError);
+  PluginRegistry registry;
+  if (!registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger)) return 1;
+  fs::path dir = fs::temp_directory_path() / ("ductwork-bench-" + std::to_string(::getpid()));
+
+  std::printf("ductwork_bench: %d chains x %d Inc steps, %d workers, %d advancers, %d runs\n", o.chains, o.length,
+              o.workers, o.advancers, o.repeat);
+  std::vector<double> rates, p50s, p99s;
+  for (int r = 0; r < o.repeat; ++r) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    RunResult result = throughput_run(o, registry, logger, dir);
+    rates.push_back(result.steps_per_second);
+    p50s.push_back(percentile(result.latencies_us, 0.5));
+    p99s.push_back(percentile(result.latencies_us, 0.99));
+    std::printf("  run %d: %.0f steps/s, latency p50 %.0f us, p99 %.0f us\n", r + 1, result.steps_per_second,
+                p50s.back(), p99s.back());
+  }
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<double> light = light_load_run(o, registry, logger, dir);
+  fs::remove_all(dir);
+
+  std::printf("throughput (median of %d): %.0f steps/s  [min %.0f, max %.0f]\n", o.repeat, median(rates),
+              *std::min_element(rates.begin(), rates.end()), *std::max_element(rates.begin(), rates.end()));
+  std::printf("latency under load (median of runs): p50 %.0f us, p99 %.0f us\n", median(p50s), median(p99s));
+  std::printf("latency at light load (%d chains one at a time, %zu transitions): p50 %.0f us, p99 %.0f us\n",
+              o.light_chains, light.size(), percentile(light, 0.5), percentile(light, 0.99));
+  return 0;
+}

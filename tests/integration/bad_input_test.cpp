@@ -1,0 +1,172 @@
+// Bad input of every kind: exit 2, a message on stderr naming the problem,
+// nothing on stdout, and the database exactly as it was (or still absent).
+#include <random>
+#include <sstream>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+const char* const kZeroId = "00000000-0000-0000-0000-000000000000";
+
+std::string chain10() { return chain_definition("Chain10", std::vector<std::string>(10, "Inc")); }
+
+// `start` logs to stdout (its log stream), and loads the plugins, logging
+// each, before it reads the definitions. On bad input that stream may hold
+// only those early log lines: JSON objects below level error, and never a
+// sign that the host started.
+void expect_only_startup_logs(const std::string& out) {
+  std::stringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    json entry = json::parse(line, nullptr, false);
+    ASSERT_TRUE(entry.is_object()) << "start printed a non-log line on stdout: [" << line << "]";
+    EXPECT_NE(entry.value("level", ""), "error") << line;
+    EXPECT_NE(entry.value("msg", ""), "Host started") << line;
+  }
+}
+
+// Parameter: whether a database with one triggered pipeline exists before
+// the bad command runs.
+class BadInputTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    ws_.define("chain10.yml", chain10());
+    if (GetParam()) {
+      ASSERT_FALSE(ws_.trigger("Chain10", {"0"}).empty());
+      ASSERT_TRUE(testsupport::file_exists(ws_.db_path()));
+    }
+  }
+
+  // Runs `ductwork ARGS` (with -c ductwork.yml unless raw) and checks the
+  // bad-input contract; `needles` must all appear on stderr.
+  void expect_bad_input(const std::vector<std::string>& args, const std::vector<std::string>& needles,
+                        bool raw = false) {
+    SCOPED_TRACE("ductwork " + ::testing::PrintToString(args));
+    DbSnapshot before = ws_.snapshot();
+    EXPECT_EQ(before.exists, GetParam());
+    testsupport::ProcessResult r = raw ? ws_.run_raw(args, 15) : ws_.run(args, 15);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    if (!args.empty() && args[0] == "start") {
+      expect_only_startup_logs(r.out);
+    } else {
+      EXPECT_EQ(r.out, "") << "nothing may be printed on stdout";
+    }
+    EXPECT_FALSE(r.err.empty());
+    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "stderr lacks '" << n << "': " << r.err;
+    EXPECT_EQ(ws_.snapshot(), before) << "the database must be unchanged";
+  }
+
+  Workspace ws_;
+};
+
+TEST_P(BadInputTest, UnknownCommand) { expect_bad_input({"frobnicate"}, {"unknown command", "frobnicate"}); }
+
+TEST_P(BadInputTest, NoCommandAtAll) { expect_bad_input({}, {"usage"}, /*raw=*/true); }
+
+TEST_P(BadInputTest, UnknownOption) { expect_bad_input({"list", "--colour"}, {"--colour"}); }
+
+TEST_P(BadInputTest, TriggerUnknownPipeline) {
+  expect_bad_input({"trigger", "NoSuchPipeline"}, {"NoSuchPipeline", "unknown pipeline"});
+}
+
+TEST_P(BadInputTest, TriggerWithoutPipeline) { expect_bad_input({"trigger"}, {"usage"}); }
+
+TEST_P(BadInputTest, StatusUnknownId) { expect_bad_input({"status", kZeroId}, {kZeroId}); }
+
+TEST_P(BadInputTest, StatusUnknownIdJson) { expect_bad_input({"status", kZeroId, "--json"}, {kZeroId}); }
+
+TEST_P(BadInputTest, TriggerMalformedJsonArgument) {
+  expect_bad_input({"trigger", "Chain10", "{bad json"}, {"{bad json", "not valid JSON"});
+  // A good argument before the bad one does not make it through either.
+  expect_bad_input({"trigger", "Chain10", "1", "[1,"}, {"argument 2", "[1,"});
+}
+
+TEST_P(BadInputTest, MissingConfigFile) {
+  for (const auto& cmd : std::vector<std::vector<std::string>>{
+           {"trigger", "Chain10", "0"}, {"start", "--drain"}, {"list", "--json"}, {"migrate"}}) {
+    std::vector<std::string> args = cmd;
+    args.push_back("-c");
+    args.push_back("/nonexistent/ductwork.yml");
+    expect_bad_input(args, {"/nonexistent/ductwork.yml"}, /*raw=*/true);
+  }
+}
+
+TEST_P(BadInputTest, ConfigWithUnknownKey) {
+  ws_.write_config_text("database: {path: \"" + ws_.db_path() + "\"}\nplugins: {directory: \"" DUCTWORK_PLUGIN_DIR
+                        "\"}\ndefinitions: {directory: \"" + ws_.definitions_dir() +
+                        "\"}\npipelines: \"*\"\njob_worker: {cuont: 2}\n");
+  expect_bad_input({"trigger", "Chain10", "0"}, {"job_worker.cuont", "ductwork.yml"});
+  expect_bad_input({"start", "--drain"}, {"job_worker.cuont"});
+  expect_bad_input({"migrate"}, {"job_worker.cuont"});
+}
+
+TEST_P(BadInputTest, ConfigWithWrongShape) {
+  ws_.write_config_text("database: {path: \"" + ws_.db_path() + "\"}\nplugins: {directory: \"" DUCTWORK_PLUGIN_DIR
+                        "\"}\ndefinitions: {directory: \"" + ws_.definitions_dir() +
+                        "\"}\npipelines: \"*\"\njob_worker: {count: \"many\"}\n");
+  expect_bad_input({"trigger", "Chain10", "0"}, {"job_worker.count", "ductwork.yml"});
+  expect_bad_input({"start", "--drain"}, {"job_worker.count"});
+}
+
+TEST_P(BadInputTest, ConfigThatIsNotYaml) {
+  ws_.write_config_text("database: [unclosed\n");
+  expect_bad_input({"trigger", "Chain10", "0"}, {"ductwork.yml"});
+}
+
+TEST_P(BadInputTest, DefinitionWithoutStart) {
+  std::string file = ws_.define("nostart.yml", "pipeline: NoStart\nsteps:\n  - chain: Inc\n");
+  expect_bad_input({"trigger", "NoStart"}, {file, "start"});
+  expect_bad_input({"start", "--drain"}, {file, "start"});
+  expect_bad_input({"validate"}, {file, "start"});
+}
+
+TEST_P(BadInputTest, DefinitionUsingDivide) {
+  std::string file = ws_.define("divide.yml", "pipeline: Div\nsteps:\n  - start: Range\n  - divide: Inc\n");
+  expect_bad_input({"trigger", "Div", "3"}, {file, "not supported yet", "divide"});
+  expect_bad_input({"start", "--drain"}, {file, "not supported yet"});
+  expect_bad_input({"validate"}, {file, "not supported yet"});
+}
+
+TEST_P(BadInputTest, DefinitionWithUnknownStepClassCannotStart) {
+  ws_.define("ghost.yml", chain_definition("Ghost", {"NoSuchStep"}));
+  expect_bad_input({"start", "--drain"}, {"NoSuchStep"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Database, BadInputTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("Existing") : std::string("Absent");
+                         });
+
+// A database path holding something that is not a SQLite database: every
+// command that opens it fails (non-zero) naming the path, and the file's
+// bytes are left alone.
+TEST(CorruptDatabaseTest, CommandsFailNamingThePathAndLeaveTheFileAlone) {
+  Workspace ws;
+  ws.define("chain10.yml", chain10());
+  std::mt19937 rng(12345);
+  std::string garbage(8192, '\0');
+  for (auto& c : garbage) c = static_cast<char>(rng() & 0xff);
+  garbage.replace(0, 16, "NOT A DATABASE!!");  // never a valid SQLite header
+  testsupport::write_file(ws.db_path(), garbage);
+
+  for (const auto& cmd : std::vector<std::vector<std::string>>{{"trigger", "Chain10", "0"},
+                                                                {"start", "--drain"},
+                                                                {"list", "--json"},
+                                                                {"status", kZeroId, "--json"},
+                                                                {"migrate"}}) {
+    SCOPED_TRACE("ductwork " + ::testing::PrintToString(cmd));
+    testsupport::ProcessResult r = ws.run(cmd, 15);
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_TRUE(r.exited()) << r.describe();
+    EXPECT_NE(r.exit_code, 0) << r.describe();
+    EXPECT_NE(r.err.find(ws.db_path()), std::string::npos) << "stderr must name the database path: " << r.err;
+    if (cmd[0] != "start") {
+      EXPECT_EQ(r.out, "");
+    }
+    EXPECT_TRUE(testsupport::read_file(ws.db_path()) == garbage) << "the corrupt file was modified";
+  }
+}
+
+}  // namespace
+}  // namespace ductwork::it

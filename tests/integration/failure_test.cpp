@@ -1,0 +1,105 @@
+// Steps that fail: retries that eventually succeed, and retries exhausted.
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+bool contains(const json& value, const std::string& needle) {
+  return value.is_string() && value.get<std::string>().find(needle) != std::string::npos;
+}
+
+TEST(FailureTest, FailTimesIsRetriedUntilItSucceeds) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 3";
+  Workspace ws(options);
+  ws.define("flaky.yml", chain_definition("Flaky", {"FailTimes"}));
+  std::string id = ws.trigger("Flaky", {R"({"times":2,"value":7})"});
+  ASSERT_FALSE(id.empty());
+  ws.drain();
+
+  json doc = ws.status(id);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["status"], "completed") << doc.dump(2);
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  const json& steps = doc["runs"][0]["steps"];
+  ASSERT_EQ(steps.size(), 1u) << doc.dump(2);
+  EXPECT_EQ(steps[0]["status"], "completed");
+  EXPECT_EQ(steps[0]["output"], 7);
+  const json& execs = steps[0]["executions"];
+  ASSERT_EQ(execs.size(), 3u) << steps[0].dump(2);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("execution " + std::to_string(i));
+    EXPECT_EQ(execs[i]["result_type"], "failure");
+    EXPECT_EQ(execs[i]["retry_count"], i);
+    EXPECT_EQ(execs[i]["crash_count"], 0);
+    EXPECT_TRUE(contains(execs[i]["error_klass"], "IntentionalFailure")) << execs[i]["error_klass"];
+    EXPECT_TRUE(contains(execs[i]["error_message"], "FailTimes failing on purpose (retry " + std::to_string(i)))
+        << execs[i]["error_message"];
+  }
+  EXPECT_EQ(execs[2]["result_type"], "success");
+  EXPECT_EQ(execs[2]["retry_count"], 2);
+  EXPECT_TRUE(execs[2]["error_klass"].is_null()) << execs[2]["error_klass"];
+  EXPECT_TRUE(execs[2]["error_message"].is_null()) << execs[2]["error_message"];
+}
+
+TEST(FailureTest, ExhaustedRetriesHaltThePipeline) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 1";
+  Workspace ws(options);
+  // The Echo after Fail must never be reached.
+  ws.define("doomed.yml", chain_definition("Doomed", {"Fail", "Echo"}));
+  std::string id = ws.trigger("Doomed", {"1"});
+  ASSERT_FALSE(id.empty());
+  // A halted pipeline is not in progress: --drain still ends, with 0.
+  ws.drain();
+
+  json doc = ws.status(id);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["status"], "halted") << doc.dump(2);
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  const json& run = doc["runs"][0];
+  EXPECT_EQ(run["status"], "halted");
+  EXPECT_TRUE(run["halted_at"].is_string()) << run["halted_at"];
+  EXPECT_TRUE(run["completed_at"].is_null()) << run["completed_at"];
+  ASSERT_EQ(run["branches"].size(), 1u) << run.dump(2);
+  EXPECT_EQ(run["branches"][0]["status"], "halted");
+  EXPECT_EQ(run["branches"][0]["halt_reason"], "job_retries_exhausted");
+
+  ASSERT_EQ(run["steps"].size(), 1u) << "nothing may run after the failed step: " << run.dump(2);
+  const json& step = run["steps"][0];
+  EXPECT_EQ(step["klass"], "Fail");
+  EXPECT_EQ(step["status"], "failed");
+  EXPECT_TRUE(step["output"].is_null()) << step["output"];
+  const json& execs = step["executions"];
+  ASSERT_EQ(execs.size(), 2u) << step.dump(2);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("execution " + std::to_string(i));
+    EXPECT_EQ(execs[i]["result_type"], "failure");
+    EXPECT_EQ(execs[i]["retry_count"], i);
+    EXPECT_TRUE(contains(execs[i]["error_klass"], "IntentionalFailure")) << execs[i]["error_klass"];
+    EXPECT_TRUE(contains(execs[i]["error_message"], "Fail step always fails")) << execs[i]["error_message"];
+  }
+
+  // The text status names the halt reason.
+  testsupport::ProcessResult text = ws.run({"status", id});
+  EXPECT_EQ(text.exit_code, 0) << text.describe();
+  EXPECT_NE(text.out.find("job_retries_exhausted"), std::string::npos) << text.out;
+}
+
+TEST(FailureTest, MaxRetryZeroMeansOneExecution) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 0";
+  Workspace ws(options);
+  ws.define("doomed.yml", chain_definition("Doomed", {"Fail"}));
+  std::string id = ws.trigger("Doomed");
+  ASSERT_FALSE(id.empty());
+  ws.drain();
+  json doc = ws.status(id);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["status"], "halted");
+  ASSERT_EQ(doc["runs"][0]["steps"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 1u) << doc.dump(2);
+}
+
+}  // namespace
+}  // namespace ductwork::it

@@ -1,0 +1,157 @@
+#include "harness.h"
+
+#include <unistd.h>
+
+#include <regex>
+#include <sstream>
+
+namespace ductwork::it {
+namespace {
+
+// Every table whose rows a command could add or change.
+const char* const kTables[] = {"pipelines", "runs",    "branches", "branch_links", "steps", "jobs",
+                               "executions", "results", "transitions", "tuples", "schema_migrations"};
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const DbSnapshot& s) {
+  return os << (s.exists ? "database{" + s.counts + "}" : std::string("no database"));
+}
+
+Workspace::Workspace(const ConfigOptions& options) { write_config(options); }
+
+void Workspace::write_config(const ConfigOptions& options) {
+  std::ostringstream y;
+  y << "database:\n  path: \"" << db_path() << "\"\n"
+    << "plugins:\n  directory: \"" << options.plugins_directory << "\"\n"
+    << "definitions:\n  directory: \"" << definitions_dir() << "\"\n"
+    << "pipelines: \"*\"\n"
+    << "job_worker: {count: 2, polling_timeout: 0.05, retry_delay: 0.05"
+    << (options.job_worker_extra.empty() ? "" : ", " + options.job_worker_extra) << "}\n"
+    << "pipeline_advancer: {count: 2, polling_timeout: 0.05}\n"
+    << options.extra;
+  write_config_text(y.str());
+}
+
+void Workspace::write_config_text(const std::string& text) { tmp_.write("ductwork.yml", text); }
+
+std::string Workspace::define(const std::string& file_name, const std::string& yaml) {
+  return tmp_.write("pipelines/" + file_name, yaml);
+}
+
+std::vector<std::string> Workspace::command(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv{DUCTWORK_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("-c");
+  argv.push_back(config_path());
+  return argv;
+}
+
+testsupport::ProcessOptions Workspace::process_options(double timeout_seconds) const {
+  testsupport::ProcessOptions options;
+  options.cwd = dir();
+  options.unset_env = {"DUCTWORK_CONFIG"};
+  options.timeout_seconds = timeout_seconds;
+  return options;
+}
+
+ProcessResult Workspace::run(const std::vector<std::string>& args, double timeout_seconds) const {
+  return testsupport::run_process(command(args), process_options(timeout_seconds));
+}
+
+ProcessResult Workspace::run_raw(const std::vector<std::string>& args, double timeout_seconds) const {
+  std::vector<std::string> argv{DUCTWORK_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testsupport::run_process(argv, process_options(timeout_seconds));
+}
+
+std::string Workspace::trigger(const std::string& pipeline, const std::vector<std::string>& args) const {
+  std::vector<std::string> argv{"trigger", pipeline};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run(argv);
+  EXPECT_EQ(r.exit_code, 0) << "trigger " << pipeline << ": " << r.describe();
+  EXPECT_TRUE(is_single_uuid_line(r.out)) << "trigger stdout must be exactly the id and a newline, got: [" << r.out
+                                          << "]";
+  if (r.exit_code != 0 || r.out.empty()) return "";
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+void Workspace::drain(double timeout_seconds) const {
+  ProcessResult r = run({"start", "--drain"}, timeout_seconds);
+  EXPECT_EQ(r.exit_code, 0) << "start --drain: " << r.describe();
+  EXPECT_FALSE(r.timed_out) << "start --drain did not finish";
+}
+
+json Workspace::status(const std::string& id) const {
+  ProcessResult r = run({"status", id, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << "status " << id << ": " << r.describe();
+  if (r.exit_code != 0) return nullptr;
+  return parse_json(r.out, "status --json");
+}
+
+json Workspace::list(const std::vector<std::string>& extra) const {
+  std::vector<std::string> argv{"list", "--json"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  ProcessResult r = run(argv);
+  EXPECT_EQ(r.exit_code, 0) << "list: " << r.describe();
+  if (r.exit_code != 0) return nullptr;
+  return parse_json(r.out, "list --json");
+}
+
+DbSnapshot Workspace::snapshot() const {
+  DbSnapshot snap;
+  snap.exists = testsupport::file_exists(db_path());
+  if (!snap.exists) return snap;
+  static const std::string sqlite3 = find_on_path("sqlite3");
+  if (sqlite3.empty()) {
+    // No sqlite3 CLI: fall back to what the host reports.
+    snap.counts = "list=" + list({"--limit", "1000000"}).dump();
+    return snap;
+  }
+  std::string sql = "SELECT ";
+  bool first = true;
+  for (const char* table : kTables) {
+    sql += std::string(first ? "" : " || ' ' || ") + "'" + table + "=' || (SELECT count(*) FROM " + table + ")";
+    first = false;
+  }
+  sql += ";";
+  testsupport::ProcessOptions options;
+  options.timeout_seconds = 30;
+  ProcessResult r = testsupport::run_process({sqlite3, "-batch", db_path(), sql}, options);
+  EXPECT_EQ(r.exit_code, 0) << "sqlite3: " << r.describe();
+  snap.counts = r.out;
+  return snap;
+}
+
+json parse_json(const std::string& text, const std::string& what) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) {
+    ADD_FAILURE() << what << " did not print valid JSON: [" << text << "]";
+    return nullptr;
+  }
+  return doc;
+}
+
+std::string chain_definition(const std::string& name, const std::vector<std::string>& steps) {
+  std::string text = "pipeline: " + name + "\nsteps:\n";
+  for (size_t i = 0; i < steps.size(); ++i) text += std::string(i == 0 ? "  - start: " : "  - chain: ") + steps[i] + "\n";
+  return text;
+}
+
+std::string find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string d;
+  while (std::getline(dirs, d, ':')) {
+    std::string candidate = (d.empty() ? "." : d) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+bool is_single_uuid_line(const std::string& text) {
+  static const std::regex uuid_line("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$");
+  return std::regex_match(text, uuid_line);
+}
+
+}  // namespace ductwork::it

@@ -1,0 +1,92 @@
+#pragma once
+// The integration tests' workspace: a fresh temporary directory with its own
+// ductwork.yml, definition folder and SQLite database, and helpers that run
+// the real `ductwork` binary (DUCTWORK_BINARY) in it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "process_runner.h"
+
+namespace ductwork::it {
+
+using json = nlohmann::json;
+using testsupport::ProcessResult;
+
+// Knobs of the generated ductwork.yml.
+struct ConfigOptions {
+  std::string plugins_directory = DUCTWORK_PLUGIN_DIR;
+  // Appended inside the job_worker flow map, e.g. "max_retry: 1".
+  std::string job_worker_extra;
+  // Appended at the end of the file verbatim.
+  std::string extra;
+};
+
+// A reading of the database: whether the file exists and, when it does, the
+// row counts of its main tables ("pipelines=1 runs=1 ...").
+struct DbSnapshot {
+  bool exists = false;
+  std::string counts;
+  bool operator==(const DbSnapshot& o) const { return exists == o.exists && counts == o.counts; }
+};
+std::ostream& operator<<(std::ostream& os, const DbSnapshot& s);
+
+class Workspace {
+ public:
+  explicit Workspace(const ConfigOptions& options = {});
+
+  const std::string& dir() const { return tmp_.path(); }
+  std::string config_path() const { return tmp_.file("ductwork.yml"); }
+  std::string db_path() const { return tmp_.file("ductwork.sqlite3"); }
+  std::string definitions_dir() const { return tmp_.file("pipelines"); }
+  std::string file(const std::string& name) const { return tmp_.file(name); }
+
+  // (Re)writes ductwork.yml.
+  void write_config(const ConfigOptions& options);
+  // Writes the text as ductwork.yml verbatim.
+  void write_config_text(const std::string& text);
+  // Writes pipelines/<file_name>; returns its path.
+  std::string define(const std::string& file_name, const std::string& yaml);
+  // Writes a file relative to the workspace; returns its path.
+  std::string write(const std::string& name, const std::string& text) const { return tmp_.write(name, text); }
+
+  // `ductwork ARGS... -c ductwork.yml`, run in the workspace.
+  ProcessResult run(const std::vector<std::string>& args, double timeout_seconds = 30) const;
+  // `ductwork ARGS...` without adding -c, run in the workspace.
+  ProcessResult run_raw(const std::vector<std::string>& args, double timeout_seconds = 30) const;
+  // The argv of run(): for a background testsupport::Subprocess.
+  std::vector<std::string> command(const std::vector<std::string>& args) const;
+  testsupport::ProcessOptions process_options(double timeout_seconds = 30) const;
+
+  // `trigger NAME ARGS...`: expects exit 0 and one id line; returns the id
+  // ("" after recording a failure).
+  std::string trigger(const std::string& pipeline, const std::vector<std::string>& args = {}) const;
+  // `start --drain`: expects exit 0.
+  void drain(double timeout_seconds = 30) const;
+  // `status ID --json`: expects exit 0 and parses stdout (null on failure).
+  json status(const std::string& id) const;
+  // `list --json EXTRA...`: expects exit 0 and parses stdout (null on failure).
+  json list(const std::vector<std::string>& extra = {}) const;
+
+  DbSnapshot snapshot() const;
+
+ private:
+  testsupport::TempDir tmp_;
+};
+
+// Parses text as JSON, recording a test failure (and returning null) when it
+// is not.
+json parse_json(const std::string& text, const std::string& what);
+
+// A definition file: `pipeline: NAME` and steps [start: first, chain: rest...].
+std::string chain_definition(const std::string& name, const std::vector<std::string>& steps);
+
+// The absolute path of an executable found on PATH, or "".
+std::string find_on_path(const std::string& program);
+
+// True when stdout is exactly one UUID followed by a newline.
+bool is_single_uuid_line(const std::string& text);
+
+}  // namespace ductwork::it

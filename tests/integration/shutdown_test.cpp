@@ -1,0 +1,113 @@
+// `ductwork start` without --drain runs until SIGTERM/SIGINT and then exits
+// 0 promptly, also with a long step in flight (which is cancelled).
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Polls `ready` every 20 ms for up to `seconds`.
+template <typename F>
+bool eventually(double seconds, F ready) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ready();
+}
+
+void expect_stops_on(int sig) {
+  Workspace ws;
+  ws.define("chain.yml", chain_definition("Chain1", {"Inc"}));
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(30));
+  ASSERT_TRUE(eventually(10, [&] { return host.stdout_so_far().find("Host started") != std::string::npos; }))
+      << "host never logged 'Host started'; stdout: " << host.stdout_so_far() << "\nstderr: " << host.stderr_so_far();
+  // Without --drain an idle host keeps running.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(host.running()) << "start without --drain exited by itself: " << host.wait(1).describe();
+
+  auto signalled = Clock::now();
+  host.signal(sig);
+  testsupport::ProcessResult r = host.wait(10);
+  double took = since(signalled);
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_LT(took, 3.0) << "shutdown took " << took << " s";
+}
+
+TEST(ShutdownTest, StartExitsZeroOnSigterm) { expect_stops_on(SIGTERM); }
+
+TEST(ShutdownTest, StartExitsZeroOnSigint) { expect_stops_on(SIGINT); }
+
+TEST(ShutdownTest, SigtermCancelsALongStepAfterTheShutdownTimeout) {
+  ConfigOptions options;
+  options.job_worker_extra = "shutdown_timeout: 0.2";
+  Workspace ws(options);
+  ws.define("sleepy.yml", chain_definition("Sleepy", {"Sleep", "Inc"}));
+  std::string id = ws.trigger("Sleepy", {"100000"});
+  ASSERT_FALSE(id.empty());
+
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(30));
+  // Wait until the host has taken its signals over ("Host started" is logged
+  // after that) and the Sleep step is executing: a worker claimed it, which
+  // marks the step in_progress (its execution row exists from the trigger on).
+  ASSERT_TRUE(eventually(10, [&] { return host.stdout_so_far().find("Host started") != std::string::npos; }))
+      << "host never logged 'Host started'; stdout: " << host.stdout_so_far() << "\nstderr: " << host.stderr_so_far();
+  bool in_flight = eventually(10, [&] {
+    testsupport::ProcessResult r = ws.run({"status", id, "--json"});
+    if (r.exit_code != 0) return false;
+    json doc = json::parse(r.out, nullptr, false);
+    if (doc.is_discarded() || doc["runs"].empty() || doc["runs"][0]["steps"].empty()) return false;
+    const json& step = doc["runs"][0]["steps"][0];
+    return step["status"] == "in_progress" && !step["executions"].empty() &&
+           step["executions"].back()["result_type"].is_null();
+  });
+  ASSERT_TRUE(in_flight) << "the Sleep step never started; host stdout: " << host.stdout_so_far()
+                         << "\nstderr: " << host.stderr_so_far();
+  ASSERT_TRUE(host.running());
+
+  auto signalled = Clock::now();
+  host.signal(SIGTERM);
+  testsupport::ProcessResult r = host.wait(20);
+  double took = since(signalled);
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  // 0.2 s of grace, then the step notices the cancellation within a slice.
+  EXPECT_LT(took, 3.0) << "shutdown took " << took << " s";
+  EXPECT_NE(r.out.find("Shutdown timeout reached"), std::string::npos)
+      << "the step should have been in flight past the shutdown timeout; stdout: " << r.out;
+
+  // The sleep was cut short: the pipeline did not complete and nothing after
+  // Sleep ran.
+  json doc = ws.status(id);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_NE(doc["status"], "completed") << doc.dump(2);
+  EXPECT_EQ(doc["runs"][0]["steps"].size(), 1u) << doc.dump(2);
+}
+
+}  // namespace
+}  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+TEST(ShutdownTest, DrainWithNothingToDoExitsPromptly) {
+  Workspace ws;
+  ws.define("chain.yml", chain_definition("Chain1", {"Inc"}));
+  testsupport::ProcessResult r = ws.run({"start", "--drain"}, 15);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_LT(r.seconds, 5.0) << r.describe();
+  EXPECT_NE(r.out.find("Drained"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ductwork::it

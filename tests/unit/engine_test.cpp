@@ -1,0 +1,180 @@
+// The execution state machine end to end inside one process: real SQLite
+// file, real testkit plugin, the JobWorker and Advancer driven step by step
+// (deterministic), and the threaded HostRuntime.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/advancer.h"
+#include "engine/job_worker.h"
+#include "process/host_runtime.h"
+#include "store_fixture.h"
+
+namespace ductwork {
+namespace {
+
+class EngineTest : public ::testing::Test, public test::StoreFixture {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger));
+    store->register_process(process_id, 1, "m", "all");
+  }
+
+  void configure(const std::string& yaml) { config = parse_config("pipelines: '*'\n" + yaml, "test.yml", "/"); }
+
+  // Runs workers and advancers until neither finds anything to do.
+  void drain(const std::string& pipeline = "P") {
+    JobWorker worker(pipeline, *store, registry, config, logger, wakeups, stats, process_id, cancelled);
+    Advancer advancer({pipeline}, *store, cache, config, logger, wakeups, process_id);
+    for (int idle_rounds = 0, guard = 0; idle_rounds < 2 && guard < 10000; ++guard) {
+      bool worked = worker.run_once();
+      bool advanced = advancer.run_once() == BranchClaimResult::kClaimed;
+      idle_rounds = (worked || advanced) ? 0 : idle_rounds + 1;
+    }
+  }
+
+  json report(const TriggeredPipeline& t) { return *store->pipeline_report(t.pipeline_id); }
+
+  Logger logger{stderr, Logger::Format::kJson, LogLevel::kError};
+  PluginRegistry registry;
+  Config config = parse_config("pipelines: '*'\njob_worker: {retry_delay: 0}", "test.yml", "/");
+  Wakeups wakeups{{"P"}};
+  RuntimeStats stats;
+  DefinitionCache cache;
+  std::atomic<bool> cancelled{false};
+  const std::string process_id = "engine-test";
+};
+
+TEST_F(EngineTest, TenStepChainCompletesWithEveryOutput) {
+  std::string yaml = "pipeline: P\nsteps:\n  - start: Inc\n";
+  for (int i = 0; i < 9; ++i) yaml += "  - chain: Inc\n";
+  auto t = trigger(compile(yaml), json::array({0}));
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "completed");
+  const json& run = doc["runs"][0];
+  EXPECT_EQ(run["status"], "completed");
+  EXPECT_TRUE(run["completed_at"].is_string());
+  ASSERT_EQ(run["steps"].size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    const json& step = run["steps"][i];
+    EXPECT_EQ(step["input"], json::array({i})) << i;
+    EXPECT_EQ(step["output"], i + 1) << i;
+    EXPECT_EQ(step["status"], "completed");
+    EXPECT_EQ(step["to_transition"], i == 0 ? "start" : "default");
+    EXPECT_EQ(step["executions"].size(), 1u);
+  }
+  EXPECT_EQ(run["branches"][0]["status"], "completed");
+  EXPECT_EQ(stats.steps_succeeded.load(), 10u);
+}
+
+TEST_F(EngineTest, AnExceptionBecomesTheErrorAndExhaustsRetries) {
+  configure("job_worker: {retry_delay: 0, max_retry: 2}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Fail\n  - chain: Inc\n"), json::array({1}));
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  const json& run = doc["runs"][0];
+  EXPECT_EQ(run["status"], "halted");
+  EXPECT_TRUE(run["halted_at"].is_string());
+  EXPECT_EQ(run["branches"][0]["halt_reason"], "job_retries_exhausted");
+  ASSERT_EQ(run["steps"].size(), 1u);
+  EXPECT_EQ(run["steps"][0]["status"], "failed");
+  const json& executions = run["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(executions[i]["retry_count"], i);
+    EXPECT_EQ(executions[i]["result_type"], "failure");
+    EXPECT_NE(executions[i]["error_klass"].get<std::string>().find("IntentionalFailure"), std::string::npos)
+        << executions[i];
+    EXPECT_FALSE(executions[i]["error_message"].get<std::string>().empty());
+  }
+}
+
+TEST_F(EngineTest, PerStepRetryBudgetOverridesThePipelineDefault) {
+  configure("job_worker: {retry_delay: 0, max_retry: {default: 5, P: {Fail: 0}}}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Fail\n"), json::array({1}));
+  drain();
+  EXPECT_EQ(report(t)["runs"][0]["steps"][0]["executions"].size(), 1u);
+}
+
+TEST_F(EngineTest, FailTimesSucceedsOnceRetriesCatchUp) {
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: FailTimes\n  - chain: Double\n"),
+                   json::array({json{{"times", 2}, {"value", 21}}}));
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["output"], 21);
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 3u);
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 42);
+}
+
+TEST_F(EngineTest, AMissingStepClassHaltsTheRunInsteadOfCrashing) {
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Ghost\n"), json::array());
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"][0]["error_klass"], "ductwork::UnknownStep");
+}
+
+TEST_F(EngineTest, AnEdgeTheAdvancerCannotTakeHaltsTransitionInvalid) {
+  Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
+  def.edges[def.nodes[0]].type = "dampen";  // not an edge type routing knows
+  auto t = trigger(def, json::array({1}));
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "transition_invalid");
+}
+
+TEST_F(EngineTest, CommitsWakeTheLoopThatCanTakeTheNextStep) {
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
+  JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
+  Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id);
+  uint64_t advancers_before = wakeups.advancers().generation();
+  ASSERT_TRUE(worker.run_once());
+  EXPECT_GT(wakeups.advancers().generation(), advancers_before);
+  uint64_t jobs_before = wakeups.jobs("P")->generation();
+  ASSERT_EQ(advancer.run_once(), BranchClaimResult::kClaimed);
+  EXPECT_GT(wakeups.jobs("P")->generation(), jobs_before);
+}
+
+TEST_F(EngineTest, ContextStepsShareValuesWithinARun) {
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: ContextSet\n  - chain: ContextGet\n"),
+                   json::array({json{{"key", "k"}, {"value", json{{"deep", true}}}}}));
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], json({{"deep", true}}));
+}
+
+// The threaded runtime: several worker and advancer threads, each on its own
+// connection, racing over many runs. Run under TSan as well.
+TEST_F(EngineTest, ThreadedRuntimeCompletesManyChains) {
+  configure(
+      "job_worker: {count: 3, polling_timeout: 0.05, retry_delay: 0}\n"
+      "pipeline_advancer: {count: 3, polling_timeout: 0.05}\nsupervisor: {polling_timeout: 0.1}");
+  Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n  - chain: Inc\n  - chain: Double\n");
+  std::vector<TriggeredPipeline> runs;
+  for (int i = 0; i < 40; ++i) runs.push_back(trigger(def, json::array({i})));
+  HostRuntime runtime(config, *factory, registry, logger, {"P"});
+  runtime.start();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (store->progress({"P"}).pipelines_open > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  runtime.stop();
+  for (int i = 0; i < 40; ++i) {
+    json doc = report(runs[i]);
+    ASSERT_EQ(doc["status"], "completed") << i;
+    ASSERT_EQ(doc["runs"][0]["steps"].size(), 4u);
+    EXPECT_EQ(doc["runs"][0]["steps"][3]["output"], (i + 3) * 2);
+    for (const auto& step : doc["runs"][0]["steps"]) EXPECT_EQ(step["executions"].size(), 1u);
+  }
+  EXPECT_FALSE(store->heartbeat(runtime.process_id())) << "a clean stop removes the process row";
+}
+
+}  // namespace
+}  // namespace ductwork

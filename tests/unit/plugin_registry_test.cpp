@@ -1,0 +1,85 @@
+#include "plugin/plugin_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "temp_dir.h"
+
+namespace ductwork {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixture(const std::string& name) { return std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/" + name; }
+std::string plugin(const std::string& name) { return std::string(DUCTWORK_PLUGIN_DIR) + "/" + name; }
+
+class PluginRegistryTest : public ::testing::Test {
+ protected:
+  Logger logger{stderr, Logger::Format::kJson, LogLevel::kError};
+  PluginRegistry registry;
+};
+
+TEST_F(PluginRegistryTest, LoadsTheTestkitWithEveryStep) {
+  ASSERT_TRUE(registry.load_file(plugin("libductwork_testkit.so"), logger));
+  ASSERT_EQ(registry.plugins().size(), 1u);
+  const auto& p = *registry.plugins()[0];
+  EXPECT_EQ(p.name, "testkit");
+  EXPECT_EQ(p.abi_version, DUCTWORK_ABI_VERSION);
+  for (const char* step : {"Echo", "Inc", "Double", "Sum", "Range", "Route", "Fail", "FailTimes", "CrashTimes",
+                           "Segfault", "Sleep", "ContextSet", "ContextGet"}) {
+    const StepClass* cls = registry.find_step(step);
+    ASSERT_NE(cls, nullptr) << step;
+    EXPECT_EQ(cls->plugin, &p);
+  }
+  EXPECT_EQ(registry.find_step("NoSuchStep"), nullptr);
+}
+
+TEST_F(PluginRegistryTest, RefusesAnUnsupportedAbiVersionBeforeRunningIt) {
+  // libbad_abi's init aborts: reaching it would kill this test.
+  EXPECT_FALSE(registry.load_file(fixture("libbad_abi.so"), logger));
+  ASSERT_EQ(registry.refusals().size(), 1u);
+  EXPECT_NE(registry.refusals()[0].find("unsupported ABI version 999"), std::string::npos) << registry.refusals()[0];
+  EXPECT_TRUE(registry.plugins().empty());
+}
+
+TEST_F(PluginRegistryTest, RefusesALibraryWithoutEntryPoints) {
+  EXPECT_FALSE(registry.load_file(fixture("libno_entry.so"), logger));
+  EXPECT_NE(registry.refusals().at(0).find("missing entry point"), std::string::npos);
+}
+
+TEST_F(PluginRegistryTest, RefusesADuplicateStepNameAndKeepsTheFirst) {
+  ASSERT_TRUE(registry.load_file(plugin("libductwork_testkit.so"), logger));
+  EXPECT_FALSE(registry.load_file(fixture("libdup_step.so"), logger));
+  EXPECT_NE(registry.refusals().at(0).find("step Echo is already registered by plugin testkit"), std::string::npos)
+      << registry.refusals().at(0);
+  EXPECT_EQ(registry.find_step("Echo")->plugin->name, "testkit");
+  EXPECT_EQ(registry.plugins().size(), 1u);
+}
+
+TEST_F(PluginRegistryTest, DirectoryLoadGoesOnPastRefusals) {
+  test::TempDir dir;
+  for (const char* f : {"libbad_abi.so", "libno_entry.so", "libdup_step.so", "libfixture_good.so"}) {
+    fs::copy_file(fixture(f), dir.file(f));
+  }
+  fs::copy_file(plugin("libductwork_testkit.so"), dir.file("libductwork_testkit.so"));
+  dir.write("notes.txt", "ignored");
+  registry.load_directory(dir.path(), logger);
+  std::vector<std::string> names;
+  for (const auto& p : registry.plugins()) names.push_back(p->name);
+  // Name order: libbad_abi (refused), libductwork_testkit (owns Echo),
+  // libdup_step (refused: Echo taken), libfixture_good, libno_entry (refused).
+  EXPECT_EQ(names, (std::vector<std::string>{"testkit", "fixture"}));
+  ASSERT_EQ(registry.refusals().size(), 3u);
+  EXPECT_NE(registry.refusals()[1].find("libdup_step.so: step Echo is already registered"), std::string::npos);
+  EXPECT_NE(registry.find_step("FixtureHello"), nullptr);
+}
+
+TEST_F(PluginRegistryTest, MissingDirectoryLoadsNothing) {
+  registry.load_directory("/nonexistent/plugins", logger);
+  EXPECT_TRUE(registry.plugins().empty());
+  EXPECT_TRUE(registry.refusals().empty());
+}
+
+}  // namespace
+}  // namespace ductwork

@@ -1,0 +1,221 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "store/store_error.h"
+#include "store_fixture.h"
+
+namespace ductwork {
+namespace {
+
+using test::StoreFixture;
+
+const char* kChain = "pipeline: P\nsteps:\n  - start: Inc\n  - chain: Double\n";
+
+class SqliteStoreTest : public ::testing::Test, public StoreFixture {
+ protected:
+  void SetUp() override { store->register_process(process_id, 4242, "machine-a", "all"); }
+  const std::string process_id = "proc-1";
+};
+
+TEST_F(SqliteStoreTest, MigrateIsIncrementalAndIdempotent) {
+  EXPECT_TRUE(store->migrate().empty());
+  test::TempDir other;
+  DatabaseConfig db;
+  db.path = other.file("fresh.sqlite3");
+  auto fresh = make_store_factory(db)->open();
+  auto applied = fresh->migrate();
+  ASSERT_GE(applied.size(), 2u);
+  EXPECT_EQ(applied.front(), "001_create_tables");
+  EXPECT_TRUE(fresh->migrate().empty());
+}
+
+TEST_F(SqliteStoreTest, TriggerCreatesTheWholeStartInOneGo) {
+  auto t = trigger(compile(kChain), json::array({5}));
+  auto report = store->pipeline_report(t.pipeline_id);
+  ASSERT_TRUE(report);
+  EXPECT_EQ((*report)["status"], "in_progress");
+  ASSERT_EQ((*report)["runs"].size(), 1u);
+  const json& run = (*report)["runs"][0];
+  EXPECT_EQ(run["id"], t.run_id);
+  EXPECT_EQ(run["status"], "in_progress");
+  ASSERT_EQ(run["branches"].size(), 1u);
+  ASSERT_EQ(run["steps"].size(), 1u);
+  EXPECT_EQ(run["steps"][0]["status"], "pending");
+  EXPECT_EQ(run["steps"][0]["to_transition"], "start");
+  EXPECT_EQ(run["steps"][0]["input"], json::array({5}));
+  EXPECT_TRUE(run["steps"][0]["output"].is_null());
+  ASSERT_EQ(run["steps"][0]["executions"].size(), 1u);
+  EXPECT_TRUE(run["steps"][0]["executions"][0]["result_type"].is_null());
+}
+
+TEST_F(SqliteStoreTest, ClaimTakesEachAvailabilityOnce) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->klass, "Inc");
+  EXPECT_EQ(job->args_json, "[1]");
+  EXPECT_EQ(job->run_id, t.run_id);
+  EXPECT_EQ(job->retry_count, 0);
+  EXPECT_FALSE(store->claim_job("P", process_id));
+  EXPECT_FALSE(store->claim_job("OtherPipeline", process_id));
+  auto report = store->pipeline_report(t.pipeline_id);
+  EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "in_progress");
+}
+
+TEST_F(SqliteStoreTest, SucceededIsFencedOnTheOwner) {
+  trigger(compile(kChain), json::array({1}));
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(job);
+  EXPECT_FALSE(store->job_succeeded(*job, "someone-else", "2"));  // CommitFailed: writes nothing
+  EXPECT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  EXPECT_FALSE(store->job_succeeded(*job, process_id, "2"));  // already closed
+  auto report = store->pipeline_report(store->list_pipelines({}).front().id);
+  const json& step = (*report)["runs"][0]["steps"][0];
+  EXPECT_EQ(step["status"], "advancing");
+  EXPECT_EQ(step["output"], 2);
+  ASSERT_EQ(step["executions"].size(), 1u);
+  EXPECT_EQ(step["executions"][0]["result_type"], "success");
+}
+
+TEST_F(SqliteStoreTest, ErroredRetriesAfterTheDelayThenFails) {
+  trigger(compile(kChain), json::array({1}));
+  ErrorInfo error{"Boom", "it broke", "frame"};
+  bool failed = true;
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(store->job_errored(*job, process_id, error, RetryPolicy{1, 3600.0}, &failed));
+  EXPECT_FALSE(failed);
+  EXPECT_FALSE(store->claim_job("P", process_id)) << "the retry must wait for its delay";
+  auto wait = store->seconds_until_next_job("P");
+  ASSERT_TRUE(wait);
+  EXPECT_GT(*wait, 3500.0);
+
+  trigger(compile(kChain), json::array({2}));
+  auto second = store->claim_job("P", process_id);
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(store->job_errored(*second, process_id, error, RetryPolicy{1, 0.0}, &failed));
+  auto retry = store->claim_job("P", process_id);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->job_id, second->job_id);
+  EXPECT_EQ(retry->retry_count, 1);
+  ASSERT_TRUE(store->job_errored(*retry, process_id, error, RetryPolicy{1, 0.0}, &failed));
+  EXPECT_TRUE(failed);
+  EXPECT_FALSE(store->claim_job("P", process_id));
+}
+
+TEST_F(SqliteStoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  auto job = store->claim_job("P", process_id);
+  bool failed = true;
+  ASSERT_TRUE(store->job_crashed(*job, process_id, ErrorInfo{"ProcessCrash", "owner reaped", ""},
+                                 CrashPolicy{3, 10.0}, &failed));
+  EXPECT_FALSE(failed);
+  auto again = store->claim_job("P", process_id);  // first third of the budget: immediate
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->crash_count, 1);
+  EXPECT_EQ(again->retry_count, 0);
+  auto report = store->pipeline_report(t.pipeline_id);
+  const json& first = (*report)["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(first["result_type"], "process_crashed");
+  EXPECT_EQ(first["error_klass"], "ProcessCrash");
+}
+
+TEST_F(SqliteStoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
+  trigger(compile(kChain), json::array({1}));
+  BranchClaim claim;
+  EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kIdle);
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  EXPECT_EQ(store->claim_branch("P", "reaped-process", 20, 3, &claim), BranchClaimResult::kIdle);
+  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  EXPECT_EQ(claim.step_id, job->step_id);
+  EXPECT_EQ(claim.step_status, "advancing");
+  EXPECT_EQ(claim.advancement_crash_count, 0);
+  EXPECT_FALSE(claim.claim_token.empty());
+  BranchClaim second;
+  EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &second), BranchClaimResult::kIdle) << "already claimed";
+}
+
+TEST_F(SqliteStoreTest, ClaimFenceRejectsADivergedToken) {
+  trigger(compile(kChain), json::array({1}));
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  BranchClaim claim;
+  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  bool ran = false;
+  EXPECT_FALSE(store->with_claim_fence(claim.branch_id, "not-the-token", [&](BranchTx&) { ran = true; }));
+  EXPECT_FALSE(ran);
+  EXPECT_TRUE(store->with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+    ran = true;
+    EXPECT_EQ(tx.step_output_json(claim.step_id), "2");
+    tx.release_branch(claim.branch_id);
+  }));
+  EXPECT_TRUE(ran);
+}
+
+TEST_F(SqliteStoreTest, FenceBodyThatThrowsWritesNothing) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  BranchClaim claim;
+  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  EXPECT_THROW(store->with_claim_fence(claim.branch_id, claim.claim_token,
+                                       [&](BranchTx& tx) {
+                                         tx.complete_step(claim.step_id);
+                                         throw std::runtime_error("routing failed");
+                                       }),
+               std::runtime_error);
+  auto report = store->pipeline_report(t.pipeline_id);
+  EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "advancing");
+}
+
+TEST_F(SqliteStoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  BranchClaim claim;
+  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  RunState state = RunState::kOpen;
+  ASSERT_TRUE(store->with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+    EXPECT_EQ(tx.settle_run(claim.run_id), RunState::kOpen);  // the branch is still advancing
+    tx.halt_branch(claim.branch_id, "job_retries_exhausted");
+    state = tx.settle_run(claim.run_id);
+  }));
+  EXPECT_EQ(state, RunState::kHalted);
+  auto report = store->pipeline_report(t.pipeline_id);
+  EXPECT_EQ((*report)["status"], "halted");
+  EXPECT_EQ((*report)["runs"][0]["branches"][0]["halt_reason"], "job_retries_exhausted");
+}
+
+TEST_F(SqliteStoreTest, ContextIsSetOnceUnlessOverwritten) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  EXPECT_FALSE(store->context_get(t.run_id, "k"));
+  EXPECT_TRUE(store->context_set(t.run_id, "k", "42", false));
+  EXPECT_FALSE(store->context_set(t.run_id, "k", "43", false));
+  EXPECT_EQ(*store->context_get(t.run_id, "k"), "42");
+  EXPECT_TRUE(store->context_set(t.run_id, "k", "{\"a\":1}", true));
+  EXPECT_EQ(*store->context_get(t.run_id, "k"), "{\"a\":1}");
+}
+
+TEST_F(SqliteStoreTest, HeartbeatReportsAReapedRow) {
+  EXPECT_TRUE(store->heartbeat(process_id));
+  store->remove_process(process_id);
+  EXPECT_FALSE(store->heartbeat(process_id));
+}
+
+TEST(SqliteStoreOpen, CorruptFileIsAClearError) {
+  test::TempDir dir;
+  std::string path = dir.write("corrupt.sqlite3", std::string(4096, '\x5a'));
+  DatabaseConfig db;
+  db.path = path;
+  try {
+    make_store_factory(db)->open()->migrate();
+    FAIL() << "expected StoreError";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a database"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ductwork
