@@ -114,7 +114,9 @@ Connection::Connection(std::shared_ptr<SharedDatabase> shared) : shared_(std::mo
   sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, nullptr, dw_now, nullptr, nullptr);
   // journal_mode is the first statement to read the file, so a path that is
   // not a SQLite database fails here with a message naming it.
-  exec_script("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;");
+  exec_script(
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
+      "PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536;");
 }
 
 Connection::~Connection() {
