@@ -114,7 +114,9 @@ RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logge
   runtime.stop();
   RunResult r;
   r.steps_per_second = static_cast<double>(o.chains) * o.length / seconds;
-  r.latencies_us = latencies(static_cast<sqlite::SqliteStore&>(*store).connection());
+  auto& sql = static_cast<sqlite::SqliteStore&>(*store);
+  auto held = sql.lock();
+  r.latencies_us = latencies(sql.connection());
   return r;
 }
 
@@ -134,7 +136,9 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
     wait_drained(*store);
   }
   runtime.stop();
-  return latencies(static_cast<sqlite::SqliteStore&>(*store).connection());
+  auto& sql = static_cast<sqlite::SqliteStore&>(*store);
+  auto held = sql.lock();
+  return latencies(sql.connection());
 }
 
 }  // namespace

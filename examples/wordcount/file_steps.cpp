@@ -32,7 +32,8 @@ class ListFiles : public ductwork::Step {
     }
     std::sort(paths.begin(), paths.end());
     ductwork::Json::Array result(paths.begin(), paths.end());
-    ctx.log(ductwork::LogLevel::kInfo, "found " + std::to_string(result.size()) + " files in " + dir);
+    ctx.log(ductwork::LogLevel::kInfo,
+            "found " + std::to_string(result.size()) + " files in " + dir);
     return ductwork::Json(std::move(result));
   }
 };

@@ -28,7 +28,9 @@ class TopWords : public ductwork::Step {
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
       return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
-    if (ranked.size() > static_cast<std::size_t>(limit)) ranked.resize(static_cast<std::size_t>(limit));
+    if (ranked.size() > static_cast<std::size_t>(limit)) {
+      ranked.resize(static_cast<std::size_t>(limit));
+    }
 
     Json result = Json::array();
     for (const auto& [word, count] : ranked) result.push_back(Json::array({word, count}));
@@ -50,7 +52,8 @@ class FormatReport : public ductwork::Step {
     std::size_t word_width = 0, count_width = 0;
     for (const Json& row : rows) {
       if (!row.is_array() || row.size() != 2 || !row[0].is_string() || !row[1].is_number()) {
-        throw ductwork::ArgumentError("FormatReport expects [word, count] pairs, got " + row.dump());
+        throw ductwork::ArgumentError("FormatReport expects [word, count] pairs, got " +
+                                      row.dump());
       }
       word_width = std::max(word_width, row[0].as_string().size());
       count_width = std::max(count_width, std::to_string(row[1].as_int()).size());

@@ -14,6 +14,15 @@ namespace ductwork::cli {
 
 int cmd_start(const Args& args) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork start [--drain] [-c CONFIG]");
+  // Signals are taken synchronously by this thread, from the very start so a
+  // SIGTERM during start-up still ends in a clean exit 0. Every loop thread
+  // inherits the blocked mask, so none of them is interrupted by them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
   Bootstrap boot(args, stdout, LogLevel::kDebug);
   boot.logger().set_role("host");
   std::vector<std::string> pipelines = boot.hosted_pipelines();
@@ -30,14 +39,6 @@ int cmd_start(const Args& args) {
   StoreFactory& stores = boot.stores();
   bool drain = args.flag("drain");
   bool terminal = ::isatty(STDOUT_FILENO) != 0;
-
-  // Signals are taken synchronously by this thread; every loop thread
-  // inherits the blocked mask, so none of them is interrupted by them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   HostRuntime runtime(boot.config(), stores, boot.plugins(), boot.logger(), pipelines);
   runtime.start();

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/error_info.h"
-#include "engine/fault.h"
+#include "util/fault.h"
 
 namespace ductwork {
 namespace {
@@ -72,6 +72,8 @@ Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionC
       wakeups_(wakeups),
       process_id_(std::move(process_id)) {}
 
+struct Advancer::Effects : AdvanceEffects {};
+
 int Advancer::candidate_window() const { return std::clamp(4 * config_.pipeline_advancer.count, 20, 100); }
 
 BranchClaimResult Advancer::run_once() {
@@ -79,12 +81,27 @@ BranchClaimResult Advancer::run_once() {
   for (size_t i = 0; i < pipelines_.size(); ++i) {
     const std::string& pipeline = pipelines_[(next_pipeline_ + i) % pipelines_.size()];
     BranchClaim claim;
-    BranchClaimResult result = store_.claim_branch(pipeline, process_id_, candidate_window(), 3, &claim);
+    Effects effects;
+    // The branch is claimed and advanced in one transaction; the claim
+    // token still fences it, as the error path below commits the claim
+    // alone and settles it in a second transaction.
+    Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claimed) {
+      fault_point("after_branch_claim");
+      effects = Effects{};
+      advance_claimed(tx, claimed, effects);
+    };
+    BranchClaimResult result;
+    try {
+      result = store_.claim_branch(pipeline, process_id_, candidate_window(), 3, &claim, &advance);
+    } catch (const std::exception& e) {
+      if (claim.branch_id.empty()) throw;  // failed before anything was claimed
+      record_failure(claim, e, effects);
+      result = BranchClaimResult::kClaimed;
+    }
     if (result == BranchClaimResult::kClaimed) {
       next_pipeline_ = (next_pipeline_ + i + 1) % pipelines_.size();
-      fault_point("after_branch_claim");
-      advance(claim);
       fault_point("after_branch_advancement");
+      after_commit(claim, effects);
       return result;
     }
     if (result == BranchClaimResult::kContended) contended = true;
@@ -92,63 +109,59 @@ BranchClaimResult Advancer::run_once() {
   return contended ? BranchClaimResult::kContended : BranchClaimResult::kIdle;
 }
 
-void Advancer::advance(const BranchClaim& claim) {
-  json where = {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}, {"branch_id", claim.branch_id},
-                {"step", claim.step_klass}};
-  AdvanceEffects effects;
-  bool fenced;
-  try {
-    auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
-    fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
-      effects = AdvanceEffects{};
-      if (claim.step_status != "advancing" && claim.step_status != "failed") {
-        // Stale claim: the step moved on. Release; no budget is charged.
-        tx.complete_advancement(claim.advancement_id);
-        tx.release_branch(claim.branch_id);
-        return;
-      }
-      if (claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
-        halt(tx, claim, "advancer_crashes_exhausted", effects);
-        return;
-      }
-      if (claim.step_status == "failed") {
-        bool crashed = tx.last_result_type(claim.step_id) == "process_crashed";
-        halt(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
-        return;
-      }
-      route(tx, *definition, claim, effects);
-    });
-  } catch (const std::exception& e) {
-    // Routing raised: nothing of it was written. Record the error inside a
-    // fresh fence, then halt or release the branch for another try.
-    bool invalid = dynamic_cast<const TransitionInvalid*>(&e) != nullptr;
-    ErrorInfo error = make_error_info(invalid ? "ductwork::TransitionInvalid" : "ductwork::AdvanceError", e.what());
-    json fields = where;
-    fields["error_klass"] = error.klass;
-    fields["error_message"] = error.message;
-    logger_.error("Branch advancement failed", fields);
-    fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
-      effects = AdvanceEffects{};
-      tx.fail_advancement(claim.advancement_id, error);
-      int64_t errors = tx.errored_advancements(claim.transition_id);
-      if (invalid || errors >= config_.pipeline_advancer.max_retry.get(claim.pipeline)) {
-        tx.halt_branch(claim.branch_id, invalid ? "transition_invalid" : "advancer_retries_exhausted");
-        effects.halt_reason = invalid ? "transition_invalid" : "advancer_retries_exhausted";
-        effects.run_state = tx.settle_run(claim.run_id);
-      } else {
-        tx.release_branch(claim.branch_id);
-      }
-    });
-  }
-  if (!fenced) {
-    logger_.warn("Claim diverged; advancement skipped", where);
+void Advancer::advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& effects) {
+  if (claim.step_status != "advancing" && claim.step_status != "failed") {
+    // Stale claim: the step moved on. Release; no budget is charged.
+    tx.complete_advancement(claim.advancement_id);
+    tx.release_branch(claim.branch_id);
     return;
   }
+  if (claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
+    halt(tx, claim, "advancer_crashes_exhausted", effects);
+    return;
+  }
+  if (claim.step_status == "failed") {
+    bool crashed = tx.last_result_type(claim.step_id) == "process_crashed";
+    halt(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
+    return;
+  }
+  auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
+  route(tx, *definition, claim, effects);
+}
+
+void Advancer::record_failure(const BranchClaim& claim, const std::exception& e, Effects& effects) {
+  // Routing raised: nothing of it was written. Record the error inside the
+  // claim fence, then halt or release the branch for another try.
+  bool invalid = dynamic_cast<const TransitionInvalid*>(&e) != nullptr;
+  ErrorInfo error = make_error_info(invalid ? "ductwork::TransitionInvalid" : "ductwork::AdvanceError", e.what());
+  logger_.error("Branch advancement failed", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
+                                              {"branch_id", claim.branch_id}, {"step", claim.step_klass},
+                                              {"error_klass", error.klass}, {"error_message", error.message}});
+  bool fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+    effects = Effects{};
+    tx.fail_advancement(claim.advancement_id, error);
+    int64_t errors = tx.errored_advancements(claim.transition_id);
+    if (invalid || errors >= config_.pipeline_advancer.max_retry.get(claim.pipeline)) {
+      effects.halt_reason = invalid ? "transition_invalid" : "advancer_retries_exhausted";
+      tx.halt_branch(claim.branch_id, effects.halt_reason);
+      effects.run_state = tx.settle_run(claim.run_id);
+    } else {
+      tx.release_branch(claim.branch_id);
+    }
+  });
+  if (!fenced) {
+    logger_.warn("Claim diverged; advancement skipped",
+                 {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}, {"branch_id", claim.branch_id}});
+    effects = Effects{};
+  }
+}
+
+void Advancer::after_commit(const BranchClaim& claim, const Effects& effects) {
   if (effects.jobs_created > 0) wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
   if (!effects.halt_reason.empty()) {
-    json fields = where;
-    fields["halt_reason"] = effects.halt_reason;
-    logger_.warn("Branch halted", fields);
+    logger_.warn("Branch halted", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
+                                   {"branch_id", claim.branch_id}, {"step", claim.step_klass},
+                                   {"halt_reason", effects.halt_reason}});
   }
   if (effects.run_state != RunState::kOpen) {
     logger_.info(effects.run_state == RunState::kCompleted ? "Run completed" : "Run halted",

@@ -24,7 +24,13 @@ class Advancer {
   BranchClaimResult run_once();
 
  private:
-  void advance(const BranchClaim& claim);
+  struct Effects;
+  // Decides and writes the move of a claimed branch (inside a transaction
+  // that holds the claim).
+  void advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& effects);
+  // Records a routing error on a live claim through the claim fence.
+  void record_failure(const BranchClaim& claim, const std::exception& error, Effects& effects);
+  void after_commit(const BranchClaim& claim, const Effects& effects);
   int candidate_window() const;
 
   std::vector<std::string> pipelines_;

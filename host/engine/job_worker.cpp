@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/fault.h"
+#include "util/fault.h"
 #include "engine/step_invoker.h"
 
 namespace ductwork {

@@ -92,8 +92,17 @@ class Store {
   virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
 
   // ---- pipeline advancer
+  // Work done on a claimed branch in the claim's own transaction.
+  using AdvanceInClaim = std::function<void(BranchTx&, const BranchClaim&)>;
+
+  // Claims an advanceable branch of `pipeline` (a window of candidates,
+  // `sample` of them tried) and, when `advance` is given, runs it inside the
+  // same transaction: one commit per advancement instead of two. If
+  // `advance` throws, its writes are rolled back, the claim alone is
+  // committed (so *out is a live claim the caller must settle through
+  // with_claim_fence), and the exception propagates.
   virtual BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window,
-                                         int sample, BranchClaim* out) = 0;
+                                         int sample, BranchClaim* out, const AdvanceInClaim* advance = nullptr) = 0;
   // Runs `body` in a write transaction that first checks the branch's claim
   // token still equals `claim_token`. Returns false (and runs nothing) when
   // the claim diverged.

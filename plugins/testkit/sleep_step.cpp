@@ -27,7 +27,9 @@ class Sleep : public Step {
     // Slices are measured against one deadline so they do not add up drift.
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(ms);
     for (;;) {
-      if (ctx.cancelled()) throw Cancelled("Sleep cancelled before its " + std::to_string(ms) + " ms");
+      if (ctx.cancelled()) {
+        throw Cancelled("Sleep cancelled before its " + std::to_string(ms) + " ms");
+      }
       Clock::time_point now = Clock::now();
       if (now >= deadline) break;
       std::this_thread::sleep_for(std::min<Clock::duration>(deadline - now,

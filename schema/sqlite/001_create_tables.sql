@@ -1,6 +1,11 @@
 -- Ductwork core tables (SPEC §2). Ids are UUIDv7 text; times are UTC text
 -- 'YYYY-MM-DD HH:MM:SS.ffffff' taken from the database clock (dw_now()), so
 -- they sort and compare as strings.
+--
+-- Tables are WITHOUT ROWID: the time-ordered text id is the clustered key,
+-- so a row lives in one B-tree instead of a rowid table plus a separate
+-- index on id. That halves the pages each insert dirties, and pages written
+-- per commit are what bounds SQLite's step rate.
 
 CREATE TABLE pipelines (
   id TEXT PRIMARY KEY,
@@ -12,7 +17,7 @@ CREATE TABLE pipelines (
   halted_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE runs (
   id TEXT PRIMARY KEY,
@@ -28,7 +33,7 @@ CREATE TABLE runs (
   on_halt_dispatched_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE branches (
   id TEXT PRIMARY KEY,
@@ -38,12 +43,16 @@ CREATE TABLE branches (
   halt_reason TEXT,
   claim_token TEXT,
   claimed_for_advancing_at TEXT,
+  -- 1 while the branch's latest step is 'advancing' or 'failed', so the
+  -- advancer's candidate query reads one partial index instead of probing
+  -- the latest step of every open branch.
+  advanceable INTEGER NOT NULL DEFAULT 0,
   last_advanced_at TEXT NOT NULL,
   started_at TEXT NOT NULL,
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE branch_links (
   id TEXT PRIMARY KEY,
@@ -52,7 +61,7 @@ CREATE TABLE branch_links (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (parent_branch_id, child_branch_id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE steps (
   id TEXT PRIMARY KEY,
@@ -67,7 +76,7 @@ CREATE TABLE steps (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE jobs (
   id TEXT PRIMARY KEY,
@@ -79,7 +88,7 @@ CREATE TABLE jobs (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE executions (
   id TEXT PRIMARY KEY,
@@ -91,7 +100,7 @@ CREATE TABLE executions (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE availabilities (
   id TEXT PRIMARY KEY,
@@ -102,7 +111,7 @@ CREATE TABLE availabilities (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE attempts (
   id TEXT PRIMARY KEY,
@@ -111,7 +120,7 @@ CREATE TABLE attempts (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE results (
   id TEXT PRIMARY KEY,
@@ -122,7 +131,7 @@ CREATE TABLE results (
   error_backtrace TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE transitions (
   id TEXT PRIMARY KEY,
@@ -133,7 +142,7 @@ CREATE TABLE transitions (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE advancements (
   id TEXT PRIMARY KEY,
@@ -147,7 +156,7 @@ CREATE TABLE advancements (
   completed_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TABLE processes (
   id TEXT PRIMARY KEY,
@@ -158,7 +167,7 @@ CREATE TABLE processes (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (pid, machine_identifier)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE tuples (
   id TEXT PRIMARY KEY,
@@ -170,4 +179,4 @@ CREATE TABLE tuples (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL,
   UNIQUE (run_id, key)
-);
+) WITHOUT ROWID;

@@ -4,12 +4,11 @@
 CREATE INDEX index_availabilities_claim
   ON availabilities (pipeline_klass, started_at) WHERE completed_at IS NULL;
 
--- Branch claim: advanceable steps (only the latest step of a branch is ever
--- 'advancing', and a 'failed' step halts its branch), joined to their branch.
-CREATE INDEX index_steps_advanceable
-  ON steps (branch_id) WHERE status IN ('advancing', 'failed');
+-- Branch claim: unclaimed in-progress branches whose latest step is
+-- advanceable, oldest last_advanced_at first.
 CREATE INDEX index_branches_claim
-  ON branches (pipeline_klass, last_advanced_at) WHERE status = 'in_progress' AND claim_token IS NULL;
+  ON branches (pipeline_klass, last_advanced_at)
+  WHERE status = 'in_progress' AND claim_token IS NULL AND advanceable = 1;
 
 -- Latest step of a branch; steps of a run in start order (status output).
 CREATE INDEX index_steps_latest ON steps (branch_id, started_at DESC, id DESC);

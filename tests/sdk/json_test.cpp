@@ -124,7 +124,8 @@ TEST(JsonTest, EqualityIsDeepAndNumeric) {
   EXPECT_EQ(Json(2), Json(2.0));
   EXPECT_NE(Json(2), Json(2.5));
   EXPECT_NE(Json("2"), Json(2));
-  EXPECT_EQ(Json::parse(R"({"a":[1,{"b":null}]})"), Json::object({{"a", Json::array({1, Json::object({{"b", nullptr}})})}}));
+  EXPECT_EQ(Json::parse(R"({"a":[1,{"b":null}]})"),
+            Json::object({{"a", Json::array({1, Json::object({{"b", nullptr}})})}}));
   EXPECT_NE(Json::parse(R"({"a":[1,2]})"), Json::parse(R"({"a":[2,1]})"));
   EXPECT_NE(Json::array(), Json::object());
 }

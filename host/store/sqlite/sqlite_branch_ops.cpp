@@ -4,6 +4,7 @@
 
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_time.h"
+#include "util/fault.h"
 #include "util/uuid.h"
 
 namespace ductwork::sqlite {
@@ -38,6 +39,11 @@ class SqliteBranchTx final : public BranchTx {
     conn_.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2")
         .bind(1, now_)
         .bind(2, step_id)
+        .exec();
+    // The branch's latest step is no longer advanceable; a step created
+    // next on it starts pending.
+    conn_.prepare("UPDATE branches SET advanceable = 0 WHERE id = (SELECT branch_id FROM steps WHERE id = ?)")
+        .bind(1, step_id)
         .exec();
   }
 
@@ -142,19 +148,20 @@ class SqliteBranchTx final : public BranchTx {
 };
 
 BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const std::string& process_id, int window,
-                                            int sample, BranchClaim* out) {
+                                            int sample, BranchClaim* out, const AdvanceInClaim* advance) {
+  auto held = lock();
   // Candidates are read without the write lock; the claim below re-asserts
   // the whole predicate, so a candidate that moved on meanwhile just loses.
   std::vector<std::string> candidates;
   {
     auto stmt = conn_.prepare(
-        "SELECT b.id FROM steps s JOIN branches b ON b.id = s.branch_id "
-        "WHERE s.status IN ('advancing', 'failed') AND b.pipeline_klass = ?1 AND b.status = 'in_progress' "
-        "AND b.claim_token IS NULL ORDER BY b.last_advanced_at LIMIT ?2");
+        "SELECT id FROM branches WHERE pipeline_klass = ?1 AND status = 'in_progress' AND claim_token IS NULL "
+        "AND advanceable = 1 ORDER BY last_advanced_at LIMIT ?2");
     stmt.bind(1, pipeline).bind(2, static_cast<int64_t>(window));
     while (stmt.step()) candidates.push_back(stmt.text(0));
   }
   if (candidates.empty()) return BranchClaimResult::kIdle;
+  fault_point("after_branch_candidate_select");
   thread_local std::mt19937 rng{std::random_device{}()};
   std::shuffle(candidates.begin(), candidates.end(), rng);
   if (static_cast<int>(candidates.size()) > sample) candidates.resize(static_cast<size_t>(sample));
@@ -174,8 +181,7 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
     int rows = conn_.prepare(
                         "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
                         "updated_at = ?2 WHERE id = ?3 AND pipeline_klass = ?4 AND status = 'in_progress' "
-                        "AND claim_token IS NULL AND EXISTS (SELECT 1 FROM steps WHERE branch_id = ?3 "
-                        "AND status IN ('advancing', 'failed'))")
+                        "AND claim_token IS NULL AND advanceable = 1")
                    .bind(1, token)
                    .bind(2, now)
                    .bind(3, branch_id)
@@ -250,6 +256,7 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
     }
     claim.advancement_crash_count = prev_crashes + (prev_crashed ? 1 : 0);
   }
+  fault_point("before_advancement_create");
   claim.advancement_id = new_uuid_v7();
   conn_.prepare(
            "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, created_at, updated_at) "
@@ -260,13 +267,28 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
       .bind(4, claim.advancement_crash_count)
       .bind(5, now)
       .exec();
-  tx.commit();
   *out = std::move(claim);
+  if (advance) {
+    conn_.prepare("SAVEPOINT advance_in_claim").exec();
+    try {
+      SqliteBranchTx branch_tx(*this, now);
+      (*advance)(branch_tx, *out);
+      conn_.prepare("RELEASE advance_in_claim").exec();
+    } catch (...) {
+      // Keep the claim, drop what advancing wrote: the caller records the
+      // error against this claim through the fence.
+      conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
+      tx.commit();
+      throw;
+    }
+  }
+  tx.commit();
   return BranchClaimResult::kClaimed;
 }
 
 bool SqliteStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                                    const std::function<void(BranchTx&)>& body) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   {
     auto fence = conn_.prepare("SELECT claim_token FROM branches WHERE id = ?");

@@ -101,12 +101,12 @@ int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, 
 double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
 bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
-Connection::Connection(std::shared_ptr<SharedDatabase> shared) : shared_(std::move(shared)) {
+Connection::Connection(std::string path) : path_(std::move(path)) {
   std::call_once(register_once, [] { Poco::Data::SQLite::Connector::registerConnector(); });
   try {
-    session_ = std::make_unique<Poco::Data::Session>("SQLite", shared_->path);
+    session_ = std::make_unique<Poco::Data::Session>("SQLite", path_);
   } catch (const Poco::Exception& e) {
-    throw StoreError("database " + shared_->path + ": cannot open: " + e.displayText());
+    throw StoreError("database " + path_ + ": cannot open: " + e.displayText());
   }
   db_ = Poco::Data::SQLite::Utility::dbHandle(*session_);
   sqlite3_busy_timeout(db_, 60000);
@@ -116,7 +116,7 @@ Connection::Connection(std::shared_ptr<SharedDatabase> shared) : shared_(std::mo
   // not a SQLite database fails here with a message naming it.
   exec_script(
       "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
-      "PRAGMA mmap_size=1073741824; PRAGMA cache_size=-65536;");
+      "PRAGMA cache_size=-65536;");
 }
 
 Connection::~Connection() {
@@ -125,7 +125,7 @@ Connection::~Connection() {
 }
 
 void Connection::fail(int rc, const std::string& what) const {
-  throw StoreError("database " + shared_->path + ": " + what + ": " + sqlite3_errstr(rc) + " (" +
+  throw StoreError("database " + path_ + ": " + what + ": " + sqlite3_errstr(rc) + " (" +
                    sqlite3_errmsg(db_) + ")");
 }
 
@@ -147,11 +147,11 @@ void Connection::exec_script(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string message = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw StoreError("database " + shared_->path + ": " + message);
+    throw StoreError("database " + path_ + ": " + message);
   }
 }
 
-WriteTransaction::WriteTransaction(Connection& conn) : conn_(conn), lock_(conn.shared().write_mutex) {
+WriteTransaction::WriteTransaction(Connection& conn) : conn_(conn) {
   conn_.prepare("BEGIN IMMEDIATE").exec();
   open_ = true;
 }
@@ -170,5 +170,63 @@ void WriteTransaction::commit() {
 ReadTransaction::ReadTransaction(Connection& conn) : conn_(conn) { conn_.prepare("BEGIN").exec(); }
 
 ReadTransaction::~ReadTransaction() { sqlite3_exec(conn_.handle(), "COMMIT", nullptr, nullptr, nullptr); }
+
+namespace {
+
+// WAL pages after which the checkpointer is woken (SQLite's own default
+// threshold); it also runs every kCheckpointIntervalMs regardless.
+constexpr int kCheckpointPages = 1000;
+constexpr int kCheckpointIntervalMs = 500;
+
+}  // namespace
+
+SharedDatabase::SharedDatabase(std::string path) : conn(std::move(path)) {
+  sqlite3_wal_autocheckpoint(conn.handle(), 0);
+  sqlite3_wal_hook(
+      conn.handle(),
+      [](void* self, sqlite3*, const char*, int pages) -> int {
+        if (pages >= kCheckpointPages) {
+          auto* db = static_cast<SharedDatabase*>(self);
+          {
+            std::lock_guard<std::mutex> lock(db->checkpoint_mutex_);
+            db->wal_grew_ = true;
+          }
+          db->checkpoint_cv_.notify_one();
+        }
+        return SQLITE_OK;
+      },
+      this);
+  checkpointer_ = std::thread([this] { checkpoint_loop(); });
+}
+
+SharedDatabase::~SharedDatabase() {
+  {
+    std::lock_guard<std::mutex> lock(checkpoint_mutex_);
+    stopping_ = true;
+  }
+  checkpoint_cv_.notify_one();
+  checkpointer_.join();
+}
+
+void SharedDatabase::checkpoint_loop() {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(conn.path().c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return;  // the main connection reports open failures; nothing to checkpoint
+  }
+  sqlite3_busy_timeout(db, 1000);
+  std::unique_lock<std::mutex> lock(checkpoint_mutex_);
+  while (!stopping_) {
+    checkpoint_cv_.wait_for(lock, std::chrono::milliseconds(kCheckpointIntervalMs),
+                            [this] { return stopping_ || wal_grew_; });
+    if (stopping_) break;
+    wal_grew_ = false;
+    lock.unlock();
+    sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    lock.lock();
+  }
+  lock.unlock();
+  sqlite3_close(db);
+}
 
 }  // namespace ductwork::sqlite

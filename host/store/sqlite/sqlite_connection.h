@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,25 +53,14 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
-// Everything a group of connections to one database file in this process
-// shares. SQLite admits one writer at a time; taking an in-process mutex
-// before BEGIN IMMEDIATE queues our own threads on a condition variable
-// instead of SQLite's sleeping busy handler (which backs off in
-// milliseconds and wrecks step-to-step latency). Other processes are still
-// arbitrated by the busy timeout.
-struct SharedDatabase {
-  std::string path;
-  std::mutex write_mutex;
-};
-
 // One SQLite connection, opened through Poco::Data, with WAL, the database
-// clock functions and a cache of prepared statements. Not thread-safe: each
-// thread owns its own Connection.
+// clock functions and a cache of prepared statements. Not thread-safe: see
+// SharedDatabase for how threads share it.
 class Connection {
  public:
   // Opens (creating if needed) the file. Throws StoreError naming the path
   // when it cannot be opened or is not a SQLite database.
-  explicit Connection(std::shared_ptr<SharedDatabase> shared);
+  explicit Connection(std::string path);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -80,19 +71,18 @@ class Connection {
   void exec_script(const std::string& sql);
 
   sqlite3* handle() const { return db_; }
-  const std::string& path() const { return shared_->path; }
-  SharedDatabase& shared() { return *shared_; }
+  const std::string& path() const { return path_; }
   [[noreturn]] void fail(int rc, const std::string& what) const;
 
  private:
-  std::shared_ptr<SharedDatabase> shared_;
+  std::string path_;
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
 };
 
-// RAII write transaction: takes the shared write mutex, BEGIN IMMEDIATE,
-// and rolls back unless commit() was called.
+// RAII write transaction: BEGIN IMMEDIATE, rolled back unless commit() was
+// called. The caller holds the SharedDatabase mutex.
 class WriteTransaction {
  public:
   explicit WriteTransaction(Connection& conn);
@@ -103,7 +93,6 @@ class WriteTransaction {
 
  private:
   Connection& conn_;
-  std::unique_lock<std::mutex> lock_;
   bool open_ = false;
 };
 
@@ -117,6 +106,36 @@ class ReadTransaction {
 
  private:
   Connection& conn_;
+};
+
+// The one connection all threads of a process use for one database file,
+// behind a mutex. SQLite admits one writer at a time anyway; what separate
+// connections per thread would add is cost: every commit by one connection
+// invalidates the page cache of all the others (a storm of re-reads), and
+// waiting writers sleep in SQLite's busy handler in millisecond steps instead
+// of queueing on a mutex. Other processes are arbitrated by the busy timeout.
+struct SharedDatabase {
+  explicit SharedDatabase(std::string path);
+  ~SharedDatabase();
+  SharedDatabase(const SharedDatabase&) = delete;
+  SharedDatabase& operator=(const SharedDatabase&) = delete;
+
+  std::recursive_mutex mutex;
+  Connection conn;
+
+ private:
+  // Checkpoints run on their own thread and connection. With
+  // synchronous=NORMAL a commit never fsyncs; only a checkpoint does, and
+  // an automatic checkpoint would do it inside some writer's commit while
+  // the mutex is held, stalling every thread. A PASSIVE checkpoint from
+  // here never blocks a writer.
+  void checkpoint_loop();
+
+  std::mutex checkpoint_mutex_;
+  std::condition_variable checkpoint_cv_;
+  bool stopping_ = false;
+  bool wal_grew_ = false;
+  std::thread checkpointer_;
 };
 
 }  // namespace ductwork::sqlite

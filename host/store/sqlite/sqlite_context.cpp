@@ -6,6 +6,7 @@
 namespace ductwork::sqlite {
 
 std::optional<std::string> SqliteStore::context_get(const std::string& run_id, const std::string& key) {
+  auto held = lock();
   auto stmt = conn_.prepare("SELECT serialized_value FROM tuples WHERE run_id = ? AND key = ?");
   stmt.bind(1, run_id).bind(2, key);
   if (!stmt.step()) return std::nullopt;
@@ -14,6 +15,7 @@ std::optional<std::string> SqliteStore::context_get(const std::string& run_id, c
 
 bool SqliteStore::context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
                               bool overwrite) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   // The unique (run_id, key) pair arbitrates concurrent first setters.

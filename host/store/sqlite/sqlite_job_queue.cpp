@@ -6,6 +6,7 @@
 namespace ductwork::sqlite {
 
 std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, const std::string& process_id) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   std::string availability_id, execution_id;
@@ -146,14 +147,25 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
   availability.exec();
 }
 
-void fail_step(Connection& conn, const std::string& step_id, const std::string& now) {
-  conn.prepare("UPDATE steps SET status = 'failed', updated_at = ?1 WHERE id = ?2").bind(1, now).bind(2, step_id).exec();
+// The step's job is done (advancing) or out of budget (failed): either way
+// the branch is now the advancer's to move.
+void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now) {
+  conn.prepare("UPDATE steps SET status = ?1, updated_at = ?2 WHERE id = ?3")
+      .bind(1, std::string_view(status))
+      .bind(2, now)
+      .bind(3, job.step_id)
+      .exec();
+  conn.prepare("UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now)
+      .bind(2, job.branch_id)
+      .exec();
 }
 
 }  // namespace
 
 bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& process_id,
                                 const std::string& output_json) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   if (!close_execution(conn_, job, process_id, now)) return false;
@@ -165,23 +177,21 @@ bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& proces
       .bind(3, job.job_id)
       .exec();
   insert_result(conn_, job.execution_id, "success", nullptr, now);
-  conn_.prepare("UPDATE steps SET status = 'advancing', updated_at = ?1 WHERE id = ?2")
-      .bind(1, now)
-      .bind(2, job.step_id)
-      .exec();
+  mark_advanceable(conn_, job, "advancing", now);
   tx.commit();
   return true;
 }
 
 bool SqliteStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                               const RetryPolicy& policy, bool* step_failed) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   if (!close_execution(conn_, job, process_id, now)) return false;
   insert_result(conn_, job.execution_id, "failure", &error, now);
   *step_failed = job.retry_count >= policy.max_retry;
   if (*step_failed) {
-    fail_step(conn_, job.step_id, now);
+    mark_advanceable(conn_, job, "failed", now);
   } else {
     insert_next_execution(conn_, job, job.retry_count + 1, job.crash_count, policy.retry_delay_seconds, now);
   }
@@ -191,13 +201,14 @@ bool SqliteStore::job_errored(const ClaimedJob& job, const std::string& process_
 
 bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
                               const CrashPolicy& policy, bool* step_failed) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   if (!close_execution(conn_, job, process_id, now)) return false;
   insert_result(conn_, job.execution_id, "process_crashed", &cause, now);
   *step_failed = job.crash_count >= policy.max_crash;
   if (*step_failed) {
-    fail_step(conn_, job.step_id, now);
+    mark_advanceable(conn_, job, "failed", now);
   } else {
     // A crash loop is retried at once for the first third of the budget (a
     // flaky host), then backs off linearly so a poison job cannot spin.
@@ -210,6 +221,7 @@ bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_
 }
 
 std::optional<double> SqliteStore::seconds_until_next_job(const std::string& pipeline) {
+  auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
       "WHERE pipeline_klass = ? AND completed_at IS NULL");

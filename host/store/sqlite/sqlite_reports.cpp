@@ -20,6 +20,7 @@ json parse_or_null(const Statement& stmt, int column) {
 }  // namespace
 
 std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id) {
+  auto held = lock();
   ReadTransaction tx(conn_);
   json doc;
   {
@@ -112,6 +113,7 @@ std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id)
 }
 
 std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filter) {
+  auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT id, klass, status, triggered_at FROM pipelines WHERE (?1 IS NULL OR status = ?1) "
       "AND (?2 IS NULL OR klass = ?2) ORDER BY triggered_at DESC, id DESC LIMIT ?3");
@@ -122,6 +124,7 @@ std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filte
 }
 
 Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
+  auto held = lock();
   Progress total;
   ReadTransaction tx(conn_);
   for (const auto& pipeline : pipelines) {

@@ -9,6 +9,7 @@
 namespace ductwork::sqlite {
 
 std::vector<std::string> SqliteStore::migrate() {
+  auto held = lock();
   std::vector<std::string> applied_now;
   {
     WriteTransaction tx(conn_);
@@ -85,6 +86,7 @@ std::string SqliteStore::insert_step(const NewStep& step, const std::string& sta
 }
 
 TriggeredPipeline SqliteStore::trigger(const NewPipeline& request) {
+  auto held = lock();
   TriggeredPipeline out{new_uuid_v7(), new_uuid_v7()};
   std::string branch_id = new_uuid_v7();
   WriteTransaction tx(conn_);
@@ -123,6 +125,7 @@ TriggeredPipeline SqliteStore::trigger(const NewPipeline& request) {
 
 void SqliteStore::register_process(const std::string& id, int64_t pid, const std::string& machine,
                                    const std::string& role) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   conn_.prepare(
            "INSERT INTO processes (id, pid, machine_identifier, role, last_heartbeat_at, created_at, updated_at) "
@@ -138,6 +141,7 @@ void SqliteStore::register_process(const std::string& id, int64_t pid, const std
 }
 
 bool SqliteStore::heartbeat(const std::string& process_id) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   int changed = conn_.prepare("UPDATE processes SET last_heartbeat_at = dw_now(), updated_at = dw_now() WHERE id = ?")
                     .bind(1, process_id)
@@ -147,21 +151,22 @@ bool SqliteStore::heartbeat(const std::string& process_id) {
 }
 
 void SqliteStore::remove_process(const std::string& process_id) {
+  auto held = lock();
   WriteTransaction tx(conn_);
   conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
   tx.commit();
 }
 
 std::string SqliteStore::run_definition(const std::string& run_id) {
+  auto held = lock();
   auto stmt = conn_.prepare("SELECT definition FROM runs WHERE id = ?");
   stmt.bind(1, run_id);
   if (!stmt.step()) throw StoreError("database " + conn_.path() + ": no run " + run_id);
   return stmt.text(0);
 }
 
-SqliteStoreFactory::SqliteStoreFactory(std::string path) : shared_(std::make_shared<SharedDatabase>()) {
-  shared_->path = std::move(path);
-}
+SqliteStoreFactory::SqliteStoreFactory(std::string path)
+    : shared_(std::make_shared<SharedDatabase>(std::move(path))) {}
 
 std::unique_ptr<Store> SqliteStoreFactory::open() { return std::make_unique<SqliteStore>(shared_); }
 

@@ -13,7 +13,7 @@ namespace ductwork::sqlite {
 // sqlite_reports.cpp (status and listing queries).
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(std::shared_ptr<SharedDatabase> shared) : conn_(std::move(shared)) {}
+  explicit SqliteStore(std::shared_ptr<SharedDatabase> shared) : shared_(std::move(shared)), conn_(shared_->conn) {}
 
   std::vector<std::string> migrate() override;
   TriggeredPipeline trigger(const NewPipeline& request) override;
@@ -32,7 +32,7 @@ class SqliteStore final : public Store {
   std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
 
   BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
-                                 BranchClaim* out) override;
+                                 BranchClaim* out, const AdvanceInClaim* advance) override;
   bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                         const std::function<void(BranchTx&)>& body) override;
   std::string run_definition(const std::string& run_id) override;
@@ -45,14 +45,17 @@ class SqliteStore final : public Store {
   std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
   Progress progress(const std::vector<std::string>& pipelines) override;
 
+  // For benchmarks and tests that read the database directly; hold lock().
   Connection& connection() { return conn_; }
+  std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock<std::recursive_mutex>(shared_->mutex); }
 
  private:
   // Inserts step + job + execution + availability (inside an open transaction).
   std::string insert_step(const NewStep& step, const std::string& status);
 
   friend class SqliteBranchTx;
-  Connection conn_;
+  std::shared_ptr<SharedDatabase> shared_;
+  Connection& conn_;
 };
 
 class SqliteStoreFactory final : public StoreFactory {

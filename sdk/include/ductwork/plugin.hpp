@@ -69,7 +69,8 @@ struct PipelineRegistrar {
 
 template <class T>
 constexpr bool is_registrable_step() {
-  static_assert(std::is_base_of_v<Step, T>, "DUCTWORK_STEP needs a class derived from ductwork::Step");
+  static_assert(std::is_base_of_v<Step, T>,
+                "DUCTWORK_STEP needs a class derived from ductwork::Step");
   static_assert(std::is_default_constructible_v<T>, "a step class needs a default constructor");
   static_assert(!std::is_abstract_v<T>, "a step class must implement execute()");
   return true;

@@ -19,7 +19,12 @@
 
 namespace ductwork {
 
-enum class LogLevel { kDebug = DW_LOG_DEBUG, kInfo = DW_LOG_INFO, kWarn = DW_LOG_WARN, kError = DW_LOG_ERROR };
+enum class LogLevel {
+  kDebug = DW_LOG_DEBUG,
+  kInfo = DW_LOG_INFO,
+  kWarn = DW_LOG_WARN,
+  kError = DW_LOG_ERROR
+};
 
 class StepContext {
  public:
@@ -103,7 +108,8 @@ class StepContext {
     std::string k(key);
     std::string text = value.dump();
     char* error = nullptr;
-    int rc = host_.context_set(raw_.host_handle, k.c_str(), text.c_str(), overwrite ? 1 : 0, &error);
+    int rc =
+        host_.context_set(raw_.host_handle, k.c_str(), text.c_str(), overwrite ? 1 : 0, &error);
     HostString error_holder(host_, error);
     if (rc == DW_CONTEXT_OK) return;
     if (rc == DW_CONTEXT_ALREADY_SET) {

@@ -123,7 +123,9 @@ inline int execute_step(void* instance, const dw_step_context* raw, dw_step_outc
   *out = dw_step_outcome{};
   try {
     auto* holder = static_cast<StepInstance*>(instance);
-    if (holder == nullptr) throw Error("ductwork::CreateFailed", "step instance is NULL (create failed)");
+    if (holder == nullptr) {
+      throw Error("ductwork::CreateFailed", "step instance is NULL (create failed)");
+    }
     if (!holder->step) {
       throw Error(holder->create_error_klass.empty() ? "ductwork::CreateFailed"
                                                      : holder->create_error_klass,

@@ -1,4 +1,4 @@
-#include "engine/fault.h"
+#include "util/fault.h"
 
 #include <signal.h>
 #include <unistd.h>
