@@ -90,7 +90,7 @@ Definition chain_definition(int length) {
 }
 
 void wait_drained(Store& store) {
-  while (store.progress({"BenchChain"}).pipelines_open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  while (store.progress({"BenchChain"}).pipelines_open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 struct RunResult {

@@ -74,34 +74,46 @@ Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionC
 
 struct Advancer::Effects : AdvanceEffects {};
 
+namespace {
+// Most branches one advancer claims and advances in one transaction.
+constexpr int kAdvanceBatch = 16;
+}  // namespace
+
 int Advancer::candidate_window() const { return std::clamp(4 * config_.pipeline_advancer.count, 20, 100); }
 
 BranchClaimResult Advancer::run_once() {
   bool contended = false;
   for (size_t i = 0; i < pipelines_.size(); ++i) {
     const std::string& pipeline = pipelines_[(next_pipeline_ + i) % pipelines_.size()];
-    BranchClaim claim;
-    Effects effects;
-    // The branch is claimed and advanced in one transaction; the claim
-    // token still fences it, as the error path below commits the claim
-    // alone and settles it in a second transaction.
-    Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claimed) {
+    // Branches are claimed and advanced in one transaction, several per
+    // transaction when many are ready; the claim token still fences each,
+    // and a branch whose advance threw keeps its committed claim and is
+    // settled through the fence below.
+    std::vector<Store::ClaimedBranch> claimed;
+    std::vector<Effects> effects;
+    Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claim) {
       fault_point("after_branch_claim");
-      effects = Effects{};
-      advance_claimed(tx, claimed, effects);
+      // The store appends the claim to `claimed` before advancing it.
+      effects.resize(claimed.size());
+      advance_claimed(tx, claim, effects.back());
     };
-    BranchClaimResult result;
-    try {
-      result = store_.claim_branch(pipeline, process_id_, candidate_window(), 3, &claim, &advance);
-    } catch (const std::exception& e) {
-      if (claim.branch_id.empty()) throw;  // failed before anything was claimed
-      record_failure(claim, e, effects);
-      result = BranchClaimResult::kClaimed;
-    }
+    BranchClaimResult result =
+        store_.claim_branches(pipeline, process_id_, candidate_window(), 3, kAdvanceBatch, &advance, &claimed);
     if (result == BranchClaimResult::kClaimed) {
       next_pipeline_ = (next_pipeline_ + i + 1) % pipelines_.size();
-      fault_point("after_branch_advancement");
-      after_commit(claim, effects);
+      effects.resize(claimed.size());
+      for (size_t k = 0; k < claimed.size(); ++k) {
+        if (claimed[k].error) {
+          effects[k] = Effects{};
+          try {
+            std::rethrow_exception(claimed[k].error);
+          } catch (const std::exception& e) {
+            record_failure(claimed[k].claim, e, effects[k]);
+          }
+        }
+        fault_point("after_branch_advancement");
+        after_commit(claimed[k].claim, effects[k]);
+      }
       return result;
     }
     if (result == BranchClaimResult::kContended) contended = true;

@@ -9,7 +9,7 @@ namespace ductwork {
 
 JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
                      Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
-                     const std::atomic<bool>& cancelled)
+                     const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping)
     : pipeline_(std::move(pipeline)),
       store_(store),
       registry_(registry),
@@ -18,10 +18,17 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       wakeups_(wakeups),
       stats_(stats),
       process_id_(std::move(process_id)),
-      cancelled_(cancelled) {}
+      cancelled_(cancelled),
+      stopping_(stopping) {}
 
 bool JobWorker::run_once() {
-  auto job = store_.claim_job(pipeline_, process_id_);
+  std::optional<ClaimedJob> job;
+  if (pending_) {
+    job = std::move(pending_);
+    pending_.reset();
+  } else {
+    job = store_.claim_job(pipeline_, process_id_);
+  }
   if (!job) return false;
   fault_point("after_job_claim");
   if (logger_.enabled(LogLevel::kDebug)) {
@@ -41,7 +48,8 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
   bool committed;
   bool step_failed = false;
   if (outcome.ok) {
-    committed = store_.job_succeeded(job, process_id_, outcome.output_json);
+    bool claim_next = !(stopping_ && stopping_->load());
+    committed = store_.job_succeeded(job, process_id_, outcome.output_json, claim_next ? &pending_ : nullptr);
     if (committed) {
       stats_.steps_succeeded.fetch_add(1, std::memory_order_relaxed);
       wakeups_.advancers().notify_one();

@@ -21,10 +21,15 @@ class JobWorker {
   // shutdown and shown to the running step.
   JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
             Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
-            const std::atomic<bool>& cancelled);
+            const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr);
 
-  // Claims and runs at most one job. Returns true when it found one.
+  // Runs at most one job: the one claimed ahead by the previous commit, or a
+  // newly claimed one. Returns true when it found one. Unless `stopping` is
+  // raised, a successful commit claims the next job in the same transaction.
   bool run_once();
+  // True while a job claimed ahead waits to run: the loop must run it before
+  // it may exit, or the claim would be abandoned.
+  bool has_pending() const { return pending_.has_value(); }
 
   // How long an idle loop may sleep: the polling timeout, or less when a
   // delayed retry falls due sooner.
@@ -44,6 +49,8 @@ class JobWorker {
   RuntimeStats& stats_;
   std::string process_id_;
   const std::atomic<bool>& cancelled_;
+  const std::atomic<bool>* stopping_;
+  std::optional<ClaimedJob> pending_;
 };
 
 }  // namespace ductwork

@@ -81,14 +81,14 @@ void HostRuntime::worker_loop(const std::string& pipeline) {
   Waker& waker = *wakeups_.jobs(pipeline);
   std::unique_ptr<Store> store;
   std::unique_ptr<JobWorker> worker;
-  while (!stopping_.load()) {
+  while (!stopping_.load() || (worker && worker->has_pending())) {
     uint64_t seen = waker.generation();
     double idle = config_.job_worker.polling_timeout.get(pipeline);
     try {
       if (!worker) {
         store = stores_.open();
         worker = std::make_unique<JobWorker>(pipeline, *store, plugins_, config_, logger_, wakeups_, stats_,
-                                             process_id_, cancelled_);
+                                             process_id_, cancelled_, &stopping_);
       }
       bool worked;
       {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -74,8 +75,10 @@ class Store {
   virtual std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) = 0;
   // succeeded!: false when the fence (open execution owned by process_id)
   // matched nothing, i.e. the claim was taken away; nothing is written then.
-  virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id,
-                             const std::string& output_json) = 0;
+  // When `next` is given, the next due job of the same pipeline is claimed
+  // in the same transaction (one commit per step for a busy worker).
+  virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
+                             std::optional<ClaimedJob>* next = nullptr) = 0;
   // errored!: same fence. Writes a failure result and either a retry
   // execution available after the delay, or marks the step failed. Sets
   // *step_failed accordingly.
@@ -103,6 +106,19 @@ class Store {
   // with_claim_fence), and the exception propagates.
   virtual BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window,
                                          int sample, BranchClaim* out, const AdvanceInClaim* advance = nullptr) = 0;
+
+  // A claim made by claim_branches, with the exception its advance threw
+  // (null when it advanced). A claim with an error is live and committed.
+  struct ClaimedBranch {
+    BranchClaim claim;
+    std::exception_ptr error;
+  };
+  // The batched form: claims and advances up to `max_claims` branches in one
+  // transaction (appended to *out), so a busy advancer commits once per
+  // batch. kClaimed when at least one was claimed.
+  virtual BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window,
+                                           int sample, int max_claims, const AdvanceInClaim* advance,
+                                           std::vector<ClaimedBranch>* out) = 0;
   // Runs `body` in a write transaction that first checks the branch's claim
   // token still equals `claim_token`. Returns false (and runs nothing) when
   // the claim diverged.

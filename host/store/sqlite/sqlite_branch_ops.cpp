@@ -149,9 +149,22 @@ class SqliteBranchTx final : public BranchTx {
 
 BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const std::string& process_id, int window,
                                             int sample, BranchClaim* out, const AdvanceInClaim* advance) {
+  std::vector<ClaimedBranch> claimed;
+  BranchClaimResult result = claim_branches(pipeline, process_id, window, sample, 1, advance, &claimed);
+  if (!claimed.empty()) {
+    *out = claimed.front().claim;
+    if (claimed.front().error) std::rethrow_exception(claimed.front().error);
+  }
+  return result;
+}
+
+BranchClaimResult SqliteStore::claim_branches(const std::string& pipeline, const std::string& process_id, int window,
+                                              int sample, int max_claims, const AdvanceInClaim* advance,
+                                              std::vector<ClaimedBranch>* out) {
   auto held = lock();
-  // Candidates are read without the write lock; the claim below re-asserts
-  // the whole predicate, so a candidate that moved on meanwhile just loses.
+  // Candidates are read before the write transaction; each claim below
+  // re-asserts the whole predicate, so a candidate that moved on meanwhile
+  // (another process claimed it) just loses.
   std::vector<std::string> candidates;
   {
     auto stmt = conn_.prepare(
@@ -164,7 +177,8 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
   fault_point("after_branch_candidate_select");
   thread_local std::mt19937 rng{std::random_device{}()};
   std::shuffle(candidates.begin(), candidates.end(), rng);
-  if (static_cast<int>(candidates.size()) > sample) candidates.resize(static_cast<size_t>(sample));
+  size_t tries = static_cast<size_t>(std::max(sample, max_claims));
+  if (candidates.size() > tries) candidates.resize(tries);
 
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -175,25 +189,44 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
     alive.bind(1, process_id);
     if (!alive.step()) return BranchClaimResult::kIdle;
   }
-  std::string token = new_uuid_v4();
-  std::string won;
+  size_t first = out->size();
   for (const auto& branch_id : candidates) {
-    int rows = conn_.prepare(
-                        "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
-                        "updated_at = ?2 WHERE id = ?3 AND pipeline_klass = ?4 AND status = 'in_progress' "
-                        "AND claim_token IS NULL AND advanceable = 1")
-                   .bind(1, token)
-                   .bind(2, now)
-                   .bind(3, branch_id)
-                   .bind(4, pipeline)
-                   .exec();
-    if (rows == 1) {
-      won = branch_id;
-      break;
+    if (static_cast<int>(out->size() - first) >= max_claims) break;
+    std::optional<BranchClaim> claim = claim_one_in_tx(branch_id, pipeline, process_id, now);
+    if (!claim) continue;
+    out->push_back(ClaimedBranch{std::move(*claim), nullptr});
+    if (!advance) continue;
+    conn_.prepare("SAVEPOINT advance_in_claim").exec();
+    try {
+      SqliteBranchTx branch_tx(*this, now);
+      (*advance)(branch_tx, out->back().claim);
+      conn_.prepare("RELEASE advance_in_claim").exec();
+    } catch (...) {
+      // Keep the claim, drop what advancing wrote: the caller records the
+      // error against this claim through the fence.
+      conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
+      out->back().error = std::current_exception();
     }
   }
-  if (won.empty()) return BranchClaimResult::kContended;
+  if (out->size() == first) return BranchClaimResult::kContended;
+  tx.commit();
+  return BranchClaimResult::kClaimed;
+}
 
+std::optional<BranchClaim> SqliteStore::claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
+                                                        const std::string& process_id, const std::string& now) {
+  std::string token = new_uuid_v4();
+  int rows = conn_.prepare(
+                      "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
+                      "updated_at = ?2 WHERE id = ?3 AND pipeline_klass = ?4 AND status = 'in_progress' "
+                      "AND claim_token IS NULL AND advanceable = 1")
+                 .bind(1, token)
+                 .bind(2, now)
+                 .bind(3, branch_id)
+                 .bind(4, pipeline)
+                 .exec();
+  if (rows != 1) return std::nullopt;
+  const std::string& won = branch_id;
   BranchClaim claim;
   claim.branch_id = won;
   claim.pipeline = pipeline;
@@ -267,23 +300,7 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
       .bind(4, claim.advancement_crash_count)
       .bind(5, now)
       .exec();
-  *out = std::move(claim);
-  if (advance) {
-    conn_.prepare("SAVEPOINT advance_in_claim").exec();
-    try {
-      SqliteBranchTx branch_tx(*this, now);
-      (*advance)(branch_tx, *out);
-      conn_.prepare("RELEASE advance_in_claim").exec();
-    } catch (...) {
-      // Keep the claim, drop what advancing wrote: the caller records the
-      // error against this claim through the fence.
-      conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
-      tx.commit();
-      throw;
-    }
-  }
-  tx.commit();
-  return BranchClaimResult::kClaimed;
+  return claim;
 }
 
 bool SqliteStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,

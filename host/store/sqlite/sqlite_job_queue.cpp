@@ -8,7 +8,13 @@ namespace ductwork::sqlite {
 std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, const std::string& process_id) {
   auto held = lock();
   WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
+  auto job = claim_job_in_tx(pipeline, process_id, db_now(conn_));
+  if (job) tx.commit();
+  return job;
+}
+
+std::optional<ClaimedJob> SqliteStore::claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
+                                                       const std::string& now) {
   std::string availability_id, execution_id;
   {
     auto pick = conn_.prepare(
@@ -89,7 +95,6 @@ std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, co
       .bind(2, execution_id)
       .bind(3, now)
       .exec();
-  tx.commit();
   return job;
 }
 
@@ -163,8 +168,8 @@ void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* statu
 
 }  // namespace
 
-bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& process_id,
-                                const std::string& output_json) {
+bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
+                                std::optional<ClaimedJob>* next) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -178,6 +183,7 @@ bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& proces
       .exec();
   insert_result(conn_, job.execution_id, "success", nullptr, now);
   mark_advanceable(conn_, job, "advancing", now);
+  if (next) *next = claim_job_in_tx(job.pipeline, process_id, now);
   tx.commit();
   return true;
 }

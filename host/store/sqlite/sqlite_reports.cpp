@@ -128,13 +128,16 @@ Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
   Progress total;
   ReadTransaction tx(conn_);
   for (const auto& pipeline : pipelines) {
-    auto p = conn_.prepare(
-        "SELECT COUNT(*), COALESCE(SUM(status IN ('pending', 'in_progress', 'advancing', 'waiting')), 0) "
-        "FROM pipelines WHERE klass = ?");
-    p.bind(1, pipeline);
-    p.step();
-    total.pipelines_total += p.int64(0);
-    total.pipelines_open += p.int64(1);
+    auto open = conn_.prepare(
+        "SELECT COUNT(*) FROM pipelines WHERE status IN ('pending', 'in_progress', 'advancing', 'waiting') "
+        "AND klass = ?");
+    open.bind(1, pipeline);
+    open.step();
+    total.pipelines_open += open.int64(0);
+    auto all = conn_.prepare("SELECT COUNT(*) FROM pipelines WHERE klass = ?");
+    all.bind(1, pipeline);
+    all.step();
+    total.pipelines_total += all.int64(0);
   }
   return total;
 }

@@ -24,7 +24,8 @@ class SqliteStore final : public Store {
   void remove_process(const std::string& process_id) override;
 
   std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
-  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json) override;
+  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
+                     std::optional<ClaimedJob>* next) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                    const RetryPolicy& policy, bool* step_failed) override;
   bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
@@ -33,6 +34,9 @@ class SqliteStore final : public Store {
 
   BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
                                  BranchClaim* out, const AdvanceInClaim* advance) override;
+  BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window, int sample,
+                                   int max_claims, const AdvanceInClaim* advance,
+                                   std::vector<ClaimedBranch>* out) override;
   bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                         const std::function<void(BranchTx&)>& body) override;
   std::string run_definition(const std::string& run_id) override;
@@ -50,6 +54,10 @@ class SqliteStore final : public Store {
   std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock<std::recursive_mutex>(shared_->mutex); }
 
  private:
+  std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
+                                             const std::string& process_id, const std::string& now);
+  std::optional<ClaimedJob> claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
+                                            const std::string& now);
   // Inserts step + job + execution + availability (inside an open transaction).
   std::string insert_step(const NewStep& step, const std::string& status);
 
