@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole test suite (unit, SDK, integration).
+#   packaging/test.sh            default build in build/
+#   packaging/test.sh --asan     AddressSanitizer + UBSan build in build-asan/
+#   packaging/test.sh --tsan     ThreadSanitizer build in build-tsan/
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+flags=()
+case "${1:-}" in
+  --asan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-asan}; flags=(-DDUCTWORK_ASAN=ON) ;;
+  --tsan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-tsan}; flags=(-DDUCTWORK_TSAN=ON) ;;
+  "") ;;
+  *) echo "usage: packaging/test.sh [--asan|--tsan]" >&2; exit 2 ;;
+esac
+"$root/packaging/build.sh" "${flags[@]}"
+cd "${DUCTWORK_BUILD_DIR:-$root/build}"
+ctest --output-on-failure -j2 --timeout 300
