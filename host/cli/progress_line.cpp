@@ -18,7 +18,7 @@ ProgressLine::~ProgressLine() {
 void ProgressLine::update(int64_t runs_finished, int64_t runs_total, uint64_t steps_done) {
   auto now = std::chrono::steady_clock::now();
   double elapsed = std::chrono::duration<double>(now - last_time_).count();
-  if (elapsed >= 0.5) {
+  if (elapsed >= 0.5 || (rate_ == 0 && elapsed > 0.05)) {
     double instant = static_cast<double>(steps_done - last_steps_) / elapsed;
     rate_ = rate_ == 0 ? instant : 0.5 * rate_ + 0.5 * instant;  // smooth the jitter of short windows
     last_steps_ = steps_done;
