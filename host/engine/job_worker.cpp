@@ -43,8 +43,11 @@ bool JobWorker::run_once() {
 }
 
 void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
-  json where = {{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
+  // Built only when something is logged: the success path is the hot path.
+  auto where = [&] {
+    return json{{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
                 {"run_id", job.run_id},  {"branch_id", job.branch_id}};
+  };
   bool committed;
   bool step_failed = false;
   if (outcome.ok) {
@@ -59,11 +62,12 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
     // fault, so it costs a crash unit rather than a retry.
     CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
     committed = store_.job_crashed(job, process_id_, outcome.error, policy, &step_failed);
+    logger_.warn("Job stopped by shutdown; recorded as a crash", where());
   } else {
     RetryPolicy policy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay};
     committed = store_.job_errored(job, process_id_, outcome.error, policy, &step_failed);
     stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
-    json fields = where;
+    json fields = where();
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
     fields["retry_count"] = job.retry_count;
@@ -72,7 +76,7 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
   if (!committed) {
     // The fence matched nothing: the reaper took this claim away and another
     // execution owns the job now. Writing anything would double-commit.
-    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", where);
+    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", where());
     return;
   }
   if (step_failed) wakeups_.advancers().notify_one();
