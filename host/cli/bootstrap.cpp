@@ -65,4 +65,12 @@ StoreFactory& Bootstrap::stores() {
 
 std::unique_ptr<Store> Bootstrap::open_store() { return stores().open(); }
 
+std::unique_ptr<Store> Bootstrap::open_store_for_reading() {
+  try {
+    return make_store_factory(config_.database)->open();
+  } catch (const StoreError& e) {
+    throw BadInput(e.what());
+  }
+}
+
 }  // namespace ductwork::cli

@@ -41,6 +41,9 @@ class Bootstrap {
   // corrupt database is BadInput naming the path.
   StoreFactory& stores();
   std::unique_ptr<Store> open_store();
+  // For read-only commands: opens the existing database without applying
+  // migrations, so a read never writes.
+  std::unique_ptr<Store> open_store_for_reading();
 
  private:
   Config config_;

@@ -26,7 +26,7 @@ int cmd_start(const Args& args) {
   Bootstrap boot(args, stdout, LogLevel::kDebug);
   boot.logger().set_role("host");
   std::vector<std::string> pipelines = boot.hosted_pipelines();
-  auto problems = check_steps_resolve(boot.definitions(), boot.plugins());
+  auto problems = check_steps_resolve(boot.definitions(), boot.plugins(), &pipelines);
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += "\n  " + p;

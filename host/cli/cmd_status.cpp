@@ -53,7 +53,7 @@ int cmd_status(const Args& args) {
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   // A read must not create the database as a side effect.
   if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + boot.config().database.path + ")");
-  auto report = boot.open_store()->pipeline_report(id);
+  auto report = boot.open_store_for_reading()->pipeline_report(id);
   if (!report) throw BadInput("unknown pipeline id '" + id + "'");
   if (args.flag("json")) {
     std::printf("%s\n", report->dump().c_str());
@@ -83,7 +83,7 @@ int cmd_list(const Args& args) {
   }
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   std::vector<PipelineSummary> rows;
-  if (boot.database_exists()) rows = boot.open_store()->list_pipelines(filter);
+  if (boot.database_exists()) rows = boot.open_store_for_reading()->list_pipelines(filter);
   if (args.flag("json")) {
     json out = json::array();
     for (const auto& r : rows) {

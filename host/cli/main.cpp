@@ -20,7 +20,7 @@ const char* kUsage =
     "  start [--drain]                      run the host; --drain exits 0 once no run is in progress\n"
     "  trigger PIPELINE [ARG_JSON ...]      start a pipeline; prints its id\n"
     "  status PIPELINE_ID [--json]          show a pipeline, its runs, branches and steps\n"
-    "  list [--json] [--status S] [--pipeline P]\n"
+    "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
     "  validate [--json]                    check every definition against the loaded steps\n"
     "\n"

@@ -128,7 +128,10 @@ void Advancer::advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& 
     tx.release_branch(claim.branch_id);
     return;
   }
-  if (claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
+  // Halts only once advancers have actually crashed on this transition;
+  // max_crash 0 means "no crash tolerated", not "never advance".
+  if (claim.advancement_crash_count > 0 &&
+      claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
     halt(tx, claim, "advancer_crashes_exhausted", effects);
     return;
   }

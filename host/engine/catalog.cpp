@@ -1,5 +1,7 @@
 #include "engine/catalog.h"
 
+#include <algorithm>
+
 #include "store/store.h"
 
 namespace ductwork {
@@ -19,9 +21,11 @@ DefinitionSet load_catalog(const std::string& definitions_directory, const Plugi
   return set;
 }
 
-std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins) {
+std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins,
+                                             const std::vector<std::string>* only) {
   std::vector<std::string> problems;
   for (const auto& [name, definition] : definitions.pipelines) {
+    if (only && std::find(only->begin(), only->end(), name) == only->end()) continue;
     for (const auto& klass : definition.step_classes()) {
       if (!plugins.find_step(klass)) {
         problems.push_back(definitions.sources.at(name) + ": pipeline " + name + ": step " + klass +

@@ -20,7 +20,9 @@ DefinitionSet load_catalog(const std::string& definitions_directory, const Plugi
 
 // Problems that keep a definition set from running with these plugins: a
 // step class no loaded plugin exports. Empty when everything resolves.
-std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins);
+// With `only`, just those pipelines are checked.
+std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins,
+                                             const std::vector<std::string>* only = nullptr);
 
 // Parsed definition snapshots of runs, by definition_sha1. Runs keep the
 // definition they were triggered with; the cache reads a snapshot from the
