@@ -86,12 +86,12 @@ TEST(Config, WrongShapesAreNamedWithTheExpectedShape) {
 
 TEST(Config, UnreadableFileIsAnError) {
   EXPECT_THROW(load_config("/nonexistent/ductwork.yml"), ConfigError);
-  test::TempDir dir;
+  testsupport::TempDir dir;
   EXPECT_THROW(load_config(dir.path()), ConfigError);  // a directory is not a file
 }
 
 TEST(Config, LoadsAnExplicitFile) {
-  test::TempDir dir;
+  testsupport::TempDir dir;
   std::string path = dir.write("conf/ductwork.yml", "pipelines: [A]\ndatabase: {path: db.sqlite3}\n");
   Config c = load_config(path);
   EXPECT_EQ(c.source, path);

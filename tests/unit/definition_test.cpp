@@ -69,7 +69,7 @@ TEST(Definition, RulesAreEnforcedWithFileLineAndRule) {
 }
 
 TEST(Definition, DirectoryLoadRejectsDuplicateNames) {
-  test::TempDir dir;
+  testsupport::TempDir dir;
   dir.write("a.yml", "pipeline: P\nsteps:\n  - start: A\n");
   dir.write("b.yaml", "pipeline: P\nsteps:\n  - start: B\n");
   try {
@@ -82,7 +82,7 @@ TEST(Definition, DirectoryLoadRejectsDuplicateNames) {
 }
 
 TEST(Definition, DirectoryLoadIgnoresOtherFilesAndMissingDirectory) {
-  test::TempDir dir;
+  testsupport::TempDir dir;
   dir.write("a.yml", "pipeline: P\nsteps:\n  - start: A\n");
   dir.write("README.md", "not a definition");
   DefinitionSet set = load_definition_directory(dir.path());

@@ -58,7 +58,7 @@ TEST_F(PluginRegistryTest, RefusesADuplicateStepNameAndKeepsTheFirst) {
 }
 
 TEST_F(PluginRegistryTest, DirectoryLoadGoesOnPastRefusals) {
-  test::TempDir dir;
+  testsupport::TempDir dir;
   for (const char* f : {"libbad_abi.so", "libno_entry.so", "libdup_step.so", "libfixture_good.so"}) {
     fs::copy_file(fixture(f), dir.file(f));
   }

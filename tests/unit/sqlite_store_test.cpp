@@ -20,7 +20,7 @@ class SqliteStoreTest : public ::testing::Test, public StoreFixture {
 
 TEST_F(SqliteStoreTest, MigrateIsIncrementalAndIdempotent) {
   EXPECT_TRUE(store->migrate().empty());
-  test::TempDir other;
+  testsupport::TempDir other;
   DatabaseConfig db;
   db.path = other.file("fresh.sqlite3");
   auto fresh = make_store_factory(db)->open();
@@ -204,7 +204,7 @@ TEST_F(SqliteStoreTest, HeartbeatReportsAReapedRow) {
 }
 
 TEST(SqliteStoreOpen, CorruptFileIsAClearError) {
-  test::TempDir dir;
+  testsupport::TempDir dir;
   std::string path = dir.write("corrupt.sqlite3", std::string(4096, '\x5a'));
   DatabaseConfig db;
   db.path = path;

@@ -27,7 +27,7 @@ class StoreFixture {
 
   TriggeredPipeline trigger(const Definition& def, const json& args) { return trigger_pipeline(*store, def, args); }
 
-  TempDir dir;
+  testsupport::TempDir dir;
   std::unique_ptr<StoreFactory> factory;
   std::unique_ptr<Store> store;
 };
