@@ -7,6 +7,7 @@
 
 #include "engine/advancer.h"
 #include "engine/job_worker.h"
+#include "engine/reaper.h"
 #include "process/machine.h"
 #include "util/uuid.h"
 
@@ -34,6 +35,11 @@ HostRuntime::~HostRuntime() {
 
 void HostRuntime::start() {
   auto store = stores_.open();
+  // Adopt on boot: a row with our pid on this machine belongs to a dead
+  // process whose pid was reused. Recover its claims before taking its place.
+  if (auto previous = store->find_process(::getpid(), machine_identifier())) {
+    Reaper(*store, config_, logger_, &wakeups_).reap(*previous, /*force=*/true);
+  }
   process_id_ = new_uuid_v7();
   store->register_process(process_id_, ::getpid(), machine_identifier(), "all");
   logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}});
@@ -136,18 +142,24 @@ void HostRuntime::advancer_loop() {
 }
 
 void HostRuntime::heartbeat_loop() {
+  // The supervising loop of a threaded host: heartbeat, then reap.
   std::unique_ptr<Store> store;
+  std::unique_ptr<Reaper> reaper;
   while (!stopping_.load()) {
     uint64_t seen = stop_waker_.generation();
     try {
-      if (!store) store = stores_.open();
+      if (!store) {
+        store = stores_.open();
+        reaper = std::make_unique<Reaper>(*store, config_, logger_, &wakeups_);
+      }
       if (!store->heartbeat(process_id_)) {
         // Our row was reaped (e.g. after a suspend): adopt a fresh one.
         logger_.warn("Process row was reaped; re-adopting", {{"process_id", process_id_}});
         store->register_process(process_id_, ::getpid(), machine_identifier(), "all");
       }
+      reaper->tick(process_id_);
     } catch (const std::exception& e) {
-      logger_.error("Heartbeat failed", {{"error_message", e.what()}});
+      logger_.error("Supervisor tick failed", {{"error_message", e.what()}});
     }
     stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
   }

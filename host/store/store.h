@@ -69,6 +69,24 @@ class Store {
   virtual bool heartbeat(const std::string& process_id) = 0;
   virtual void remove_process(const std::string& process_id) = 0;
 
+  // ---- crash recovery (SPEC §6)
+  // The row of the process (pid, machine), if any.
+  virtual std::optional<std::string> find_process(int64_t pid, const std::string& machine) = 0;
+  // Processes whose heartbeat is older than `stale_after_seconds` by the
+  // database clock, except `except_id` (a reaper never reaps itself).
+  virtual std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) = 0;
+  // Reaps one process row in one transaction: unless `force` (the caller
+  // has proof of death), re-checks under the write lock that it is still
+  // stale; crashes its open executions and closes its open advancements
+  // with `ProcessCrash` (releasing their branches); deletes the row.
+  // Returns false when the row was gone or fresh again.
+  virtual bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
+                            const CrashPolicyLookup& policy, RecoveryCounts* counts) = 0;
+  // Claims whose process row is gone (it vanished while the claim was
+  // being made) and that are older than `older_than_seconds`: crashed /
+  // closed with `OrphanedClaim`. Unclaimed queued work is never touched.
+  virtual RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) = 0;
+
   // ---- job worker
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,15 @@ struct RetryPolicy {
 struct CrashPolicy {
   int max_crash = 10;
   double retry_delay_seconds = 10.0;
+};
+
+// The crash policy of a step class of a pipeline (configuration lookup).
+using CrashPolicyLookup = std::function<CrashPolicy(const std::string& pipeline, const std::string& klass)>;
+
+// What one recovery pass closed.
+struct RecoveryCounts {
+  int64_t executions = 0;    // executions crashed (a new one made, or the step failed)
+  int64_t advancements = 0;  // advancements closed, their branches released
 };
 
 enum class BranchClaimResult { kClaimed, kContended, kIdle };

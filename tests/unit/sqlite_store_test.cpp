@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "store/store_error.h"
 #include "store_fixture.h"
@@ -201,6 +203,84 @@ TEST_F(SqliteStoreTest, HeartbeatReportsAReapedRow) {
   EXPECT_TRUE(store->heartbeat(process_id));
   store->remove_process(process_id);
   EXPECT_FALSE(store->heartbeat(process_id));
+}
+
+CrashPolicyLookup crash_policy(int max_crash) {
+  return [max_crash](const std::string&, const std::string&) { return CrashPolicy{max_crash, 0.0}; };
+}
+
+TEST_F(SqliteStoreTest, ReapRechecksStalenessUnlessForced) {
+  store->register_process("other", 99, "machine-a", "all");
+  RecoveryCounts counts;
+  EXPECT_FALSE(store->reap_process("other", false, 3600.0, crash_policy(3), &counts)) << "fresh heartbeat";
+  EXPECT_TRUE(store->heartbeat("other"));
+  EXPECT_TRUE(store->reap_process("other", true, 3600.0, crash_policy(3), &counts));
+  EXPECT_FALSE(store->heartbeat("other")) << "reaped rows are deleted";
+  EXPECT_EQ(store->find_process(99, "machine-a"), std::nullopt);
+  EXPECT_EQ(store->find_process(4242, "machine-a"), std::optional<std::string>(process_id));
+}
+
+TEST_F(SqliteStoreTest, StaleProcessesNeverIncludesTheCaller) {
+  store->register_process("other", 99, "machine-a", "all");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(store->stale_processes(process_id, 0.001), std::vector<std::string>{"other"});
+  EXPECT_TRUE(store->stale_processes(process_id, 3600.0).empty());
+}
+
+TEST_F(SqliteStoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  store->register_process("dead", 99, "machine-a", "all");
+  auto job = store->claim_job("P", "dead");
+  ASSERT_TRUE(job);
+  RecoveryCounts counts;
+  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts));
+  EXPECT_EQ(counts.executions, 1);
+  EXPECT_FALSE(store->job_succeeded(*job, "dead", "2")) << "the dead owner can no longer commit";
+  auto again = store->claim_job("P", process_id);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->job_id, job->job_id);
+  EXPECT_EQ(again->crash_count, 1);
+  json first = (*store->pipeline_report(t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(first["result_type"], "process_crashed");
+  EXPECT_EQ(first["error_klass"], "ProcessCrash");
+}
+
+TEST_F(SqliteStoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
+  trigger(compile(kChain), json::array({1}));
+  store->register_process("dead", 99, "machine-a", "all");
+  auto job = store->claim_job("P", process_id);
+  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  // A claim whose advance threw stays committed with its advancement open.
+  Store::AdvanceInClaim boom = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("boom"); };
+  BranchClaim claim;
+  EXPECT_THROW(store->claim_branch("P", "dead", 20, 3, &claim, &boom), std::runtime_error);
+  ASSERT_FALSE(claim.branch_id.empty());
+  BranchClaim none;
+  EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &none), BranchClaimResult::kIdle) << "still claimed";
+  RecoveryCounts counts;
+  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts));
+  EXPECT_EQ(counts.advancements, 1);
+  BranchClaim next;
+  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &next), BranchClaimResult::kClaimed);
+  EXPECT_EQ(next.branch_id, claim.branch_id);
+  EXPECT_EQ(next.transition_id, claim.transition_id);
+  EXPECT_EQ(next.advancement_crash_count, 1) << "the reaped advancement counts as a crash";
+}
+
+TEST_F(SqliteStoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  auto queued = trigger(compile(kChain), json::array({2}));
+  auto job = store->claim_job("P", "ghost");  // no processes row: an orphaned claim
+  ASSERT_TRUE(job);
+  EXPECT_EQ(store->sweep_orphans(3600.0, crash_policy(3)).executions, 0) << "too young to be an orphan";
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  RecoveryCounts swept = store->sweep_orphans(0.001, crash_policy(3));
+  EXPECT_EQ(swept.executions, 1);
+  json first = (*store->pipeline_report(t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(first["error_klass"], "OrphanedClaim");
+  json untouched = (*store->pipeline_report(queued.pipeline_id))["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(untouched.size(), 1u) << "unclaimed queued work is not an orphan";
+  EXPECT_TRUE(untouched[0]["result_type"].is_null());
 }
 
 TEST(SqliteStoreOpen, CorruptFileIsAClearError) {

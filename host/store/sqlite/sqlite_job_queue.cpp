@@ -209,7 +209,13 @@ bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_
                               const CrashPolicy& policy, bool* step_failed) {
   auto held = lock();
   WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
+  if (!crash_in_tx(job, process_id, cause, policy, db_now(conn_), step_failed)) return false;
+  tx.commit();
+  return true;
+}
+
+bool SqliteStore::crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+                              const CrashPolicy& policy, const std::string& now, bool* step_failed) {
   if (!close_execution(conn_, job, process_id, now)) return false;
   insert_result(conn_, job.execution_id, "process_crashed", &cause, now);
   *step_failed = job.crash_count >= policy.max_crash;
@@ -222,7 +228,6 @@ bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_
     double delay = next <= policy.max_crash / 3 ? 0.0 : static_cast<double>(next) * policy.retry_delay_seconds;
     insert_next_execution(conn_, job, job.retry_count, next, delay, now);
   }
-  tx.commit();
   return true;
 }
 

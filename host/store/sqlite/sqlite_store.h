@@ -23,6 +23,12 @@ class SqliteStore final : public Store {
   bool heartbeat(const std::string& process_id) override;
   void remove_process(const std::string& process_id) override;
 
+  std::optional<std::string> find_process(int64_t pid, const std::string& machine) override;
+  std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) override;
+  bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
+                    const CrashPolicyLookup& policy, RecoveryCounts* counts) override;
+  RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) override;
+
   std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
   bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                      std::optional<ClaimedJob>* next) override;
@@ -54,6 +60,14 @@ class SqliteStore final : public Store {
   std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock<std::recursive_mutex>(shared_->mutex); }
 
  private:
+  // crashed! inside an open transaction (see Store::job_crashed).
+  bool crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+                   const CrashPolicy& policy, const std::string& now, bool* step_failed);
+  // Crashes every open execution and closes every open advancement matched
+  // by `where` (SQL over executions e / advancements adv), with `cause`.
+  RecoveryCounts recover_claims_in_tx(const std::string& executions_where, const std::string& advancements_where,
+                                      const std::string& bind_value, const ErrorInfo& cause,
+                                      const CrashPolicyLookup& policy, const std::string& now);
   std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
                                              const std::string& process_id, const std::string& now);
   std::optional<ClaimedJob> claim_job_in_tx(const std::string& pipeline, const std::string& process_id,

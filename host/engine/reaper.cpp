@@ -1,0 +1,35 @@
+#include "engine/reaper.h"
+
+namespace ductwork {
+
+Reaper::Reaper(Store& store, const Config& config, Logger& logger, Wakeups* wakeups)
+    : store_(store), config_(config), logger_(logger), wakeups_(wakeups) {}
+
+CrashPolicyLookup Reaper::policy() const {
+  const Config& config = config_;
+  return [&config](const std::string& pipeline, const std::string& klass) {
+    return CrashPolicy{config.job_worker.max_crash.get(pipeline, klass), config.job_worker.retry_delay};
+  };
+}
+
+void Reaper::report(const char* what, const std::string& process_id, const RecoveryCounts& counts) {
+  logger_.warn(what, {{"reaped_process_id", process_id},
+                      {"executions_crashed", counts.executions},
+                      {"advancements_closed", counts.advancements}});
+  if (wakeups_ && (counts.executions > 0 || counts.advancements > 0)) wakeups_->wake_everyone();
+}
+
+bool Reaper::reap(const std::string& process_id, bool force) {
+  RecoveryCounts counts;
+  if (!store_.reap_process(process_id, force, config_.supervisor.reaper_timeout, policy(), &counts)) return false;
+  report("Process reaped", process_id, counts);
+  return true;
+}
+
+void Reaper::tick(const std::string& own_process_id) {
+  for (const auto& id : store_.stale_processes(own_process_id, config_.supervisor.reaper_timeout)) reap(id, false);
+  RecoveryCounts orphans = store_.sweep_orphans(3 * config_.supervisor.reaper_timeout, policy());
+  if (orphans.executions > 0 || orphans.advancements > 0) report("Orphaned claims recovered", "", orphans);
+}
+
+}  // namespace ductwork

@@ -1,0 +1,139 @@
+// Crash recovery in the SQLite store: reaping dead processes and sweeping
+// orphaned claims (SPEC §6).
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_time.h"
+
+namespace ductwork::sqlite {
+
+std::optional<std::string> SqliteStore::find_process(int64_t pid, const std::string& machine) {
+  auto held = lock();
+  auto stmt = conn_.prepare("SELECT id FROM processes WHERE pid = ? AND machine_identifier = ?");
+  stmt.bind(1, pid).bind(2, machine);
+  if (!stmt.step()) return std::nullopt;
+  return stmt.text(0);
+}
+
+std::vector<std::string> SqliteStore::stale_processes(const std::string& except_id, double stale_after_seconds) {
+  auto held = lock();
+  auto stmt = conn_.prepare("SELECT id FROM processes WHERE last_heartbeat_at < dw_now(?1) AND id <> ?2");
+  stmt.bind(1, -stale_after_seconds).bind(2, except_id);
+  std::vector<std::string> out;
+  while (stmt.step()) out.push_back(stmt.text(0));
+  return out;
+}
+
+RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_where,
+                                                 const std::string& advancements_where, const std::string& bind_value,
+                                                 const ErrorInfo& cause, const CrashPolicyLookup& policy,
+                                                 const std::string& now) {
+  RecoveryCounts counts;
+  struct Open {
+    ClaimedJob job;
+    std::string owner;
+  };
+  std::vector<Open> executions;
+  {
+    auto stmt = conn_.prepare(
+        "SELECT e.id, e.job_id, e.retry_count, e.crash_count, e.process_id, j.step_id, j.klass, s.run_id, "
+        "s.branch_id, s.node, r.pipeline_klass FROM executions e JOIN jobs j ON j.id = e.job_id "
+        "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
+        "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND " +
+        executions_where);
+    stmt.bind(1, bind_value);
+    while (stmt.step()) {
+      Open open;
+      open.job.execution_id = stmt.text(0);
+      open.job.job_id = stmt.text(1);
+      open.job.retry_count = stmt.int64(2);
+      open.job.crash_count = stmt.int64(3);
+      open.owner = stmt.text(4);
+      open.job.step_id = stmt.text(5);
+      open.job.klass = stmt.text(6);
+      open.job.run_id = stmt.text(7);
+      open.job.branch_id = stmt.text(8);
+      open.job.node = stmt.text(9);
+      open.job.pipeline = stmt.text(10);
+      executions.push_back(std::move(open));
+    }
+  }
+  for (const auto& open : executions) {
+    bool failed = false;
+    // Fenced on the owner we read: a claim someone else has since taken is
+    // never clobbered.
+    if (crash_in_tx(open.job, open.owner, cause, policy(open.job.pipeline, open.job.klass), now, &failed)) {
+      ++counts.executions;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> advancements;  // advancement id, branch id
+  {
+    auto stmt = conn_.prepare(
+        "SELECT adv.id, t.branch_id FROM advancements adv JOIN transitions t ON t.id = adv.transition_id "
+        "WHERE adv.completed_at IS NULL AND " +
+        advancements_where);
+    stmt.bind(1, bind_value);
+    while (stmt.step()) advancements.emplace_back(stmt.text(0), stmt.text(1));
+  }
+  for (const auto& [advancement_id, branch_id] : advancements) {
+    conn_.prepare(
+             "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = ?2, error_message = ?3 "
+             "WHERE id = ?4 AND completed_at IS NULL")
+        .bind(1, now)
+        .bind(2, cause.klass)
+        .bind(3, cause.message)
+        .bind(4, advancement_id)
+        .exec();
+    conn_.prepare(
+             "UPDATE branches SET status = 'in_progress', claim_token = NULL, claimed_for_advancing_at = NULL, "
+             "updated_at = ?1 WHERE id = ?2 AND status = 'advancing'")
+        .bind(1, now)
+        .bind(2, branch_id)
+        .exec();
+    ++counts.advancements;
+  }
+  return counts;
+}
+
+bool SqliteStore::reap_process(const std::string& process_id, bool force, double stale_after_seconds,
+                               const CrashPolicyLookup& policy, RecoveryCounts* counts) {
+  auto held = lock();
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  {
+    auto check = conn_.prepare(force ? "SELECT 1 FROM processes WHERE id = ?1"
+                                     : "SELECT 1 FROM processes WHERE id = ?1 AND last_heartbeat_at < dw_now(?2)");
+    check.bind(1, process_id);
+    if (!force) check.bind(2, -stale_after_seconds);
+    if (!check.step()) return false;  // gone, or it heartbeat since we looked
+  }
+  RecoveryCounts recovered = recover_claims_in_tx("e.process_id = ?1", "adv.process_id = ?1", process_id,
+                                                  ErrorInfo{"ProcessCrash", "owner process " + process_id +
+                                                                                " was reaped", ""},
+                                                  policy, now);
+  conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
+  tx.commit();
+  if (counts) *counts = recovered;
+  return true;
+}
+
+RecoveryCounts SqliteStore::sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) {
+  auto held = lock();
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  std::string threshold;
+  {
+    auto stmt = conn_.prepare("SELECT dw_now(?)");
+    stmt.bind(1, -older_than_seconds);
+    stmt.step();
+    threshold = stmt.text(0);
+  }
+  RecoveryCounts recovered = recover_claims_in_tx(
+      "NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = e.process_id) AND EXISTS (SELECT 1 FROM availabilities a "
+      "WHERE a.execution_id = e.id AND a.completed_at IS NOT NULL AND a.completed_at < ?1)",
+      "(adv.process_id IS NULL OR NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = adv.process_id)) "
+      "AND adv.started_at < ?1",
+      threshold, ErrorInfo{"OrphanedClaim", "claim has no owning process", ""}, policy, now);
+  tx.commit();
+  return recovered;
+}
+
+}  // namespace ductwork::sqlite
