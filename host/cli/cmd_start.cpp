@@ -1,30 +1,114 @@
 // `ductwork start [--drain]`: run the host until SIGINT/SIGTERM, or with
-// --drain until no run of its pipelines is in progress.
+// --drain until no run of its pipelines is in progress. By default
+// (forking: fork) this process is a supervisor of child processes; with
+// forking: none it runs every loop as its own threads. `--child SPEC` is how
+// the supervisor starts its children.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "cli/bootstrap.h"
 #include "cli/progress_line.h"
 #include "engine/catalog.h"
 #include "process/host_runtime.h"
+#include "process/supervisor.h"
 
 namespace ductwork::cli {
+namespace {
+
+// Waits for SIGINT/SIGTERM in `signals`, calling `tick` every 200 ms; stops
+// early when `tick` returns false. Returns the signal, or 0.
+template <class Tick>
+int wait_for_stop(const sigset_t& signals, Logger& logger, Tick tick) {
+  while (true) {
+    timespec wait{0, 200 * 1000 * 1000};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      logger.info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      return sig;
+    }
+    if (!tick()) return 0;
+  }
+}
+
+int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const sigset_t& signals, bool drain,
+                 RuntimeRole role) {
+  StoreFactory& stores = boot.stores();
+  HostRuntime runtime(boot.config(), stores, boot.plugins(), boot.logger(), pipelines, role);
+  runtime.start();
+  std::unique_ptr<ProgressLine> progress;
+  if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
+  auto store = stores.open();
+  wait_for_stop(signals, boot.logger(), [&] {
+    if (!drain && !progress) return true;
+    try {
+      Progress totals = store->progress(pipelines);
+      if (progress) {
+        progress->update(totals.pipelines_total - totals.pipelines_open, totals.pipelines_total,
+                         runtime.stats().steps_succeeded.load());
+      }
+      if (drain && totals.pipelines_open == 0) {
+        boot.logger().info("Drained: no run in progress", {{"pipelines_total", totals.pipelines_total}});
+        return false;
+      }
+    } catch (const std::exception& e) {
+      boot.logger().error("Progress query failed", {{"error_message", e.what()}});
+    }
+    return true;
+  });
+  progress.reset();
+  runtime.stop();
+  return kExitOk;
+}
+
+int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::string>& pipelines,
+                   const sigset_t& signals, bool drain) {
+  Supervisor::Options options;
+  options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
+  if (!args.config_path.empty()) options.config_path = std::filesystem::absolute(args.config_path).string();
+  options.drain = drain;
+  Supervisor supervisor(boot.config(), boot.stores(), boot.logger(), pipelines, options);
+  std::unique_ptr<ProgressLine> progress;
+  uint64_t steps = 0;
+  if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
+  std::function<void(const Progress&, int64_t)> on_progress;
+  if (progress) {
+    on_progress = [&](const Progress& totals, int64_t new_steps) {
+      steps += static_cast<uint64_t>(new_steps);
+      progress->update(totals.pipelines_total - totals.pipelines_open, totals.pipelines_total, steps);
+    };
+  }
+  int rc = supervisor.run(signals, on_progress);
+  progress.reset();
+  return rc;
+}
+
+}  // namespace
 
 int cmd_start(const Args& args) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork start [--drain] [-c CONFIG]");
+  const std::string* child = args.option("child");
   // Signals are taken synchronously by this thread, from the very start so a
-  // SIGTERM during start-up still ends in a clean exit 0. Every loop thread
+  // SIGTERM during start-up still ends in a clean exit 0. Every thread
   // inherits the blocked mask, so none of them is interrupted by them.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  if (!child) sigaddset(&signals, SIGCHLD);  // a supervisor hears its children die at once
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (child) {
+    // A child never outlives its supervisor: if the supervisor dies, the
+    // child stops cleanly and the next supervisor adopts the work.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() == 1) return kExitFailure;
+  }
 
   Bootstrap boot(args, stdout, LogLevel::kDebug);
-  boot.logger().set_role("host");
+  boot.logger().set_role(child ? child->substr(0, child->find(':')) : boot.config().forking ? "supervisor" : "host");
   std::vector<std::string> pipelines = boot.hosted_pipelines();
   auto problems = check_steps_resolve(boot.definitions(), boot.plugins(), &pipelines);
   if (!problems.empty()) {
@@ -36,42 +120,22 @@ int cmd_start(const Args& args) {
     throw BadInput("no pipelines to run: no definition in " + boot.config().definitions_directory +
                    " and none exported by a plugin in " + boot.config().plugins_directory);
   }
-  StoreFactory& stores = boot.stores();
   bool drain = args.flag("drain");
-  bool terminal = ::isatty(STDOUT_FILENO) != 0;
-
-  HostRuntime runtime(boot.config(), stores, boot.plugins(), boot.logger(), pipelines);
-  runtime.start();
-  std::unique_ptr<ProgressLine> progress;
-  if (terminal) progress = std::make_unique<ProgressLine>(boot.logger());
-  auto store = stores.open();
-  while (true) {
-    timespec wait{0, 200 * 1000 * 1000};
-    int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (sig == SIGINT || sig == SIGTERM) {
-      boot.logger().info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
-      break;
-    }
-    if (!drain && !progress) continue;
-    Progress totals;
+  if (child) {
+    RuntimeRole role;
     try {
-      totals = store->progress(pipelines);
-    } catch (const std::exception& e) {
-      boot.logger().error("Progress query failed", {{"error_message", e.what()}});
-      continue;
+      role = child_role(*child, &pipelines);
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(e.what());
     }
-    if (progress) {
-      progress->update(totals.pipelines_total - totals.pipelines_open, totals.pipelines_total,
-                       runtime.stats().steps_succeeded.load());
-    }
-    if (drain && totals.pipelines_open == 0) {
-      boot.logger().info("Drained: no run in progress", {{"pipelines_total", totals.pipelines_total}});
-      break;
-    }
+    return run_threaded(boot, pipelines, signals, /*drain=*/false, role);
   }
-  progress.reset();
-  runtime.stop();
-  return kExitOk;
+  if (boot.config().forking) return run_supervisor(boot, args, pipelines, signals, drain);
+  RuntimeRole role;
+  role.name = boot.config().role;
+  role.workers = boot.config().role != "advancer";
+  role.advancers = boot.config().role != "worker";
+  return run_threaded(boot, pipelines, signals, drain, role);
 }
 
 }  // namespace ductwork::cli

@@ -135,7 +135,14 @@ class Parser {
     config.plugins_directory = (fs::path(base_dir_.empty() ? "." : base_dir_) / "plugins").lexically_normal();
     config.definitions_directory = (fs::path(base_dir_.empty() ? "." : base_dir_) / "pipelines").lexically_normal();
     if (!root.IsDefined() || root.IsNull()) fail("pipelines", "required (a list of pipeline names, or \"*\")", root);
-    only_keys(root, "", {"database", "plugins", "definitions", "pipelines", "job_worker", "pipeline_advancer", "supervisor", "logger"});
+    only_keys(root, "", {"database", "plugins", "definitions", "pipelines", "job_worker", "pipeline_advancer", "supervisor", "logger", "forking", "role"});
+    if (root["forking"]) {
+      std::string mode = string(root["forking"], "forking");
+      if (mode == "fork" || mode == "true") config.forking = true;
+      else if (mode == "none" || mode == "false") config.forking = false;
+      else fail("forking", "expected \"fork\" (child processes, the default) or \"none\" (threads of one process)", root["forking"]);
+    }
+    if (root["role"]) config.role = string(root["role"], "role");
 
     if (auto db = root["database"]) {
       only_keys(db, "database", {"adapter", "path"});
@@ -197,6 +204,11 @@ class Parser {
         fail("logger.level", "expected one of: debug, info, warn, error", logger["level"]);
       }
     }
+    if (const char* env = std::getenv("DUCTWORK_ROLE"); env && *env) config.role = env;
+    if (config.role != "all" && config.role != "advancer" && config.role != "worker") {
+      fail("role", "expected all, advancer or worker (from the file or DUCTWORK_ROLE), got '" + config.role + "'",
+           root["role"] ? root["role"] : root);
+    }
     return config;
   }
 
@@ -233,6 +245,10 @@ Config load_config(const std::string& explicit_path) {
   if (path.empty()) {
     if (!fs::exists("ductwork.yml")) {
       Config defaults;  // no file: everything default, every loaded pipeline
+      if (const char* env = std::getenv("DUCTWORK_ROLE"); env && *env) defaults.role = env;
+      if (defaults.role != "all" && defaults.role != "advancer" && defaults.role != "worker") {
+        throw ConfigError("DUCTWORK_ROLE: expected all, advancer or worker, got '" + defaults.role + "'");
+      }
       defaults.database.path = fs::absolute("ductwork.sqlite3").string();
       defaults.plugins_directory = fs::absolute("plugins").string();
       defaults.definitions_directory = fs::absolute("pipelines").string();

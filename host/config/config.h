@@ -100,6 +100,12 @@ struct Config {
   PipelineAdvancerConfig pipeline_advancer;
   SupervisorConfig supervisor;
   LogLevel log_level = LogLevel::kInfo;
+  // forking: "fork" (default) runs advancers and per-pipeline workers in
+  // child processes under a supervisor; "none" runs every loop as threads
+  // of one process.
+  bool forking = true;
+  // role: all | advancer | worker (DUCTWORK_ROLE overrides the file).
+  std::string role = "all";
 
   // True when `pipeline` is one this host runs.
   bool runs_pipeline(const std::string& pipeline) const;

@@ -21,12 +21,13 @@ constexpr double kErrorBackoffSeconds = 0.5;
 }  // namespace
 
 HostRuntime::HostRuntime(const Config& config, StoreFactory& stores, const PluginRegistry& plugins, Logger& logger,
-                         std::vector<std::string> pipelines)
+                         std::vector<std::string> pipelines, RuntimeRole role)
     : config_(config),
       stores_(stores),
       plugins_(plugins),
       logger_(logger),
       pipelines_(std::move(pipelines)),
+      role_(std::move(role)),
       wakeups_(pipelines_) {}
 
 HostRuntime::~HostRuntime() {
@@ -41,13 +42,18 @@ void HostRuntime::start() {
     Reaper(*store, config_, logger_, &wakeups_).reap(*previous, /*force=*/true);
   }
   process_id_ = new_uuid_v7();
-  store->register_process(process_id_, ::getpid(), machine_identifier(), "all");
-  logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}});
+  store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
+  logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}, {"host_role", role_.name}});
   threads_.emplace_back([this] { heartbeat_loop(); });
-  for (int i = 0; i < config_.pipeline_advancer.count; ++i) threads_.emplace_back([this] { advancer_loop(); });
-  for (const auto& pipeline : pipelines_) {
-    int count = config_.job_worker.count.get(pipeline);
-    for (int i = 0; i < count; ++i) threads_.emplace_back([this, pipeline] { worker_loop(pipeline); });
+  threads_.emplace_back([this] { change_watch_loop(); });
+  if (role_.advancers) {
+    for (int i = 0; i < config_.pipeline_advancer.count; ++i) threads_.emplace_back([this] { advancer_loop(); });
+  }
+  if (role_.workers) {
+    for (const auto& pipeline : pipelines_) {
+      int count = config_.job_worker.count.get(pipeline);
+      for (int i = 0; i < count; ++i) threads_.emplace_back([this, pipeline] { worker_loop(pipeline); });
+    }
   }
 }
 
@@ -155,13 +161,35 @@ void HostRuntime::heartbeat_loop() {
       if (!store->heartbeat(process_id_)) {
         // Our row was reaped (e.g. after a suspend): adopt a fresh one.
         logger_.warn("Process row was reaped; re-adopting", {{"process_id", process_id_}});
-        store->register_process(process_id_, ::getpid(), machine_identifier(), "all");
+        store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
       }
-      reaper->tick(process_id_);
+      if (role_.reaper) reaper->tick(process_id_);
     } catch (const std::exception& e) {
       logger_.error("Supervisor tick failed", {{"error_message", e.what()}});
     }
     stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
+  }
+}
+
+void HostRuntime::change_watch_loop() {
+  // Cheap enough to poll often: PRAGMA data_version reads the WAL index in
+  // shared memory, touching no table.
+  constexpr auto kInterval = std::chrono::milliseconds(2);
+  std::unique_ptr<Store> store;
+  int64_t seen_version = -1;
+  while (!stopping_.load()) {
+    uint64_t seen = stop_waker_.generation();
+    try {
+      if (!store) store = stores_.open();
+      int64_t version = store->data_version();
+      if (seen_version >= 0 && version != seen_version) wakeups_.wake_everyone();
+      seen_version = version;
+    } catch (const std::exception& e) {
+      logger_.error("Change watch failed", {{"error_message", e.what()}});
+      stop_waker_.wait(seen, std::chrono::duration<double>(kErrorBackoffSeconds));
+      continue;
+    }
+    stop_waker_.wait(seen, kInterval);
   }
 }
 

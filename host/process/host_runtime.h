@@ -20,10 +20,19 @@ namespace ductwork {
 // workers per pipeline, pipeline advancers, and a heartbeat. Each thread
 // owns its own store connection. Loops sleep only when idle, and are woken
 // at once when this process enqueues work they can take.
+// Which loops a HostRuntime runs. The threaded host runs everything; a
+// forked child runs only its share and leaves reaping to its supervisor.
+struct RuntimeRole {
+  std::string name = "all";   // the processes.role value
+  bool workers = true;        // job workers for every pipeline
+  bool advancers = true;      // pipeline advancers for every pipeline
+  bool reaper = true;         // reap stale processes and sweep orphans
+};
+
 class HostRuntime {
  public:
   HostRuntime(const Config& config, StoreFactory& stores, const PluginRegistry& plugins, Logger& logger,
-              std::vector<std::string> pipelines);
+              std::vector<std::string> pipelines, RuntimeRole role = RuntimeRole{});
   ~HostRuntime();
   HostRuntime(const HostRuntime&) = delete;
   HostRuntime& operator=(const HostRuntime&) = delete;
@@ -43,6 +52,9 @@ class HostRuntime {
   void worker_loop(const std::string& pipeline);
   void advancer_loop();
   void heartbeat_loop();
+  // Wakes idle loops when another process commits (PRAGMA data_version), so
+  // work enqueued by a trigger or a sibling child is taken at once.
+  void change_watch_loop();
   // Sleeps on `waker` for `seconds` ± 25 % jitter (re-rolled every time).
   void idle_wait(Waker& waker, uint64_t seen, double seconds);
 
@@ -51,6 +63,7 @@ class HostRuntime {
   const PluginRegistry& plugins_;
   Logger& logger_;
   std::vector<std::string> pipelines_;
+  RuntimeRole role_;
   Wakeups wakeups_;
   RuntimeStats stats_;
   DefinitionCache definitions_;

@@ -87,6 +87,19 @@ class Store {
   // closed with `OrphanedClaim`. Unclaimed queued work is never touched.
   virtual RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) = 0;
 
+  // Whether the row of process (pid, machine) has a heartbeat older than
+  // `seconds`; nullopt when there is no such row (yet).
+  virtual std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) = 0;
+
+  // ---- change detection
+  // A number that changes whenever another connection (another process)
+  // commits to the database: idle loops are woken when it moves.
+  virtual int64_t data_version() = 0;
+  // Successful executions recorded since *cursor (an opaque position,
+  // updated); for the progress line of a supervisor, which has no
+  // in-process counters.
+  virtual int64_t successes_since(std::string* cursor) = 0;
+
   // ---- job worker
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.

@@ -22,6 +22,15 @@ std::vector<std::string> SqliteStore::stale_processes(const std::string& except_
   return out;
 }
 
+std::optional<bool> SqliteStore::heartbeat_stale(int64_t pid, const std::string& machine, double seconds) {
+  auto held = lock();
+  auto stmt = conn_.prepare(
+      "SELECT last_heartbeat_at < dw_now(?3) FROM processes WHERE pid = ?1 AND machine_identifier = ?2");
+  stmt.bind(1, pid).bind(2, machine).bind(3, -seconds);
+  if (!stmt.step()) return std::nullopt;
+  return stmt.int64(0) != 0;
+}
+
 RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_where,
                                                  const std::string& advancements_where, const std::string& bind_value,
                                                  const ErrorInfo& cause, const CrashPolicyLookup& policy,

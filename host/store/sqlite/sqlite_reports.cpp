@@ -123,6 +123,27 @@ std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filte
   return out;
 }
 
+int64_t SqliteStore::data_version() {
+  auto held = lock();
+  auto stmt = conn_.prepare("PRAGMA data_version");
+  stmt.step();
+  return stmt.int64(0);
+}
+
+int64_t SqliteStore::successes_since(std::string* cursor) {
+  auto held = lock();
+  // Result ids are UUIDv7, so "newer than the cursor" is a range scan of the
+  // primary key over the new rows only.
+  auto stmt = conn_.prepare("SELECT id, result_type = 'success' FROM results WHERE id > ? ORDER BY id");
+  stmt.bind(1, *cursor);
+  int64_t count = 0;
+  while (stmt.step()) {
+    *cursor = stmt.text(0);
+    count += stmt.int64(1);
+  }
+  return count;
+}
+
 Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
   auto held = lock();
   Progress total;

@@ -28,6 +28,9 @@ class SqliteStore final : public Store {
   bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
                     const CrashPolicyLookup& policy, RecoveryCounts* counts) override;
   RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) override;
+  std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
+  int64_t data_version() override;
+  int64_t successes_since(std::string* cursor) override;
 
   std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
   bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,

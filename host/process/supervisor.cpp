@@ -1,0 +1,217 @@
+#include "process/supervisor.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/reaper.h"
+#include "process/machine.h"
+#include "util/uuid.h"
+
+extern char** environ;
+
+namespace ductwork {
+namespace {
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("signal ") + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+}  // namespace
+
+RuntimeRole child_role(const std::string& spec, std::vector<std::string>* pipelines) {
+  RuntimeRole role;
+  role.reaper = false;  // the supervisor reaps
+  if (spec == "advancer") {
+    role.name = "advancer";
+    role.workers = false;
+    return role;
+  }
+  if (spec.rfind("worker:", 0) == 0) {
+    std::string pipeline = spec.substr(7);
+    if (std::find(pipelines->begin(), pipelines->end(), pipeline) == pipelines->end()) {
+      throw std::invalid_argument("--child " + spec + ": pipeline '" + pipeline + "' is not hosted");
+    }
+    *pipelines = {pipeline};
+    role.name = "worker";
+    role.advancers = false;
+    return role;
+  }
+  throw std::invalid_argument("--child '" + spec + "': expected advancer or worker:<pipeline>");
+}
+
+Supervisor::Supervisor(const Config& config, StoreFactory& stores, Logger& logger, std::vector<std::string> pipelines,
+                       Options options)
+    : config_(config),
+      stores_(stores),
+      logger_(logger),
+      pipelines_(std::move(pipelines)),
+      options_(std::move(options)),
+      machine_(machine_identifier()) {
+  if (config_.role == "all" || config_.role == "advancer") children_.push_back(Child{"advancer"});
+  if (config_.role == "all" || config_.role == "worker") {
+    for (const auto& p : pipelines_) children_.push_back(Child{"worker:" + p});
+  }
+}
+
+double Supervisor::child_stale_after() const {
+  // SPEC: reaper_timeout - 10 s, so a stuck child is restarted before any
+  // other supervisor would reap it; short test timeouts keep half of it.
+  double t = config_.supervisor.reaper_timeout;
+  return t > 20 ? t - 10 : t / 2;
+}
+
+void Supervisor::spawn(Child& child) {
+  std::vector<std::string> args = {options_.executable, "start", "--child", child.spec};
+  if (!options_.config_path.empty()) {
+    args.push_back("-c");
+    args.push_back(options_.config_path);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);  // the child takes its own signals
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, options_.executable.c_str(), nullptr, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    logger_.error("Could not start child", {{"child", child.spec}, {"error_message", std::strerror(rc)}});
+    child.pid = -1;
+    return;
+  }
+  child.pid = pid;
+  child.started = std::chrono::steady_clock::now();
+  logger_.info("Child started", {{"child", child.spec}, {"child_pid", pid}});
+}
+
+void Supervisor::reap_child_row(pid_t pid, const char* why) {
+  try {
+    if (auto row = store_->find_process(pid, machine_)) {
+      Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true);
+    }
+  } catch (const std::exception& e) {
+    logger_.error("Could not reap child row", {{"child_pid", pid}, {"reason", why}, {"error_message", e.what()}});
+  }
+}
+
+void Supervisor::check_children(bool stopping) {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& child : children_) {
+    if (child.pid > 0) {
+      int status = 0;
+      pid_t done = ::waitpid(child.pid, &status, WNOHANG);
+      if (done == child.pid) {
+        logger_.warn("Child exited", {{"child", child.spec}, {"child_pid", child.pid}, {"status", describe_status(status)}});
+        reap_child_row(child.pid, "exited");
+        child.pid = -1;
+        if (now - child.started < std::chrono::seconds(1)) child.not_before = now + std::chrono::seconds(1);
+      } else if (auto stale = store_->heartbeat_stale(child.pid, machine_, child_stale_after()); stale && *stale) {
+        logger_.warn("Child heartbeat is stale; restarting it", {{"child", child.spec}, {"child_pid", child.pid}});
+        ::kill(child.pid, SIGKILL);
+        ::waitpid(child.pid, &status, 0);
+        reap_child_row(child.pid, "stale heartbeat");
+        child.pid = -1;
+      }
+    }
+    if (child.pid <= 0 && !stopping && now >= child.not_before) spawn(child);
+  }
+}
+
+void Supervisor::stop_children() {
+  for (auto& child : children_) {
+    if (child.pid > 0) ::kill(child.pid, SIGTERM);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.supervisor.shutdown_timeout);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (auto& child : children_) {
+      if (child.pid <= 0) continue;
+      int status = 0;
+      if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        child.pid = -1;
+      } else {
+        any = true;
+      }
+    }
+    if (!any) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (auto& child : children_) {
+    if (child.pid <= 0) continue;
+    logger_.warn("Child did not stop in time; killing it", {{"child", child.spec}, {"child_pid", child.pid}});
+    ::kill(child.pid, SIGKILL);
+    ::waitpid(child.pid, nullptr, 0);
+    reap_child_row(child.pid, "killed at shutdown");
+    child.pid = -1;
+  }
+}
+
+int Supervisor::run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress) {
+  store_ = stores_.open();
+  if (auto previous = store_->find_process(::getpid(), machine_)) {
+    Reaper(*store_, config_, logger_, nullptr).reap(*previous, /*force=*/true);
+  }
+  process_id_ = new_uuid_v7();
+  store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
+  logger_.info("Supervisor started", {{"process_id", process_id_}, {"pipelines", pipelines_}, {"host_role", config_.role}});
+  Reaper reaper(*store_, config_, logger_, nullptr);
+  std::string results_cursor;
+  auto next_tick = std::chrono::steady_clock::now();
+  check_children(false);
+  while (true) {
+    // SIGCHLD ends the wait at once: a dead child is noticed immediately,
+    // not after a heartbeat timeout.
+    timespec wait{0, 100 * 1000 * 1000};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      logger_.info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      break;
+    }
+    try {
+      check_children(false);
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_tick) {
+        next_tick = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(config_.supervisor.polling_timeout));
+        if (!store_->heartbeat(process_id_)) {
+          logger_.warn("Supervisor row was reaped; re-adopting", {{"process_id", process_id_}});
+          store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
+        }
+        reaper.tick(process_id_);
+      }
+      if (options_.drain || on_progress) {
+        Progress totals = store_->progress(pipelines_);
+        if (on_progress) on_progress(totals, store_->successes_since(&results_cursor));
+        if (options_.drain && totals.pipelines_open == 0) {
+          logger_.info("Drained: no run in progress", {{"pipelines_total", totals.pipelines_total}});
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      logger_.error("Supervisor tick failed", {{"error_message", e.what()}});
+    }
+  }
+  stop_children();
+  try {
+    store_->remove_process(process_id_);
+  } catch (const std::exception& e) {
+    logger_.error("Could not remove the process row", {{"error_message", e.what()}});
+  }
+  logger_.info("Supervisor stopped", {{"process_id", process_id_}});
+  return 0;
+}
+
+}  // namespace ductwork

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "config/config.h"
+#include "process/host_runtime.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork {
+
+// The forking supervisor (SPEC §6, the default mode). Runs no user code
+// itself: it spawns fresh child processes (fork+exec of this binary, never a
+// bare fork of a threaded process) — one advancer child for every pipeline
+// and one worker child per pipeline, as the role allows — heartbeats its own
+// row, runs the reaper, and watches the children. A child that exits or is
+// killed (a step that segfaults takes only its child down) is noticed at
+// once through SIGCHLD: its row is reaped with force, so its claims are
+// recovered immediately, and it is restarted. A child whose heartbeat went
+// stale is killed, reaped and restarted the same way.
+class Supervisor {
+ public:
+  struct Options {
+    std::string executable;   // this binary (/proc/self/exe)
+    std::string config_path;  // passed to children with -c (empty: none)
+    bool drain = false;       // stop once no run of these pipelines is open
+  };
+
+  Supervisor(const Config& config, StoreFactory& stores, Logger& logger, std::vector<std::string> pipelines,
+             Options options);
+
+  // Runs until SIGINT/SIGTERM arrives in `signals` (blocked by the caller,
+  // with SIGCHLD) or, with drain, until the pipelines are drained. Stops the
+  // children (shutdown timeout, then SIGKILL), reaps their rows and its own.
+  // Returns the exit code.
+  int run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress);
+
+ private:
+  struct Child {
+    std::string spec;  // "advancer" or "worker:<pipeline>"
+    pid_t pid = -1;
+    std::chrono::steady_clock::time_point started{};
+    // A child that dies right after starting (say, it cannot open the
+    // database) is restarted after a pause, not in a tight loop.
+    std::chrono::steady_clock::time_point not_before{};
+  };
+
+  void spawn(Child& child);
+  // Reaps the row of a child that is gone (force: we saw it die).
+  void reap_child_row(pid_t pid, const char* why);
+  void check_children(bool stopping);
+  void stop_children();
+  double child_stale_after() const;
+
+  const Config& config_;
+  StoreFactory& stores_;
+  Logger& logger_;
+  std::vector<std::string> pipelines_;
+  Options options_;
+  std::unique_ptr<Store> store_;
+  std::string process_id_;
+  std::string machine_;
+  std::vector<Child> children_;
+};
+
+// The loops a child of the forking supervisor runs, from its `spec`
+// ("advancer" or "worker:<pipeline>"); narrows *pipelines for a worker.
+// Throws std::invalid_argument for an unknown spec.
+RuntimeRole child_role(const std::string& spec, std::vector<std::string>* pipelines);
+
+}  // namespace ductwork
