@@ -1,6 +1,10 @@
 #include "engine/error_info.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <sstream>
+#include <typeinfo>
 #include <vector>
 
 namespace ductwork {
@@ -26,6 +30,15 @@ ErrorInfo make_error_info(std::string klass, std::string message, std::string ba
     trimmed += "\n... " + std::to_string(frames.size() - kErrorBacktraceFrames) + " more frames";
   }
   return ErrorInfo{std::move(klass), std::move(message), std::move(trimmed)};
+}
+
+std::string demangled_type_name(const std::exception& e) {
+  const char* mangled = typeid(e).name();
+  int status = 0;
+  char* readable = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = (status == 0 && readable) ? readable : mangled;
+  std::free(readable);
+  return out;
 }
 
 }  // namespace ductwork

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <string>
 
 #include "store/store_types.h"
@@ -15,5 +16,8 @@ constexpr size_t kErrorBacktraceFrames = 10;
 // inside a UTF-8 sequence) and the backtrace to kErrorBacktraceFrames lines
 // plus "... N more frames".
 ErrorInfo make_error_info(std::string klass, std::string message, std::string backtrace = std::string());
+
+// The dynamic type of `e` as a readable C++ name ("ductwork::InjectedFault").
+std::string demangled_type_name(const std::exception& e);
 
 }  // namespace ductwork

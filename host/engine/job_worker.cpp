@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/fault.h"
+#include "engine/error_info.h"
 #include "engine/step_invoker.h"
 
 namespace ductwork {
@@ -30,16 +31,41 @@ bool JobWorker::run_once() {
     job = store_.claim_job(pipeline_, process_id_);
   }
   if (!job) return false;
-  fault_point("after_job_claim");
   if (logger_.enabled(LogLevel::kDebug)) {
     logger_.debug("Job claimed", {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass},
                                   {"run_id", job->run_id}, {"branch_id", job->branch_id}});
   }
-  StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id};
-  fault_point("during_job_execution");
-  StepOutcome outcome = invoke_step(registry_, *job, scope);
-  commit(*job, outcome);
+  try {
+    fault_point("after_job_claim");
+    StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id};
+    fault_point("during_job_execution");
+    StepOutcome outcome = invoke_step(registry_, *job, scope);
+    commit(*job, outcome);
+  } catch (const std::exception& e) {
+    // The iteration is leaving with a claim it has not committed. Close it
+    // now with the real error (a crash, not a retry) rather than leave it
+    // for the reaper; the execution is fenced, so a claim that was
+    // committed or taken away meanwhile is left alone.
+    abandon(*job, make_error_info(demangled_type_name(e), e.what()));
+    throw;
+  }
   return true;
+}
+
+void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
+  bool step_failed = false;
+  CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
+  try {
+    if (store_.job_crashed(job, process_id_, cause, policy, &step_failed)) {
+      logger_.warn("Abandoned claim closed as a crash", {{"pipeline", pipeline_}, {"job_id", job.job_id},
+                                                          {"step", job.klass}, {"error_message", cause.message}});
+      wakeups_.job_enqueued(pipeline_);
+      if (step_failed) wakeups_.advancers().notify_one();
+    }
+  } catch (const std::exception& e) {
+    logger_.error("Could not close an abandoned claim; the reaper will", {{"job_id", job.job_id},
+                                                                          {"error_message", e.what()}});
+  }
 }
 
 void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {

@@ -39,6 +39,8 @@ class JobWorker {
 
  private:
   void commit(const ClaimedJob& job, const struct StepOutcome& outcome);
+  // crashed! for a claim this iteration could not finish.
+  void abandon(const ClaimedJob& job, const ErrorInfo& cause);
 
   std::string pipeline_;
   Store& store_;

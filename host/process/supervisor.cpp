@@ -93,18 +93,19 @@ void Supervisor::spawn(Child& child) {
     return;
   }
   child.pid = pid;
-  child.started = std::chrono::steady_clock::now();
   logger_.info("Child started", {{"child", child.spec}, {"child_pid", pid}});
 }
 
-void Supervisor::reap_child_row(pid_t pid, const char* why) {
+bool Supervisor::reap_child_row(pid_t pid, const char* why) {
   try {
     if (auto row = store_->find_process(pid, machine_)) {
       Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true);
+      return true;
     }
   } catch (const std::exception& e) {
     logger_.error("Could not reap child row", {{"child_pid", pid}, {"reason", why}, {"error_message", e.what()}});
   }
+  return false;
 }
 
 void Supervisor::check_children(bool stopping) {
@@ -115,9 +116,11 @@ void Supervisor::check_children(bool stopping) {
       pid_t done = ::waitpid(child.pid, &status, WNOHANG);
       if (done == child.pid) {
         logger_.warn("Child exited", {{"child", child.spec}, {"child_pid", child.pid}, {"status", describe_status(status)}});
-        reap_child_row(child.pid, "exited");
+        bool had_started = reap_child_row(child.pid, "exited");
         child.pid = -1;
-        if (now - child.started < std::chrono::seconds(1)) child.not_before = now + std::chrono::seconds(1);
+        // Died before registering (cannot load config, plugins, database):
+        // pause before the next try instead of spinning.
+        if (!had_started) child.not_before = now + std::chrono::seconds(1);
       } else if (auto stale = store_->heartbeat_stale(child.pid, machine_, child_stale_after()); stale && *stale) {
         logger_.warn("Child heartbeat is stale; restarting it", {{"child", child.spec}, {"child_pid", child.pid}});
         ::kill(child.pid, SIGKILL);

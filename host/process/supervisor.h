@@ -47,15 +47,15 @@ class Supervisor {
   struct Child {
     std::string spec;  // "advancer" or "worker:<pipeline>"
     pid_t pid = -1;
-    std::chrono::steady_clock::time_point started{};
     // A child that dies right after starting (say, it cannot open the
     // database) is restarted after a pause, not in a tight loop.
     std::chrono::steady_clock::time_point not_before{};
   };
 
   void spawn(Child& child);
-  // Reaps the row of a child that is gone (force: we saw it die).
-  void reap_child_row(pid_t pid, const char* why);
+  // Reaps the row of a child that is gone (force: we saw it die). False
+  // when the child never registered a row.
+  bool reap_child_row(pid_t pid, const char* why);
   void check_children(bool stopping);
   void stop_children();
   double child_stale_after() const;

@@ -1,5 +1,6 @@
 #include "util/fault.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -42,12 +43,26 @@ const FaultSpec& spec() {
 
 std::atomic<long> hits{0};
 
+// With DUCTWORK_FAULT_MARKER=<path>, the fault fires in one process only:
+// the one that creates the marker file first. A supervisor restarts crashed
+// children with the same environment; without the marker every restarted
+// child would crash again at the same point.
+bool claim_marker() {
+  const char* marker = std::getenv("DUCTWORK_FAULT_MARKER");
+  if (!marker || !*marker) return true;
+  int fd = ::open(marker, O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
 }  // namespace
 
 void fault_point(const char* checkpoint) {
   const FaultSpec& s = spec();
   if (!s.armed || s.checkpoint != checkpoint) return;
   if (hits.fetch_add(1) + 1 != s.nth) return;
+  if (!claim_marker()) return;
   if (s.action == "kill") {
     ::kill(::getpid(), SIGKILL);
   } else if (s.action == "exit") {

@@ -1,0 +1,78 @@
+// The durability suite: for each fault-injection checkpoint × action, run a
+// chain through the real forking host with the fault armed (firing once,
+// in whichever process reaches it first), and prove the pipeline still
+// completes with every step's effects committed exactly once.
+#include <signal.h>
+
+#include <tuple>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+using Fault = std::tuple<std::string, std::string>;  // checkpoint, action
+
+class DurabilityTest : public ::testing::TestWithParam<Fault> {};
+
+std::string sql(const Workspace& ws, const std::string& query) {
+  std::string sqlite = find_on_path("sqlite3");
+  if (sqlite.empty()) return "";
+  return testsupport::run_process({sqlite, ws.db_path(), query}).out;
+}
+
+TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
+  const auto& [checkpoint, action] = GetParam();
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("chain.yml", chain_definition("Chain3", {"Inc", "Inc", "Inc"}));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(ws.trigger("Chain3", {std::to_string(10 * i)}));
+
+  auto run = ws.process_options(60);
+  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
+  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+
+  for (int i = 0; i < 3; ++i) {
+    json doc = ws.status(ids[i]);
+    ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+    ASSERT_EQ(doc["runs"].size(), 1u);
+    const json& steps = doc["runs"][0]["steps"];
+    ASSERT_EQ(steps.size(), 3u) << "no step duplicated or lost";
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(steps[k]["output"], 10 * i + k + 1);
+      int successes = 0;
+      for (const auto& e : steps[k]["executions"]) {
+        if (e["result_type"] == "success") ++successes;
+        if (e["result_type"] == "process_crashed") {
+          EXPECT_TRUE(e["error_klass"].is_string() && !e["error_klass"].get<std::string>().empty());
+          EXPECT_GE(e["crash_count"].get<int>(), 0);
+        }
+      }
+      EXPECT_EQ(successes, 1) << steps[k].dump(2);
+    }
+  }
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM branches WHERE status = 'advancing'"), "0\n") << "stranded branch";
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM executions WHERE completed_at IS NULL"), "0\n") << "open execution";
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM processes"), "0\n");
+  if (action != "raise" && checkpoint.rfind("after_job", 0) == 0) {
+    // A killed worker child: its claim was recovered by the supervisor.
+    EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM results WHERE error_klass = 'ProcessCrash'"), "1\n");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Checkpoints, DurabilityTest,
+    ::testing::Combine(::testing::Values("after_job_claim", "during_job_execution", "after_branch_candidate_select",
+                                         "before_advancement_create", "after_branch_claim",
+                                         "after_branch_advancement"),
+                       ::testing::Values("kill", "exit", "raise")),
+    [](const ::testing::TestParamInfo<Fault>& info) {
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+    });
+
+}  // namespace
+}  // namespace ductwork::it
