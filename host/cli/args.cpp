@@ -21,6 +21,9 @@ Args parse_args(int argc, char** argv, const std::vector<std::string>& flags,
   args.command = argv[1];
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
+    // Short forms of the options that have them.
+    if (a == "-p") a = "--pid";
+    if (a == "-V") a = "--verbose";
     if (a == "-c" || a == "--config") {
       if (i + 1 >= argc) throw BadInput(a + " needs a configuration file path");
       args.config_path = argv[++i];

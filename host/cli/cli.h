@@ -41,5 +41,6 @@ int cmd_status(const Args& args);
 int cmd_list(const Args& args);
 int cmd_plugins(const Args& args);
 int cmd_validate(const Args& args);
+int cmd_health(const Args& args);
 
 }  // namespace ductwork::cli

@@ -91,6 +91,9 @@ class Store {
   // `seconds`; nullopt when there is no such row (yet).
   virtual std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) = 0;
 
+  // Every process row, oldest first.
+  virtual std::vector<ProcessInfo> processes() = 0;
+
   // ---- change detection
   // A number that changes whenever another connection (another process)
   // commits to the database: idle loops are woken when it moves.

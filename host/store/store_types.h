@@ -112,6 +112,15 @@ struct ListFilter {
   int limit = 1000;
 };
 
+// One row of the processes table, as `ductwork health` shows it.
+struct ProcessInfo {
+  std::string id;
+  int64_t pid = 0;
+  std::string machine;
+  std::string role;
+  double heartbeat_age_seconds = 0;  // by the database clock
+};
+
 // Totals the drain mode and the progress line watch.
 struct Progress {
   int64_t pipelines_total = 0;     // pipelines this host runs, any status

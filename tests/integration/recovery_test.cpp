@@ -202,3 +202,38 @@ TEST(SupervisorTest, SigtermStopsSupervisorAndChildrenLeavingNoRows) {
 
 }  // namespace
 }  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+TEST(HealthTest, ReportsALiveSupervisorAndADeadOne) {
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("chain.yml", chain_definition("Chain1", {"Inc"}));
+
+  testsupport::ProcessResult none = ws.run({"health"});
+  EXPECT_EQ(none.exit_code, 1) << none.describe();
+  EXPECT_NE(none.out.find("no database"), std::string::npos) << none.out;
+
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(30));
+  ASSERT_TRUE(eventually(10, [&] { return process_rows(ws) == 3; })) << host.stdout_so_far();
+  testsupport::ProcessResult ok = ws.run({"health", "-V"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("healthy: 1 supervisor"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("advancer"), std::string::npos) << "-V lists every process row";
+  testsupport::ProcessResult by_pid = ws.run({"health", "-p", std::to_string(host.pid())});
+  EXPECT_EQ(by_pid.exit_code, 0) << by_pid.out;
+  testsupport::ProcessResult other_pid = ws.run({"health", "-p", "1"});
+  EXPECT_EQ(other_pid.exit_code, 1) << other_pid.out;
+
+  host.signal(SIGKILL);  // the supervisor dies; its children stop on their own
+  host.wait(5);
+  ASSERT_TRUE(eventually(10, [&] { return process_rows(ws) == 1; })) << "children remove their rows";
+  testsupport::ProcessResult dead = ws.run({"health"});
+  EXPECT_EQ(dead.exit_code, 1) << dead.out;
+  EXPECT_NE(dead.out.find("process is gone"), std::string::npos) << dead.out;
+}
+
+}  // namespace
+}  // namespace ductwork::it

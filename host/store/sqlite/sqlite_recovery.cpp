@@ -22,6 +22,18 @@ std::vector<std::string> SqliteStore::stale_processes(const std::string& except_
   return out;
 }
 
+std::vector<ProcessInfo> SqliteStore::processes() {
+  auto held = lock();
+  auto stmt = conn_.prepare(
+      "SELECT id, pid, machine_identifier, role, (julianday(dw_now()) - julianday(last_heartbeat_at)) * 86400.0 "
+      "FROM processes ORDER BY created_at, id");
+  std::vector<ProcessInfo> out;
+  while (stmt.step()) {
+    out.push_back(ProcessInfo{stmt.text(0), stmt.int64(1), stmt.text(2), stmt.text(3), stmt.real(4)});
+  }
+  return out;
+}
+
 std::optional<bool> SqliteStore::heartbeat_stale(int64_t pid, const std::string& machine, double seconds) {
   auto held = lock();
   auto stmt = conn_.prepare(
