@@ -47,12 +47,18 @@ void HostRuntime::start() {
   threads_.emplace_back([this] { heartbeat_loop(); });
   threads_.emplace_back([this] { change_watch_loop(); });
   if (role_.advancers) {
-    for (int i = 0; i < config_.pipeline_advancer.count; ++i) threads_.emplace_back([this] { advancer_loop(); });
+    for (int i = 0; i < config_.pipeline_advancer.count; ++i) {
+      auto& tick = new_tick_slot();
+      threads_.emplace_back([this, &tick] { advancer_loop(tick); });
+    }
   }
   if (role_.workers) {
     for (const auto& pipeline : pipelines_) {
       int count = config_.job_worker.count.get(pipeline);
-      for (int i = 0; i < count; ++i) threads_.emplace_back([this, pipeline] { worker_loop(pipeline); });
+      for (int i = 0; i < count; ++i) {
+        auto& tick = new_tick_slot();
+        threads_.emplace_back([this, pipeline, &tick] { worker_loop(pipeline, tick); });
+      }
     }
   }
 }
@@ -89,11 +95,40 @@ void HostRuntime::idle_wait(Waker& waker, uint64_t seen, double seconds) {
   waker.wait(seen, std::chrono::duration<double>(seconds * jitter(rng)));
 }
 
-void HostRuntime::worker_loop(const std::string& pipeline) {
+namespace {
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::atomic<int64_t>& HostRuntime::new_tick_slot() {
+  ticks_.push_back(std::make_unique<std::atomic<int64_t>>(steady_ms()));
+  return *ticks_.back();
+}
+
+double HostRuntime::stuck_after_seconds() const {
+  // An idle loop ticks once per polling interval (+25 % jitter); never call
+  // that stuck, whatever the reaper timeout.
+  double longest_poll = config_.pipeline_advancer.polling_timeout;
+  for (const auto& p : pipelines_) longest_poll = std::max(longest_poll, config_.job_worker.polling_timeout.get(p));
+  return std::max(config_.supervisor.reaper_timeout, 3 * longest_poll);
+}
+
+double HostRuntime::oldest_tick_age() const {
+  int64_t now = steady_ms(), oldest = now;
+  for (const auto& t : ticks_) oldest = std::min(oldest, t->load(std::memory_order_relaxed));
+  return static_cast<double>(now - oldest) / 1000.0;
+}
+
+void HostRuntime::worker_loop(const std::string& pipeline, std::atomic<int64_t>& tick) {
   Waker& waker = *wakeups_.jobs(pipeline);
   std::unique_ptr<Store> store;
   std::unique_ptr<JobWorker> worker;
   while (!stopping_.load() || (worker && worker->has_pending())) {
+    tick.store(steady_ms(), std::memory_order_relaxed);
     uint64_t seen = waker.generation();
     double idle = config_.job_worker.polling_timeout.get(pipeline);
     try {
@@ -123,11 +158,12 @@ void HostRuntime::worker_loop(const std::string& pipeline) {
   }
 }
 
-void HostRuntime::advancer_loop() {
+void HostRuntime::advancer_loop(std::atomic<int64_t>& tick) {
   Waker& waker = wakeups_.advancers();
   std::unique_ptr<Store> store;
   std::unique_ptr<Advancer> advancer;
   while (!stopping_.load()) {
+    tick.store(steady_ms(), std::memory_order_relaxed);
     uint64_t seen = waker.generation();
     double idle = config_.pipeline_advancer.polling_timeout;
     try {
@@ -157,6 +193,23 @@ void HostRuntime::heartbeat_loop() {
       if (!store) {
         store = stores_.open();
         reaper = std::make_unique<Reaper>(*store, config_, logger_, &wakeups_);
+      }
+      // Thread health. A loop that has not ticked within the reaper timeout
+      // is stuck (a step that never returns, a wedged call). A thread cannot
+      // be killed safely, so the unit of restart is the process: a child
+      // stops heartbeating and its supervisor kills it (death confirmed),
+      // reaps its claims and starts a fresh one. A threaded host can only
+      // report it; the restart is deferred to an operator.
+      double stuck_for = oldest_tick_age();
+      if (stuck_for > stuck_after_seconds()) {
+        logger_.error(role_.supervised
+                          ? "Loop thread stuck; withholding heartbeat so the supervisor restarts this process"
+                          : "Loop thread stuck; restart deferred (threads cannot be killed)",
+                      {{"stuck_seconds", stuck_for}});
+        if (role_.supervised) {
+          stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
+          continue;
+        }
       }
       if (!store->heartbeat(process_id_)) {
         // Our row was reaped (e.g. after a suspend): adopt a fresh one.

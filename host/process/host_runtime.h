@@ -27,6 +27,7 @@ struct RuntimeRole {
   bool workers = true;        // job workers for every pipeline
   bool advancers = true;      // pipeline advancers for every pipeline
   bool reaper = true;         // reap stale processes and sweep orphans
+  bool supervised = false;    // a child of the forking supervisor
 };
 
 class HostRuntime {
@@ -49,8 +50,8 @@ class HostRuntime {
   const RuntimeStats& stats() const { return stats_; }
 
  private:
-  void worker_loop(const std::string& pipeline);
-  void advancer_loop();
+  void worker_loop(const std::string& pipeline, std::atomic<int64_t>& tick);
+  void advancer_loop(std::atomic<int64_t>& tick);
   void heartbeat_loop();
   // Wakes idle loops when another process commits (PRAGMA data_version), so
   // work enqueued by a trigger or a sibling child is taken at once.
@@ -71,6 +72,13 @@ class HostRuntime {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<int> busy_workers_{0};
+  // Thread health: each loop thread stamps its slot (steady-clock ms) at
+  // every iteration, idle or not. Slots are created before threads start.
+  std::vector<std::unique_ptr<std::atomic<int64_t>>> ticks_;
+  std::atomic<int64_t>& new_tick_slot();
+  // The oldest loop stamp, in seconds ago (0 when there are no loops).
+  double oldest_tick_age() const;
+  double stuck_after_seconds() const;
   Waker stop_waker_;
   std::vector<std::thread> threads_;
 };

@@ -30,6 +30,7 @@ std::string describe_status(int status) {
 RuntimeRole child_role(const std::string& spec, std::vector<std::string>* pipelines) {
   RuntimeRole role;
   role.reaper = false;  // the supervisor reaps
+  role.supervised = true;
   if (spec == "advancer") {
     role.name = "advancer";
     role.workers = false;

@@ -237,3 +237,30 @@ TEST(HealthTest, ReportsALiveSupervisorAndADeadOne) {
 
 }  // namespace
 }  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+TEST(ThreadHealthTest, AChildWithAStuckLoopIsKilledAndItsStepRecovered) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_crash: 1";
+  options.extra = "supervisor: {polling_timeout: 0.1, reaper_timeout: 1}\n";
+  Workspace ws(options);
+  ws.define("stuck.yml", chain_definition("Stuck", {"Sleep"}));
+  std::string id = ws.trigger("Stuck", {"60000"});  // a step that outlives the reaper timeout
+  ASSERT_FALSE(id.empty());
+  testsupport::ProcessResult r = ws.run({"start", "--drain"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("Loop thread stuck; withholding heartbeat"), std::string::npos);
+  EXPECT_NE(r.out.find("Child heartbeat is stale; restarting it"), std::string::npos);
+  json doc = ws.status(id);
+  ASSERT_EQ(doc["status"], "halted") << doc.dump(2);
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "job_crashes_exhausted");
+  const json& executions = doc["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 2u);
+  for (const auto& e : executions) EXPECT_EQ(e["error_klass"], "ProcessCrash");
+  EXPECT_LT(r.seconds, 20.0);
+}
+
+}  // namespace
+}  // namespace ductwork::it
