@@ -59,8 +59,10 @@ TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
   EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM executions WHERE completed_at IS NULL"), "0\n") << "open execution";
   EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM processes"), "0\n");
   if (action != "raise" && checkpoint.rfind("after_job", 0) == 0) {
-    // A killed worker child: its claim was recovered by the supervisor.
-    EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM results WHERE error_klass = 'ProcessCrash'"), "1\n");
+    // A killed worker child: its claims (the faulting one, and whatever its
+    // other worker thread held) were recovered by the supervisor.
+    std::string crashes = sql(ws, "SELECT COUNT(*) FROM results WHERE error_klass = 'ProcessCrash'");
+    EXPECT_GE(std::atoi(crashes.c_str()), 1) << crashes;
   }
 }
 
