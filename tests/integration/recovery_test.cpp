@@ -264,3 +264,44 @@ TEST(ThreadHealthTest, AChildWithAStuckLoopIsKilledAndItsStepRecovered) {
 
 }  // namespace
 }  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+std::string roles(const Workspace& ws) {
+  std::string sqlite = find_on_path("sqlite3");
+  return testsupport::run_process({sqlite, ws.db_path(), "SELECT group_concat(role, ',') FROM "
+                                                         "(SELECT role FROM processes ORDER BY role)"})
+      .out;
+}
+
+TEST(RoleTest, RoleAndDuctworkRoleChooseWhichChildrenRun) {
+  ConfigOptions options;
+  options.extra = "role: worker\nsupervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("a.yml", chain_definition("A", {"Inc"}));
+  ws.define("b.yml", chain_definition("B", {"Inc"}));
+  {
+    testsupport::Subprocess host(ws.command({"start"}), ws.process_options(30));
+    ASSERT_TRUE(eventually(10, [&] { return process_rows(ws) == 3; })) << host.stdout_so_far();
+    EXPECT_EQ(roles(ws), "supervisor,worker,worker\n");
+    host.signal(SIGTERM);
+    EXPECT_EQ(host.wait(15).exit_code, 0);
+  }
+  auto env_options = ws.process_options(30);
+  env_options.env = {{"DUCTWORK_ROLE", "advancer"}};  // overrides the file
+  testsupport::Subprocess host(ws.command({"start"}), env_options);
+  ASSERT_TRUE(eventually(10, [&] { return process_rows(ws) == 2; })) << host.stdout_so_far();
+  EXPECT_EQ(roles(ws), "advancer,supervisor\n");
+  host.signal(SIGTERM);
+  EXPECT_EQ(host.wait(15).exit_code, 0);
+
+  auto bad = ws.process_options(30);
+  bad.env = {{"DUCTWORK_ROLE", "janitor"}};
+  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start"}), bad);
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("role"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ductwork::it
