@@ -8,6 +8,10 @@
 //     timestamps (µs resolution), p50/p99 under load and at light load (one
 //     chain at a time).
 //
+// It also runs the same workload through the real `ductwork start --drain`
+// binary in its default forking mode (supervisor + advancer child + worker
+// child, separate processes and connections, cross-process wake-ups).
+//
 //   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A]
 #include <algorithm>
 #include <chrono>
@@ -33,6 +37,7 @@ using namespace ductwork;
 namespace {
 
 struct Options {
+  std::string binary = DUCTWORK_BINARY;
   int chains = 1000;
   int length = 10;
   int repeat = 3;
@@ -141,6 +146,46 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
   return latencies(sql.connection());
 }
 
+// The same workload through `ductwork start --drain` (forking supervisor).
+RunResult forking_run(const Options& o, const fs::path& dir) {
+  std::string db = (dir / "forking.sqlite3").string();
+  std::string config_path = (dir / "ductwork.yml").string();
+  {
+    std::FILE* f = std::fopen(config_path.c_str(), "w");
+    std::fprintf(f,
+                 "database: {path: %s}\nplugins: {directory: %s}\ndefinitions: {directory: %s}\n"
+                 "pipelines: '*'\njob_worker: {count: %d, polling_timeout: 1}\n"
+                 "pipeline_advancer: {count: %d, polling_timeout: 1}\nlogger: {level: error}\n",
+                 db.c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers, o.advancers);
+    std::fclose(f);
+    fs::create_directories(dir / "defs");
+    std::FILE* d = std::fopen((dir / "defs" / "bench.yml").string().c_str(), "w");
+    std::string yaml = "pipeline: BenchChain\nsteps:\n  - start: Inc\n";
+    for (int i = 1; i < o.length; ++i) yaml += "  - chain: Inc\n";
+    std::fputs(yaml.c_str(), d);
+    std::fclose(d);
+  }
+  sqlite::SqliteStoreFactory factory(db);
+  auto store = factory.open();
+  store->migrate();
+  Definition def = chain_definition(o.length);
+  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, json::array({i}));
+  std::string command = o.binary + " start --drain -c " + config_path + " > /dev/null";
+  auto start = std::chrono::steady_clock::now();
+  int rc = std::system(command.c_str());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RunResult r;
+  if (rc != 0) {
+    std::fprintf(stderr, "ductwork start --drain failed (%d)\n", rc);
+    return r;
+  }
+  r.steps_per_second = static_cast<double>(o.chains) * o.length / seconds;
+  auto& sql = static_cast<sqlite::SqliteStore&>(*store);
+  auto held = sql.lock();
+  r.latencies_us = latencies(sql.connection());
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,6 +199,7 @@ int main(int argc, char** argv) {
     else if (k == "--workers") o.workers = v;
     else if (k == "--advancers") o.advancers = v;
     else if (k == "--light-chains") o.light_chains = v;
+    else if (k == "--binary") o.binary = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -182,9 +228,23 @@ int main(int argc, char** argv) {
   std::vector<double> light = light_load_run(o, registry, logger, dir);
   fs::remove_all(dir);
 
+  std::vector<double> fork_rates, fork_p50s;
+  for (int r = 0; r < o.repeat; ++r) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    RunResult result = forking_run(o, dir);
+    fork_rates.push_back(result.steps_per_second);
+    fork_p50s.push_back(percentile(result.latencies_us, 0.5));
+    std::printf("  forking run %d: %.0f steps/s (incl. process start-up), latency p50 %.0f us\n", r + 1,
+                result.steps_per_second, fork_p50s.back());
+  }
+  fs::remove_all(dir);
+
   std::printf("throughput (median of %d): %.0f steps/s  [min %.0f, max %.0f]\n", o.repeat, median(rates),
               *std::min_element(rates.begin(), rates.end()), *std::max_element(rates.begin(), rates.end()));
   std::printf("latency under load (median of runs): p50 %.0f us, p99 %.0f us\n", median(p50s), median(p99s));
+  std::printf("forking host via `ductwork start --drain` (median of %d): %.0f steps/s, ratio to threaded %.2f\n",
+              o.repeat, median(fork_rates), median(fork_rates) / median(rates));
   std::printf("latency at light load (%d chains one at a time, %zu transitions): p50 %.0f us, p99 %.0f us\n",
               o.light_chains, light.size(), percentile(light, 0.5), percentile(light, 0.99));
   return 0;
