@@ -44,22 +44,22 @@ void HostRuntime::start() {
   process_id_ = new_uuid_v7();
   store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
   logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}, {"host_role", role_.name}});
-  threads_.emplace_back([this] { heartbeat_loop(); });
-  threads_.emplace_back([this] { change_watch_loop(); });
-  if (role_.advancers) {
-    for (int i = 0; i < config_.pipeline_advancer.count; ++i) {
-      auto& tick = new_tick_slot();
-      threads_.emplace_back([this, &tick] { advancer_loop(tick); });
-    }
-  }
+  // Every tick slot exists before any thread starts: the heartbeat thread
+  // reads them all, so the vector must not grow under it.
+  int advancers = role_.advancers ? config_.pipeline_advancer.count : 0;
+  std::vector<std::pair<std::string, std::atomic<int64_t>*>> workers;
+  std::vector<std::atomic<int64_t>*> advancer_ticks;
+  for (int i = 0; i < advancers; ++i) advancer_ticks.push_back(&new_tick_slot());
   if (role_.workers) {
     for (const auto& pipeline : pipelines_) {
-      int count = config_.job_worker.count.get(pipeline);
-      for (int i = 0; i < count; ++i) {
-        auto& tick = new_tick_slot();
-        threads_.emplace_back([this, pipeline, &tick] { worker_loop(pipeline, tick); });
-      }
+      for (int i = 0; i < config_.job_worker.count.get(pipeline); ++i) workers.emplace_back(pipeline, &new_tick_slot());
     }
+  }
+  threads_.emplace_back([this] { heartbeat_loop(); });
+  threads_.emplace_back([this] { change_watch_loop(); });
+  for (auto* tick : advancer_ticks) threads_.emplace_back([this, tick] { advancer_loop(*tick); });
+  for (auto& [pipeline, tick] : workers) {
+    threads_.emplace_back([this, pipeline = pipeline, tick = tick] { worker_loop(pipeline, *tick); });
   }
 }
 

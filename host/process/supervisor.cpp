@@ -145,6 +145,9 @@ void Supervisor::stop_children() {
       if (child.pid <= 0) continue;
       int status = 0;
       if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        // A child that stopped cleanly removed its own row; one that had
+        // crashed just before the shutdown did not: recover its claims.
+        reap_child_row(child.pid, "exited during shutdown");
         child.pid = -1;
       } else {
         any = true;
