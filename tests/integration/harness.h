@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "process_runner.h"
@@ -85,6 +87,17 @@ std::string chain_definition(const std::string& name, const std::vector<std::str
 
 // The absolute path of an executable found on PATH, or "".
 std::string find_on_path(const std::string& program);
+
+// Polls `ready` every 20 ms for up to `seconds`; returns its last answer.
+template <typename F>
+bool eventually(double seconds, F ready) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ready();
+}
 
 // True when stdout is exactly one UUID followed by a newline.
 bool is_single_uuid_line(const std::string& text);

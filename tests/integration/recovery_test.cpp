@@ -11,17 +11,7 @@
 namespace ductwork::it {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
-template <typename F>
-bool eventually(double seconds, F ready) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return ready();
-}
 
 // Threaded hosts (forking: none) with short reaper settings, so a dead
 // host's row goes stale in half a second and the next host reaps it.

@@ -14,16 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Polls `ready` every 20 ms for up to `seconds`.
-template <typename F>
-bool eventually(double seconds, F ready) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return ready();
-}
 
 void expect_stops_on(int sig) {
   Workspace ws;
