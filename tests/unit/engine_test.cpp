@@ -150,6 +150,32 @@ TEST_F(EngineTest, ContextStepsShareValuesWithinARun) {
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], json({{"deep", true}}));
 }
 
+TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_crash: 2}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
+  JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
+  ASSERT_TRUE(worker.run_once());
+  CrashPolicyLookup policy = [](const std::string&, const std::string&) { return CrashPolicy{10, 0.0}; };
+  // Two advancer processes die mid-advance; each time the reaper closes the
+  // abandoned advancement as a crash and releases the branch.
+  for (int i = 0; i < 2; ++i) {
+    store->register_process("doomed", 7, "m", "all");
+    Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
+    BranchClaim claim;
+    EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
+    EXPECT_EQ(claim.advancement_crash_count, i);
+    RecoveryCounts counts;
+    ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, &counts));
+    EXPECT_EQ(counts.advancements, 1);
+  }
+  Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id);
+  ASSERT_EQ(advancer.run_once(), BranchClaimResult::kClaimed);
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "advancer_crashes_exhausted");
+  EXPECT_EQ(doc["runs"][0]["steps"].size(), 1u) << "the next step was never created";
+}
+
 // The threaded runtime: several worker and advancer threads, each on its own
 // connection, racing over many runs. Run under TSan as well.
 TEST_F(EngineTest, ThreadedRuntimeCompletesManyChains) {
