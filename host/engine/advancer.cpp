@@ -93,8 +93,7 @@ BranchClaimResult Advancer::run_once() {
     std::vector<Effects> effects;
     Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claim) {
       fault_point("after_branch_claim");
-      // The store appends the claim to `claimed` before advancing it.
-      effects.resize(claimed.size());
+      effects.emplace_back();  // one per claim, in claim order
       advance_claimed(tx, claim, effects.back());
     };
     BranchClaimResult result =

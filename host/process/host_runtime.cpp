@@ -127,10 +127,11 @@ void HostRuntime::worker_loop(const std::string& pipeline, std::atomic<int64_t>&
   Waker& waker = *wakeups_.jobs(pipeline);
   std::unique_ptr<Store> store;
   std::unique_ptr<JobWorker> worker;
+  const double polling_timeout = config_.job_worker.polling_timeout.get(pipeline);
   while (!stopping_.load() || (worker && worker->has_pending())) {
     tick.store(steady_ms(), std::memory_order_relaxed);
     uint64_t seen = waker.generation();
-    double idle = config_.job_worker.polling_timeout.get(pipeline);
+    double idle = polling_timeout;
     try {
       if (!worker) {
         store = stores_.open();
@@ -153,7 +154,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, std::atomic<int64_t>&
       logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_message", e.what()}});
       idle = kErrorBackoffSeconds;
     }
-    if (stopping_.load()) break;
+    if (stopping_.load() && !(worker && worker->has_pending())) break;  // never leave a claim behind
     idle_wait(waker, seen, idle);
   }
 }

@@ -109,7 +109,7 @@ bool Supervisor::reap_child_row(pid_t pid, const char* why) {
   return false;
 }
 
-void Supervisor::check_children(bool stopping) {
+void Supervisor::check_children(bool stopping, bool check_heartbeats) {
   auto now = std::chrono::steady_clock::now();
   for (auto& child : children_) {
     if (child.pid > 0) {
@@ -122,7 +122,9 @@ void Supervisor::check_children(bool stopping) {
         // Died before registering (cannot load config, plugins, database):
         // pause before the next try instead of spinning.
         if (!had_started) child.not_before = now + std::chrono::seconds(1);
-      } else if (auto stale = store_->heartbeat_stale(child.pid, machine_, child_stale_after()); stale && *stale) {
+      } else if (auto stale = check_heartbeats ? store_->heartbeat_stale(child.pid, machine_, child_stale_after())
+                                               : std::nullopt;
+                 stale && *stale) {
         logger_.warn("Child heartbeat is stale; restarting it", {{"child", child.spec}, {"child_pid", child.pid}});
         ::kill(child.pid, SIGKILL);
         ::waitpid(child.pid, &status, 0);
@@ -177,7 +179,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
   Reaper reaper(*store_, config_, logger_, nullptr);
   std::string results_cursor;
   auto next_tick = std::chrono::steady_clock::now();
-  check_children(false);
+  check_children(false, false);
   while (true) {
     // SIGCHLD ends the wait at once: a dead child is noticed immediately,
     // not after a heartbeat timeout.
@@ -188,9 +190,12 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       break;
     }
     try {
-      check_children(false);
+      // Exits are checked on every wake-up (SIGCHLD); heartbeats, whose
+      // threshold is seconds, once per supervisor polling interval.
       auto now = std::chrono::steady_clock::now();
-      if (now >= next_tick) {
+      bool tick = now >= next_tick;
+      check_children(false, tick);
+      if (tick) {
         next_tick = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(config_.supervisor.polling_timeout));
         if (!store_->heartbeat(process_id_)) {

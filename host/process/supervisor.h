@@ -56,7 +56,7 @@ class Supervisor {
   // Reaps the row of a child that is gone (force: we saw it die). False
   // when the child never registered a row.
   bool reap_child_row(pid_t pid, const char* why);
-  void check_children(bool stopping);
+  void check_children(bool stopping, bool check_heartbeats);
   void stop_children();
   double child_stale_after() const;
 

@@ -7,6 +7,16 @@ namespace ductwork::sqlite {
 
 std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, const std::string& process_id) {
   auto held = lock();
+  {
+    // Look before taking SQLite's write lock: idle workers woken by another
+    // process's commit mostly find nothing due, and must not queue up as
+    // writers to learn that. The claim below re-asserts the predicate.
+    auto due = conn_.prepare(
+        "SELECT 1 FROM availabilities WHERE pipeline_klass = ? AND completed_at IS NULL AND started_at <= dw_now() "
+        "LIMIT 1");
+    due.bind(1, pipeline);
+    if (!due.step()) return std::nullopt;
+  }
   WriteTransaction tx(conn_);
   auto job = claim_job_in_tx(pipeline, process_id, db_now(conn_));
   if (job) tx.commit();
@@ -54,7 +64,9 @@ std::optional<ClaimedJob> SqliteStore::claim_job_in_tx(const std::string& pipeli
         "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
         "JOIN runs r ON r.id = s.run_id WHERE e.id = ?");
     info.bind(1, execution_id);
-    if (!info.step()) return std::nullopt;
+    // The availability was already taken above: returning "nothing" here
+    // would commit a claim nobody runs. Fail the transaction instead.
+    if (!info.step()) conn_.fail(SQLITE_CORRUPT, "claimed execution " + execution_id + " has no job/step/run");
     job.job_id = info.text(0);
     job.retry_count = info.int64(1);
     job.crash_count = info.int64(2);

@@ -132,6 +132,13 @@ int64_t SqliteStore::data_version() {
 
 int64_t SqliteStore::successes_since(std::string* cursor) {
   auto held = lock();
+  if (cursor->empty()) {
+    // First call: start from now, so the count covers this session only.
+    auto last = conn_.prepare("SELECT COALESCE(MAX(id), '0') FROM results");
+    last.step();
+    *cursor = last.text(0);
+    return 0;
+  }
   // Result ids are UUIDv7, so "newer than the cursor" is a range scan of the
   // primary key over the new rows only.
   auto stmt = conn_.prepare("SELECT id, result_type = 'success' FROM results WHERE id > ? ORDER BY id");
@@ -149,16 +156,13 @@ Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
   Progress total;
   ReadTransaction tx(conn_);
   for (const auto& pipeline : pipelines) {
-    auto open = conn_.prepare(
-        "SELECT COUNT(*) FROM pipelines WHERE status IN ('pending', 'in_progress', 'advancing', 'waiting') "
-        "AND klass = ?");
-    open.bind(1, pipeline);
-    open.step();
-    total.pipelines_open += open.int64(0);
-    auto all = conn_.prepare("SELECT COUNT(*) FROM pipelines WHERE klass = ?");
-    all.bind(1, pipeline);
-    all.step();
-    total.pipelines_total += all.int64(0);
+    auto p = conn_.prepare(
+        "SELECT COUNT(*), COALESCE(SUM(status IN ('pending', 'in_progress', 'advancing', 'waiting')), 0) "
+        "FROM pipelines WHERE klass = ?");
+    p.bind(1, pipeline);
+    p.step();
+    total.pipelines_total += p.int64(0);
+    total.pipelines_open += p.int64(1);
   }
   return total;
 }
