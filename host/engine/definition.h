@@ -18,12 +18,19 @@ class DefinitionError : public std::runtime_error {
 };
 
 // The outgoing edge of one node. `type` is empty for a node with no edge (the
-// end of a branch); `to` lists the targets in order.
+// end of a branch); `to` lists the targets in order (for divert: the route
+// targets, in the order of `routes`).
 struct Edge {
   std::string klass;
   std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge
   std::vector<std::string> to;
-  std::vector<std::string> barrier_nodes;  // collapse only
+  // divert only: routing key -> target node; always has "otherwise".
+  std::map<std::string, std::string> routes;
+  // The fan-out this fan-in closes: for collapse the node(s) that carried
+  // the matching expand, for combine the node(s) that carried the matching
+  // divide. A fan-in finds its barrier branch by walking parent links to
+  // the nearest ancestor that ran one of them.
+  std::vector<std::string> barrier_nodes;
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named
