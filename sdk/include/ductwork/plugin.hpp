@@ -3,7 +3,9 @@
 //
 //   DUCTWORK_STEP(ClassName);                 registers ClassName as "ClassName"
 //   DUCTWORK_STEP_NAMED(ClassName, "Name");   registers it under another name
-//   DUCTWORK_PIPELINE_JSON(text);             exports a pipeline definition
+//   DUCTWORK_PIPELINE(expr);                  exports a pipeline built with
+//                                             ductwork::Pipeline (pipeline.hpp)
+//   DUCTWORK_PIPELINE_JSON(text);             exports canonical definition JSON
 //   DUCTWORK_PLUGIN("name", "1.0.0");         the entry points; once per .so
 //
 // Each macro is a namespace-scope declaration ending in the caller's ';'.
@@ -11,10 +13,12 @@
 // each .so keeps its own registry (see DUCTWORK_HIDDEN). Every execution
 // gets a fresh instance, so steps may run concurrently without sharing state.
 //
-// Pipelines: DUCTWORK_PIPELINE_JSON takes the canonical definition JSON
-// (SPEC §3). The fluent builder (start/chain/divide/... to come, in its own
-// header) plugs in through the same hook, detail::PipelineRegistrar, with a
-// producer that returns the builder's JSON text.
+// Pipelines: DUCTWORK_PIPELINE takes an expression yielding a
+// ductwork::Pipeline, the fluent builder of pipeline.hpp (start, chain,
+// divide, ...); DUCTWORK_PIPELINE_JSON takes the canonical definition JSON
+// (SPEC §3) as text. Both register a producer through the same hook,
+// detail::PipelineRegistrar; producers run at plugin init, so a rule the
+// builder rejects fails the plugin's init with the builder's message.
 #ifndef DUCTWORK_PLUGIN_HPP
 #define DUCTWORK_PLUGIN_HPP
 
@@ -30,6 +34,7 @@
 #include "ductwork/abi.h"
 #include "ductwork/detail/macros.hpp"
 #include "ductwork/json.hpp"
+#include "ductwork/pipeline.hpp"
 #include "ductwork/step.hpp"  // before the trampolines, which need Step
 #include "ductwork/detail/trampolines.hpp"
 
@@ -46,8 +51,8 @@ DUCTWORK_HIDDEN inline std::vector<dw_step_class>& step_registry() {
 // Producers of this plugin's pipeline definitions (JSON text). They run in
 // ductwork_plugin_init, not during static initialisation, so a producer that
 // throws fails the plugin's init instead of terminating the host at dlopen.
-// DUCTWORK_PIPELINE_JSON registers a producer returning fixed text; the
-// fluent pipeline builder registers through the same hook.
+// DUCTWORK_PIPELINE_JSON registers a producer returning fixed text,
+// DUCTWORK_PIPELINE one returning the builder's dump().
 DUCTWORK_HIDDEN inline std::vector<std::function<std::string()>>& pipeline_registry() {
   static std::vector<std::function<std::string()>> producers;
   return producers;
@@ -155,6 +160,17 @@ DUCTWORK_HIDDEN inline const dw_plugin* init_plugin(const char* name, const char
 #define DUCTWORK_PIPELINE_JSON(text)                                                       \
   [[maybe_unused]] static const ::ductwork::detail::PipelineRegistrar DUCTWORK_DETAIL_UNIQUE( \
       ductwork_pipeline_registrar_)([]() -> std::string { return std::string(text); })
+
+// Exports a pipeline built with the fluent builder: the argument is an
+// expression yielding a ductwork::Pipeline (evaluated when the host
+// initialises the plugin), e.g.
+//   DUCTWORK_PIPELINE(ductwork::Pipeline("Checkout").start("Charge").chain("Receipt"));
+// Variadic so that commas inside the expression (a lambda's body) need no
+// extra parentheses.
+#define DUCTWORK_PIPELINE(...)                                                             \
+  [[maybe_unused]] static const ::ductwork::detail::PipelineRegistrar DUCTWORK_DETAIL_UNIQUE( \
+      ductwork_pipeline_registrar_)(                                                       \
+      []() -> std::string { return ::ductwork::detail::pipeline_text(__VA_ARGS__); })
 
 // Defines the plugin's two exported entry points (abi.h). Use exactly once
 // per plugin, at global namespace scope; a second use fails to link.

@@ -1,0 +1,471 @@
+// ductwork/pipeline.hpp — the fluent pipeline builder (SPEC §3). Builds the
+// canonical definition JSON a plugin exports with DUCTWORK_PIPELINE (see
+// plugin.hpp); the host compiles definition files through this same builder,
+// so a file and the equivalent C++ give the same graph, node names and hash.
+//
+//   ductwork::Pipeline p("EnrichUserData");
+//   p.start("QueryUsers")
+//    .expand("LoadUserData")
+//    .divide({"FetchA", "FetchB"}, [](std::vector<ductwork::Branch>& b) { b[1].chain("NormalizeB"); })
+//    .combine("Collate")
+//    .collapse("Report")
+//    .on_halt("NotifyOps");
+//   std::string text = p.dump();
+//
+// How it builds: the builder keeps the open *ends* (nodes whose edge is not
+// set yet) and a stack of open fan-outs. Every operation but start/on_halt
+// creates node(s), gives every end the same edge to them, and makes them the
+// new ends. divide/expand/divert push a fan-out; combine/collapse/converge
+// pop the innermost one, which must be of their kind. A block given to
+// divide/divert receives one Branch per target; each branch starts at its
+// target, has its own fan-out stack and must close what it opens; afterwards
+// the ends are every branch's ends, in branch order.
+//
+// Node names are "<klass>.<8 hex>", the hex being FNV-1a (32 bit) of
+// "<pipeline>:<ordinal>:<klass>" (ordinal: creation order in the whole
+// graph), rehashed with ":<n>" appended while the name is taken. Building the
+// same graph twice gives identical text.
+//
+// Every broken rule throws PipelineError whose what() names the rule. After
+// one the builder is in a valid but unspecified state: discard it.
+#ifndef DUCTWORK_PIPELINE_HPP
+#define DUCTWORK_PIPELINE_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ductwork/json.hpp"
+
+namespace ductwork {
+
+// A pipeline that breaks a rule of the pipeline language. (The host's own
+// ductwork::DefinitionError adds the file and line to the same messages.)
+class PipelineError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+class Branch;
+// The block of divide/divert: one Branch per target, in target order.
+using BranchBlock = std::function<void(std::vector<Branch>&)>;
+// divert's targets: routing key -> step class, in the order the nodes are
+// created. One key must be "otherwise".
+using Routes = std::vector<std::pair<std::string, std::string>>;
+
+namespace detail {
+
+// Letters, digits, '_', ':' and '-': what a step class name may contain.
+inline void check_step_name(const std::string& klass) {
+  if (klass.empty()) throw PipelineError("a step name may not be empty");
+  for (unsigned char c : klass) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == ':' || c == '-';
+    if (!ok) {
+      throw PipelineError("step name '" + klass + "' may only contain letters, digits, '_', ':' and '-'");
+    }
+  }
+}
+
+inline std::uint32_t fnv1a_32(const std::string& text) {
+  std::uint32_t hash = 2166136261u;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  return hash;
+}
+
+// The name of node number `ordinal` (0-based, whole graph) on its
+// `attempt`th try (0 first; later ones only when a name is taken).
+inline std::string node_name(const std::string& pipeline, std::size_t ordinal, const std::string& klass,
+                             std::size_t attempt) {
+  std::string seed = pipeline + ":" + std::to_string(ordinal) + ":" + klass;
+  if (attempt > 0) seed += ":" + std::to_string(attempt);
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(fnv1a_32(seed)));
+  return klass + "." + hex;
+}
+
+enum class FanOut { kDivide, kExpand, kDivert };
+
+inline const char* fan_out_name(FanOut kind) {
+  switch (kind) {
+    case FanOut::kDivide: return "divide";
+    case FanOut::kExpand: return "expand";
+    case FanOut::kDivert: return "divert";
+  }
+  return "?";
+}
+// "a 'divide'", "an 'expand'".
+inline std::string fan_out_phrase(FanOut kind) {
+  return std::string(kind == FanOut::kExpand ? "an '" : "a '") + fan_out_name(kind) + "'";
+}
+inline const char* fan_in_name(FanOut kind) {
+  switch (kind) {
+    case FanOut::kDivide: return "combine";
+    case FanOut::kExpand: return "collapse";
+    case FanOut::kDivert: return "converge";
+  }
+  return "?";
+}
+
+// The graph under construction. Owned by a Pipeline; the Branches of a block
+// point into it while the block runs.
+class PipelineGraph {
+ public:
+  struct Node {
+    std::string klass;
+    std::string type;  // "" until the node's edge is set
+    std::vector<std::string> to;
+    Routes routes;  // divert: key -> node
+    std::vector<std::string> barrier;
+  };
+
+  explicit PipelineGraph(std::string name) : name_(std::move(name)) {
+    if (name_.empty()) throw PipelineError("a pipeline needs a non-empty name");
+  }
+
+  const std::string& name() const { return name_; }
+  bool empty() const { return order_.empty(); }
+
+  // Creates a node of class `klass` (already checked) and returns its name.
+  std::string add_node(const std::string& klass) {
+    std::size_t ordinal = order_.size();
+    std::string name = node_name(name_, ordinal, klass, 0);
+    for (std::size_t attempt = 1; nodes_.count(name); ++attempt) name = node_name(name_, ordinal, klass, attempt);
+    order_.push_back(name);
+    nodes_[name].klass = klass;
+    return name;
+  }
+
+  // Gives every node of `ends` the same edge.
+  void link(const std::vector<std::string>& ends, const std::string& type, const std::vector<std::string>& to,
+            const Routes& routes = {}, const std::vector<std::string>& barrier = {}) {
+    for (const auto& end : ends) {
+      Node& node = nodes_.at(end);
+      node.type = type;
+      node.to = to;
+      node.routes = routes;
+      node.barrier = barrier;
+    }
+  }
+
+  void set_on_halt(const std::string& klass) {
+    if (on_halt_) throw PipelineError("'on_halt' is given twice (a pipeline has one on-halt step)");
+    on_halt_ = klass;
+  }
+
+  Json to_json() const {
+    Json metadata = Json::object();
+    if (on_halt_) metadata["on_halt"] = Json::object({{"klass", *on_halt_}});
+    Json nodes = Json::array();
+    Json edges = Json::object();
+    for (const auto& name : order_) {
+      nodes.push_back(name);
+      const Node& node = nodes_.at(name);
+      Json entry = Json::object({{"klass", node.klass}});
+      if (!node.type.empty()) {
+        entry["type"] = node.type;
+        if (node.type == "divert") {
+          Json to = Json::object();
+          for (const auto& [key, target] : node.routes) to[key] = target;
+          entry["to"] = std::move(to);
+        } else {
+          Json to = Json::array();
+          for (const auto& target : node.to) to.push_back(target);
+          entry["to"] = std::move(to);
+        }
+        if (node.barrier.size() == 1) {
+          entry["barrier_node"] = node.barrier.front();
+        } else if (!node.barrier.empty()) {
+          Json barrier = Json::array();
+          for (const auto& b : node.barrier) barrier.push_back(b);
+          entry["barrier_node"] = std::move(barrier);
+        }
+      }
+      edges[name] = std::move(entry);
+    }
+    return Json::object({{"pipeline", name_}, {"metadata", metadata}, {"nodes", nodes}, {"edges", edges}});
+  }
+
+ private:
+  std::string name_;
+  std::vector<std::string> order_;  // creation order; order_[0] is the start
+  std::map<std::string, Node> nodes_;
+  std::optional<std::string> on_halt_;
+};
+
+// Where building continues: the open ends and the open fan-outs of one
+// pipeline or branch. The operations of Pipeline and Branch live here.
+class Cursor {
+ public:
+  Cursor() = default;
+  explicit Cursor(std::string end) : ends_{std::move(end)} {}
+
+  const std::vector<std::string>& ends() const { return ends_; }
+  void reset(std::string end) { ends_ = {std::move(end)}; }
+  // The innermost open fan-out, if any.
+  std::optional<FanOut> innermost() const {
+    if (open_.empty()) return std::nullopt;
+    return open_.back().kind;
+  }
+
+  void chain(PipelineGraph& g, const std::string& klass) {
+    check_step_name(klass);
+    std::string node = g.add_node(klass);
+    g.link(ends_, "chain", {node});
+    ends_ = {node};
+  }
+
+  void expand(PipelineGraph& g, const std::string& klass) {
+    check_step_name(klass);
+    std::string node = g.add_node(klass);
+    g.link(ends_, "expand", {node});
+    open_.push_back({FanOut::kExpand, ends_});
+    ends_ = {node};
+  }
+
+  void combine(PipelineGraph& g, const std::string& klass) { fan_in(g, FanOut::kDivide, klass); }
+  void collapse(PipelineGraph& g, const std::string& klass) { fan_in(g, FanOut::kExpand, klass); }
+  void converge(PipelineGraph& g, const std::string& klass) { fan_in(g, FanOut::kDivert, klass); }
+
+  inline void divide(PipelineGraph& g, const std::vector<std::string>& klasses, const BranchBlock& block);
+  inline void divert(PipelineGraph& g, const Routes& routes, const BranchBlock& block);
+
+ private:
+  struct Open {
+    FanOut kind;
+    std::vector<std::string> sources;  // the nodes that carried the fan-out edge
+  };
+
+  // Pops the innermost fan-out, which must be `kind`, and joins the ends in
+  // one new node.
+  void fan_in(PipelineGraph& g, FanOut kind, const std::string& klass) {
+    const std::string op = fan_in_name(kind);
+    if (open_.empty()) throw PipelineError("'" + op + "' needs an open '" + fan_out_name(kind) + "'");
+    if (open_.back().kind != kind) {
+      FanOut other = open_.back().kind;
+      throw PipelineError("ambiguous '" + op + "': the innermost open fan-out is " + fan_out_phrase(other) +
+                          " (close it with '" + fan_in_name(other) + "' first)");
+    }
+    check_step_name(klass);
+    std::vector<std::string> sources = open_.back().sources;
+    open_.pop_back();
+    std::string node = g.add_node(klass);
+    // converge needs no barrier: exactly one route of a divert runs.
+    g.link(ends_, op, {node}, {}, kind == FanOut::kDivert ? std::vector<std::string>{} : sources);
+    ends_ = {node};
+  }
+
+  // Runs `block` over one Branch per target; the ends become theirs.
+  inline void run_block(PipelineGraph& g, FanOut kind, const std::vector<std::string>& targets,
+                        const std::vector<std::string>& labels, const BranchBlock& block);
+
+  std::vector<std::string> ends_;
+  std::vector<Open> open_;
+};
+
+}  // namespace detail
+
+// One branch of a divide or divert, inside its block. It starts at the
+// branch's target and supports the same operations as Pipeline (but start
+// and on_halt); every fan-out it opens must be closed inside it.
+class Branch {
+ public:
+  Branch(Branch&&) noexcept = default;
+  Branch& operator=(Branch&&) noexcept = default;
+  Branch(const Branch&) = delete;
+  Branch& operator=(const Branch&) = delete;
+
+  Branch& chain(const std::string& klass) {
+    cursor_.chain(*graph_, klass);
+    return *this;
+  }
+  Branch& divide(const std::vector<std::string>& klasses, const BranchBlock& block = {}) {
+    cursor_.divide(*graph_, klasses, block);
+    return *this;
+  }
+  Branch& combine(const std::string& klass) {
+    cursor_.combine(*graph_, klass);
+    return *this;
+  }
+  Branch& expand(const std::string& klass) {
+    cursor_.expand(*graph_, klass);
+    return *this;
+  }
+  Branch& collapse(const std::string& klass) {
+    cursor_.collapse(*graph_, klass);
+    return *this;
+  }
+  Branch& divert(const Routes& routes, const BranchBlock& block = {}) {
+    cursor_.divert(*graph_, routes, block);
+    return *this;
+  }
+  Branch& converge(const std::string& klass) {
+    cursor_.converge(*graph_, klass);
+    return *this;
+  }
+
+ private:
+  friend class detail::Cursor;
+  Branch(detail::PipelineGraph* graph, std::string start) : graph_(graph), cursor_(std::move(start)) {}
+
+  detail::PipelineGraph* graph_;
+  detail::Cursor cursor_;
+};
+
+namespace detail {
+
+inline void Cursor::run_block(PipelineGraph& g, FanOut kind, const std::vector<std::string>& targets,
+                              const std::vector<std::string>& labels, const BranchBlock& block) {
+  std::vector<Branch> branches;
+  for (const auto& target : targets) branches.push_back(Branch(&g, target));
+  block(branches);
+  if (branches.size() != targets.size()) {
+    throw PipelineError(std::string("the block of '") + fan_out_name(kind) +
+                        "' must not add or remove branches");
+  }
+  std::vector<std::string> ends;
+  for (std::size_t i = 0; i < branches.size(); ++i) {
+    const Cursor& branch = branches[i].cursor_;
+    if (auto open = branch.innermost()) {
+      throw PipelineError("branch " + std::to_string(i + 1) + labels[i] + " of '" + fan_out_name(kind) +
+                          "' leaves " + fan_out_phrase(*open) + " open (close it inside the branch)");
+    }
+    ends.insert(ends.end(), branch.ends().begin(), branch.ends().end());
+  }
+  ends_ = std::move(ends);
+}
+
+inline void Cursor::divide(PipelineGraph& g, const std::vector<std::string>& klasses, const BranchBlock& block) {
+  if (klasses.empty()) throw PipelineError("'divide' needs at least one target");
+  for (const auto& klass : klasses) check_step_name(klass);
+  std::vector<std::string> targets;
+  for (const auto& klass : klasses) targets.push_back(g.add_node(klass));
+  g.link(ends_, "divide", targets);
+  open_.push_back({FanOut::kDivide, ends_});
+  ends_ = targets;
+  if (block) run_block(g, FanOut::kDivide, targets, std::vector<std::string>(targets.size()), block);
+}
+
+inline void Cursor::divert(PipelineGraph& g, const Routes& routes, const BranchBlock& block) {
+  std::set<std::string> keys;
+  for (const auto& [key, klass] : routes) {
+    if (key.empty()) throw PipelineError("a 'divert' routing key may not be empty");
+    if (!keys.insert(key).second) throw PipelineError("'divert' has the routing key '" + key + "' twice");
+    check_step_name(klass);
+  }
+  if (!keys.count("otherwise")) throw PipelineError("'divert' needs an 'otherwise' target");
+  Routes to;
+  std::vector<std::string> targets;
+  std::vector<std::string> labels;
+  for (const auto& [key, klass] : routes) {
+    targets.push_back(g.add_node(klass));
+    to.emplace_back(key, targets.back());
+    labels.push_back(" ('" + key + "')");
+  }
+  g.link(ends_, "divert", targets, to);
+  open_.push_back({FanOut::kDivert, {}});
+  ends_ = targets;
+  if (block) run_block(g, FanOut::kDivert, targets, labels, block);
+}
+
+}  // namespace detail
+
+// A pipeline definition under construction. Copyable; building the same
+// operations twice gives identical JSON.
+class Pipeline {
+ public:
+  explicit Pipeline(std::string name) : graph_(std::move(name)) {}
+
+  const std::string& name() const { return graph_.name(); }
+
+  // The start step: the first operation, exactly once.
+  Pipeline& start(const std::string& klass) {
+    if (!graph_.empty()) throw PipelineError("exactly one 'start', and it comes first");
+    detail::check_step_name(klass);
+    cursor_.reset(graph_.add_node(klass));
+    return *this;
+  }
+  Pipeline& chain(const std::string& klass) {
+    started("chain").chain(graph_, klass);
+    return *this;
+  }
+  // One branch per class, in order; `block` (optional) extends the branches.
+  Pipeline& divide(const std::vector<std::string>& klasses, const BranchBlock& block = {}) {
+    started("divide").divide(graph_, klasses, block);
+    return *this;
+  }
+  // Joins the branches of the innermost open divide.
+  Pipeline& combine(const std::string& klass) {
+    started("combine").combine(graph_, klass);
+    return *this;
+  }
+  // Runs `klass` once per element of the ends' output (an array).
+  Pipeline& expand(const std::string& klass) {
+    started("expand").expand(graph_, klass);
+    return *this;
+  }
+  // Joins the elements of the innermost open expand.
+  Pipeline& collapse(const std::string& klass) {
+    started("collapse").collapse(graph_, klass);
+    return *this;
+  }
+  // Routes to one target by key; "otherwise" is required.
+  Pipeline& divert(const Routes& routes, const BranchBlock& block = {}) {
+    started("divert").divert(graph_, routes, block);
+    return *this;
+  }
+  // Joins the routes of the innermost open divert.
+  Pipeline& converge(const std::string& klass) {
+    started("converge").converge(graph_, klass);
+    return *this;
+  }
+  // The step run when the pipeline halts (metadata.on_halt); at most once.
+  Pipeline& on_halt(const std::string& klass) {
+    detail::check_step_name(klass);
+    graph_.set_on_halt(klass);
+    return *this;
+  }
+
+  // The canonical definition with its top-level "pipeline" name. Fan-outs
+  // still open simply end their branches.
+  Json to_json() const {
+    if (graph_.empty()) {
+      throw PipelineError("pipeline " + name() + " has no 'start' (exactly one 'start', and it comes first)");
+    }
+    return graph_.to_json();
+  }
+  // to_json() as compact text with sorted keys.
+  std::string dump() const { return to_json().dump(); }
+
+ private:
+  detail::Cursor& started(const char* op) {
+    if (graph_.empty()) {
+      throw PipelineError(std::string("'") + op + "' before 'start' (exactly one 'start', and it comes first)");
+    }
+    return cursor_;
+  }
+
+  detail::PipelineGraph graph_;
+  detail::Cursor cursor_;
+};
+
+namespace detail {
+// What DUCTWORK_PIPELINE's producer returns; takes the Pipeline by reference
+// so the expression may be a temporary's chained call.
+inline std::string pipeline_text(const Pipeline& pipeline) { return pipeline.dump(); }
+}  // namespace detail
+
+}  // namespace ductwork
+
+#endif  // DUCTWORK_PIPELINE_HPP
