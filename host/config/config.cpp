@@ -185,12 +185,18 @@ class Parser {
       if (jw["shutdown_timeout"]) config.job_worker.shutdown_timeout = seconds(jw["shutdown_timeout"], "job_worker.shutdown_timeout");
     }
     if (auto pa = root["pipeline_advancer"]) {
-      only_keys(pa, "pipeline_advancer", {"count", "polling_timeout", "max_retry", "max_crash", "shutdown_timeout"});
+      only_keys(pa, "pipeline_advancer", {"count", "polling_timeout", "max_retry", "max_crash", "shutdown_timeout", "steps"});
       if (pa["count"]) config.pipeline_advancer.count = static_cast<int>(integer(pa["count"], "pipeline_advancer.count", 1));
       if (pa["polling_timeout"]) config.pipeline_advancer.polling_timeout = seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout");
       if (pa["max_retry"]) scoped_int(pa["max_retry"], "pipeline_advancer.max_retry", 0, false, &config.pipeline_advancer.max_retry);
       if (pa["max_crash"]) scoped_int(pa["max_crash"], "pipeline_advancer.max_crash", 0, false, &config.pipeline_advancer.max_crash);
       if (pa["shutdown_timeout"]) config.pipeline_advancer.shutdown_timeout = seconds(pa["shutdown_timeout"], "pipeline_advancer.shutdown_timeout");
+      if (auto steps = pa["steps"]) {
+        if (!steps.IsMap()) fail("pipeline_advancer.steps", "expected a map with 'max_depth'", steps);
+        only_keys(steps, "pipeline_advancer.steps", {"max_depth"});
+        // -1 = unlimited; per pipeline and per pipeline+step (the step that fans out).
+        if (steps["max_depth"]) scoped_int(steps["max_depth"], "pipeline_advancer.steps.max_depth", -1, true, &config.pipeline_advancer.max_depth);
+      }
     }
     if (auto sup = root["supervisor"]) {
       only_keys(sup, "supervisor", {"polling_timeout", "reaper_timeout", "shutdown_timeout"});

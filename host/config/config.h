@@ -79,6 +79,9 @@ struct PipelineAdvancerConfig {
   Scoped<int> max_crash{10};
   double polling_timeout = 1.0;
   double shutdown_timeout = 20.0;
+  // steps.max_depth: the widest fan-out (expand items, divide targets) a
+  // step may make; -1 = unlimited. Per pipeline and per step.
+  Scoped<int> max_depth{-1};
 };
 
 struct SupervisorConfig {

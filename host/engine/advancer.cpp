@@ -3,74 +3,22 @@
 #include <algorithm>
 
 #include "engine/error_info.h"
+#include "engine/on_halt.h"
+#include "engine/router.h"
 #include "util/fault.h"
 
 namespace ductwork {
-namespace {
-
-// Routing hit an edge it cannot take: halts the branch (transition_invalid)
-// instead of being retried.
-class TransitionInvalid : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// What one advancement did, for the work after the fence commits.
-struct AdvanceEffects {
-  size_t jobs_created = 0;
-  RunState run_state = RunState::kOpen;
-  std::string halt_reason;
-};
-
-void close_transition(BranchTx& tx, const BranchClaim& claim, const std::string& out_step_id) {
-  tx.complete_transition(claim.transition_id, out_step_id);
-  tx.complete_advancement(claim.advancement_id);
-}
-
-void halt(BranchTx& tx, const BranchClaim& claim, const std::string& reason, AdvanceEffects& effects) {
-  close_transition(tx, claim, "");
-  tx.halt_branch(claim.branch_id, reason);
-  effects.halt_reason = reason;
-  effects.run_state = tx.settle_run(claim.run_id);
-}
-
-// Moves the branch along the edge of its (advancing) step.
-void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, AdvanceEffects& effects) {
-  const Edge& edge = definition.edge(claim.step_node);
-  if (edge.type.empty()) {
-    // End of the branch.
-    tx.complete_step(claim.step_id);
-    close_transition(tx, claim, "");
-    tx.complete_branch(claim.branch_id);
-    effects.run_state = tx.settle_run(claim.run_id);
-    return;
-  }
-  if (edge.type == "chain") {
-    std::string output = tx.step_output_json(claim.step_id);
-    tx.complete_step(claim.step_id);
-    const std::string& next = edge.to.front();
-    NewStep step{claim.run_id, claim.branch_id, claim.pipeline, claim.step_id, next,
-                 definition.edge(next).klass, "default", "[" + output + "]"};
-    std::string step_id = tx.create_step(step);
-    close_transition(tx, claim, step_id);
-    tx.release_branch(claim.branch_id);
-    effects.jobs_created = 1;
-    return;
-  }
-  throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");
-}
-
-}  // namespace
-
 Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionCache& definitions,
-                   const Config& config, Logger& logger, Wakeups& wakeups, std::string process_id)
+                   const Config& config, Logger& logger, Wakeups& wakeups, std::string process_id,
+                   const PluginRegistry* registry)
     : pipelines_(std::move(pipelines)),
       store_(store),
       definitions_(definitions),
       config_(config),
       logger_(logger),
       wakeups_(wakeups),
-      process_id_(std::move(process_id)) {}
+      process_id_(std::move(process_id)),
+      registry_(registry) {}
 
 struct Advancer::Effects : AdvanceEffects {};
 
@@ -131,16 +79,16 @@ void Advancer::advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& 
   // max_crash 0 means "no crash tolerated", not "never advance".
   if (claim.advancement_crash_count > 0 &&
       claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
-    halt(tx, claim, "advancer_crashes_exhausted", effects);
+    halt_branch(tx, claim, "advancer_crashes_exhausted", effects);
     return;
   }
   if (claim.step_status == "failed") {
     bool crashed = tx.last_result_type(claim.step_id) == "process_crashed";
-    halt(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
+    halt_branch(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
     return;
   }
   auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
-  route(tx, *definition, claim, effects);
+  route(tx, *definition, claim, config_, effects);
 }
 
 void Advancer::record_failure(const BranchClaim& claim, const std::exception& e, Effects& effects) {
@@ -180,6 +128,18 @@ void Advancer::after_commit(const BranchClaim& claim, const Effects& effects) {
   if (effects.run_state != RunState::kOpen) {
     logger_.info(effects.run_state == RunState::kCompleted ? "Run completed" : "Run halted",
                  {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}});
+  }
+  if (effects.run_state == RunState::kHalted) {
+    // After the halt committed, outside every transaction (SPEC §5).
+    try {
+      auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
+      if (definition->on_halt) {
+        dispatch_on_halt(store_, registry_, logger_, claim.pipeline, claim.run_id, *definition->on_halt);
+      }
+    } catch (const std::exception& e) {
+      logger_.error("on_halt not dispatched", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
+                                               {"error_message", e.what()}});
+    }
   }
 }
 

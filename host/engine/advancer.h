@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "engine/catalog.h"
 #include "engine/wakeup.h"
+#include "plugin/plugin_registry.h"
 #include "store/store.h"
 #include "util/logger.h"
 
@@ -16,7 +17,7 @@ namespace ductwork {
 class Advancer {
  public:
   Advancer(std::vector<std::string> pipelines, Store& store, DefinitionCache& definitions, const Config& config,
-           Logger& logger, Wakeups& wakeups, std::string process_id);
+           Logger& logger, Wakeups& wakeups, std::string process_id, const PluginRegistry* registry = nullptr);
 
   // Tries each pipeline once (rotating the starting one for fairness).
   // kClaimed: a branch was advanced; kContended: candidates existed but every
@@ -41,6 +42,7 @@ class Advancer {
   Logger& logger_;
   Wakeups& wakeups_;
   std::string process_id_;
+  const PluginRegistry* registry_;  // runs on_halt steps; null: on_halt is only logged
 };
 
 }  // namespace ductwork

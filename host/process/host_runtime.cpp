@@ -171,7 +171,7 @@ void HostRuntime::advancer_loop(std::atomic<int64_t>& tick) {
       if (!store) {
         store = stores_.open();
         advancer = std::make_unique<Advancer>(pipelines_, *store, definitions_, config_, logger_, wakeups_,
-                                              process_id_);
+                                              process_id_, &plugins_);
       }
       BranchClaimResult result = advancer->run_once();
       if (result != BranchClaimResult::kIdle) continue;  // claimed or contended: go again at once

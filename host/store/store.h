@@ -36,6 +36,28 @@ class BranchTx {
   // markers excluded): the advancer's retry budget.
   virtual int64_t errored_advancements(const std::string& transition_id) = 0;
 
+  // ---- fan-out and fan-in (SPEC §5)
+  // Creates one child branch per entry of `children` (its fanout_index is
+  // its position), each linked from the claimed branch and holding its
+  // first step (`to_transition`, source = the claimed step) with job,
+  // execution and availability; records the width on the claimed branch,
+  // which becomes the barrier of the matching fan-in. Rows are written with
+  // multi-row statements of up to 1,000 rows.
+  virtual void create_children(const BranchClaim& parent, const std::string& to_transition,
+                               const std::vector<NewChild>& children) = 0;
+  // Walks parent links up from `branch_id` to the nearest ancestor that ran
+  // one of `nodes`; nullopt when there is none.
+  virtual std::optional<Barrier> find_barrier(const std::string& branch_id, const std::vector<std::string>& nodes) = 0;
+  // Records that `step_id` (the last step of `branch_id`) arrived at the
+  // barrier's fan-in and counts it on the barrier row.
+  virtual ArrivalCount arrive(const Barrier& barrier, const std::string& branch_id, const std::string& step_id) = 0;
+  // Fires the barrier's fan-in exactly once: marks the barrier fired and
+  // creates a branch linked from every arrived branch, holding `step`
+  // (its branch_id and args_json are filled in: args = [the arrived steps'
+  // outputs in ordinal order]). Returns the new step id, or "" when the
+  // barrier had already fired.
+  virtual std::string fire_fan_in(const std::string& barrier_branch_id, NewStep step) = 0;
+
   // Back to in_progress, claim cleared, last_advanced_at now.
   virtual void release_branch(const std::string& branch_id) = 0;
   virtual void complete_branch(const std::string& branch_id) = 0;
@@ -158,6 +180,10 @@ class Store {
   // the claim diverged.
   virtual bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                                 const std::function<void(BranchTx&)>& body) = 0;
+  // Takes the run's on_halt dispatch: flips runs.on_halt_dispatched_at from
+  // null to now and returns the distinct halt reasons of its branches;
+  // nullopt when another caller already took it (at most once per run).
+  virtual std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) = 0;
   // The canonical definition snapshot of a run (JSON text).
   virtual std::string run_definition(const std::string& run_id) = 0;
 

@@ -97,6 +97,27 @@ struct NewStep {
   std::string args_json;  // JSON array
 };
 
+// One child of a fan-out: the node its first step runs and that step's args.
+struct NewChild {
+  std::string node;
+  std::string klass;
+  std::string args_json;  // JSON array
+};
+
+// Where a fan-in arrival lands: the branch that fanned out (the barrier)
+// and the arriving lineage's position among that branch's children.
+struct Barrier {
+  std::string branch_id;
+  int64_t ordinal = 0;
+};
+
+// A barrier's counters right after an arrival was counted.
+struct ArrivalCount {
+  int64_t arrived = 0;
+  int64_t width = 0;
+  bool fired = false;  // the fan-in branch already exists
+};
+
 enum class RunState { kOpen, kCompleted, kHalted };
 
 struct PipelineSummary {

@@ -39,3 +39,21 @@ class ContextGet : public Step {
 DUCTWORK_STEP(ContextGet);
 
 }  // namespace ductwork::testkit
+
+namespace ductwork::testkit {
+
+// RecordHalt: for a definition's on_halt. Stores its argument (the list of
+// halt reasons) under the run context key "halt_reasons" without
+// overwrite, so a second call on the same run fails with
+// ContextAlreadySet; returns the argument.
+class RecordHalt : public Step {
+ public:
+  Json execute(StepContext& ctx) override {
+    Json reasons = ctx.args().empty() ? Json() : ctx.arg(0);
+    ctx.set("halt_reasons", reasons, false);
+    return reasons;
+  }
+};
+DUCTWORK_STEP(RecordHalt);
+
+}  // namespace ductwork::testkit

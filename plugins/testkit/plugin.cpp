@@ -3,7 +3,7 @@
 //   value_steps.cpp    Echo, Inc, Double, Sum, Range, Route
 //   failure_steps.cpp  Fail, FailTimes, CrashTimes, Segfault
 //   sleep_step.cpp     Sleep
-//   context_steps.cpp  ContextSet, ContextGet
+//   context_steps.cpp  ContextSet, ContextGet, RecordHalt
 #include <ductwork/step.hpp>
 
 DUCTWORK_PLUGIN("testkit", "1.0.0");

@@ -56,7 +56,7 @@ TEST_F(TestkitTest, TableListsEveryStep) {
   for (std::size_t i = 0; i < plugin_->step_count; ++i) names.push_back(plugin_->steps[i]->name);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"ContextGet", "ContextSet", "CrashTimes", "Double",
-                                             "Echo", "Fail", "FailTimes", "Inc", "Range", "Route",
+                                             "Echo", "Fail", "FailTimes", "Inc", "Range", "RecordHalt", "Route",
                                              "Segfault", "Sleep", "Sum"}));
 }
 

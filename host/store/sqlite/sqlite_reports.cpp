@@ -64,13 +64,14 @@ std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id)
     }
     {
       auto b = conn_.prepare(
-          "SELECT id, status, halt_reason FROM branches WHERE run_id = ? ORDER BY started_at, id");
+          "SELECT id, status, halt_reason, fanout_index FROM branches WHERE run_id = ? ORDER BY started_at, id");
       b.bind(1, run_ids[i]);
       while (b.step()) {
         auto it = parents.find(b.text(0));
         run["branches"].push_back(json{{"id", b.text(0)},
                                        {"status", b.text(1)},
                                        {"halt_reason", optional_json(b, 2)},
+                                       {"fanout_index", b.is_null(3) ? json() : json(b.int64(3))},
                                        {"parent_ids", it == parents.end() ? json::array() : it->second}});
       }
     }

@@ -50,6 +50,7 @@ class SqliteStore final : public Store {
   bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                         const std::function<void(BranchTx&)>& body) override;
   std::string run_definition(const std::string& run_id) override;
+  std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) override;
 
   std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
   bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,

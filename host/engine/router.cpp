@@ -1,0 +1,163 @@
+#include "engine/router.h"
+
+#include "util/json.h"
+
+namespace ductwork {
+namespace {
+
+// A routing error the advancer records and retries (SPEC §5 step 4).
+class AdvanceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The step's output as a routing key: a string as itself, anything else as
+// its JSON text (3 -> "3", null -> "null").
+std::string routing_key(const std::string& output_json) {
+  json value = json::parse(output_json, nullptr, false);
+  if (value.is_string()) return value.get<std::string>();
+  return output_json;
+}
+
+bool exceeds_max_depth(const Config& config, const BranchClaim& claim, size_t width) {
+  int max_depth = config.pipeline_advancer.max_depth.get(claim.pipeline, claim.step_klass);
+  return max_depth >= 0 && width > static_cast<size_t>(max_depth);
+}
+
+// The next step on the same branch (chain, divert, converge).
+void continue_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
+                        const std::string& next, const std::string& to_transition, const std::string& output,
+                        AdvanceEffects& effects) {
+  tx.complete_step(claim.step_id);
+  NewStep step{claim.run_id, claim.branch_id, claim.pipeline, claim.step_id, next,
+               definition.edge(next).klass, to_transition, "[" + output + "]"};
+  std::string step_id = tx.create_step(step);
+  close_transition(tx, claim, step_id);
+  tx.release_branch(claim.branch_id);
+  effects.jobs_created = 1;
+}
+
+// The branch ends here (no edge, or an expand of nothing).
+void end_branch(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects) {
+  tx.complete_step(claim.step_id);
+  close_transition(tx, claim, "");
+  tx.complete_branch(claim.branch_id);
+  effects.run_state = tx.settle_run(claim.run_id);
+}
+
+// divide / expand: the branch completes and one child per entry starts.
+void fan_out(BranchTx& tx, const BranchClaim& claim, const std::string& type, const std::vector<NewChild>& children,
+             AdvanceEffects& effects) {
+  tx.complete_step(claim.step_id);
+  tx.create_children(claim, type, children);
+  close_transition(tx, claim, "");
+  tx.complete_branch(claim.branch_id);
+  effects.jobs_created = children.size();
+}
+
+// combine / collapse: the branch arrives at its barrier; the arrival that
+// completes the count creates the fan-in branch.
+void fan_in(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Edge& edge,
+            AdvanceEffects& effects) {
+  if (edge.barrier_nodes.empty()) {
+    throw TransitionInvalid(edge.type + " edge of node " + claim.step_node + " names no barrier_node");
+  }
+  std::optional<Barrier> barrier = tx.find_barrier(claim.branch_id, edge.barrier_nodes);
+  if (!barrier) {
+    throw TransitionInvalid(edge.type + " at node " + claim.step_node +
+                            ": no ancestor branch ran its barrier node " + edge.barrier_nodes.front());
+  }
+  tx.complete_step(claim.step_id);
+  close_transition(tx, claim, "");
+  tx.complete_branch(claim.branch_id);
+  ArrivalCount count = tx.arrive(*barrier, claim.branch_id, claim.step_id);
+  if (!count.fired && count.arrived >= count.width) {
+    const std::string& next = edge.to.front();
+    NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, next, definition.edge(next).klass, edge.type, ""};
+    if (!tx.fire_fan_in(barrier->branch_id, step).empty()) {
+      effects.jobs_created = 1;
+      return;
+    }
+  }
+  // Not the last arrival: the run may still be over (a sibling halted).
+  effects.run_state = tx.settle_run(claim.run_id);
+}
+
+}  // namespace
+
+void close_transition(BranchTx& tx, const BranchClaim& claim, const std::string& out_step_id) {
+  tx.complete_transition(claim.transition_id, out_step_id);
+  tx.complete_advancement(claim.advancement_id);
+}
+
+void halt_branch(BranchTx& tx, const BranchClaim& claim, const std::string& reason, AdvanceEffects& effects) {
+  close_transition(tx, claim, "");
+  tx.halt_branch(claim.branch_id, reason);
+  effects.halt_reason = reason;
+  effects.run_state = tx.settle_run(claim.run_id);
+}
+
+void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Config& config,
+           AdvanceEffects& effects) {
+  const Edge& edge = definition.edge(claim.step_node);
+  if (edge.type.empty()) {
+    end_branch(tx, claim, effects);
+    return;
+  }
+  if (edge.type == "chain" || edge.type == "converge") {
+    continue_on_branch(tx, definition, claim, edge.to.front(), edge.type == "chain" ? "default" : "converge",
+                       tx.step_output_json(claim.step_id), effects);
+    return;
+  }
+  if (edge.type == "divert") {
+    std::string output = tx.step_output_json(claim.step_id);
+    auto target = edge.routes.find(routing_key(output));
+    if (target == edge.routes.end()) target = edge.routes.find("otherwise");
+    if (target == edge.routes.end()) {
+      halt_branch(tx, claim, "condition_unmatched", effects);
+      return;
+    }
+    continue_on_branch(tx, definition, claim, target->second, "divert", output, effects);
+    return;
+  }
+  if (edge.type == "divide") {
+    if (exceeds_max_depth(config, claim, edge.to.size())) {
+      halt_branch(tx, claim, "max_fanout_exceeded", effects);
+      return;
+    }
+    std::string args = "[" + tx.step_output_json(claim.step_id) + "]";
+    std::vector<NewChild> children;
+    for (const auto& target : edge.to) children.push_back(NewChild{target, definition.edge(target).klass, args});
+    fan_out(tx, claim, "divide", children, effects);
+    return;
+  }
+  if (edge.type == "expand") {
+    json items = json::parse(tx.step_output_json(claim.step_id), nullptr, false);
+    if (!items.is_array()) {
+      throw AdvanceError("expand: step " + claim.step_klass + " must return a list, got " +
+                         (items.is_discarded() ? std::string("invalid JSON") : std::string(items.type_name())));
+    }
+    if (items.empty()) {
+      end_branch(tx, claim, effects);
+      return;
+    }
+    if (exceeds_max_depth(config, claim, items.size())) {
+      halt_branch(tx, claim, "max_fanout_exceeded", effects);
+      return;
+    }
+    const std::string& target = edge.to.front();
+    const std::string& klass = definition.edge(target).klass;
+    std::vector<NewChild> children;
+    children.reserve(items.size());
+    for (const auto& item : items) children.push_back(NewChild{target, klass, "[" + item.dump() + "]"});
+    fan_out(tx, claim, "expand", children, effects);
+    return;
+  }
+  if (edge.type == "combine" || edge.type == "collapse") {
+    fan_in(tx, definition, claim, edge, effects);
+    return;
+  }
+  throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");
+}
+
+}  // namespace ductwork

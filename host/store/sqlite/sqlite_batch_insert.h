@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "store/sqlite/sqlite_connection.h"
+
+namespace ductwork::sqlite {
+
+// Inserts many rows into one table with multi-row INSERT statements: full
+// batches of kRowsPerStatement rows, the remainder split into power-of-two
+// chunks so that only a dozen statement shapes per table ever reach the
+// connection's statement cache, however the row counts vary.
+//
+//   BatchInsert links(conn, "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, "
+//                           "created_at, updated_at) VALUES ", "(?, ?, ?, ?, ?)", 5);
+//   links.add({id, parent, child, now, now});
+//   links.flush();  // before the transaction commits: queued rows are not written otherwise
+class BatchInsert {
+ public:
+  static constexpr size_t kRowsPerStatement = 1000;
+  using Value = std::variant<std::string, int64_t>;
+
+  // `head` is "INSERT INTO t (cols) VALUES ", `row` one parenthesised tuple
+  // of `width` '?' placeholders (expressions around them are allowed).
+  BatchInsert(Connection& conn, std::string head, std::string row, int width);
+
+  // Queues one row (width values); writes a full batch as soon as one is
+  // queued.
+  void add(std::vector<Value> values);
+  // Writes every queued row.
+  void flush();
+
+ private:
+  void write(size_t first_row, size_t rows);
+
+  Connection& conn_;
+  std::string head_;
+  std::string row_;
+  int width_;
+  std::vector<Value> pending_;
+};
+
+}  // namespace ductwork::sqlite

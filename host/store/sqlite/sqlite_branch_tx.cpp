@@ -1,0 +1,125 @@
+// SqliteBranchTx: steps, transitions, advancements and branch states.
+#include "store/sqlite/sqlite_branch_tx.h"
+
+namespace ductwork::sqlite {
+
+std::string SqliteBranchTx::step_output_json(const std::string& step_id) {
+  auto stmt = conn_.prepare("SELECT output_payload -> '$.payload' FROM jobs WHERE step_id = ?");
+  stmt.bind(1, step_id);
+  if (!stmt.step() || stmt.is_null(0)) return "null";
+  return stmt.text(0);
+}
+
+std::string SqliteBranchTx::last_result_type(const std::string& step_id) {
+  auto stmt = conn_.prepare(
+      "SELECT r.result_type FROM results r JOIN executions e ON e.id = r.execution_id "
+      "JOIN jobs j ON j.id = e.job_id WHERE j.step_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1");
+  stmt.bind(1, step_id);
+  return stmt.step() ? stmt.text(0) : std::string();
+}
+
+void SqliteBranchTx::complete_step(const std::string& step_id) {
+  conn_.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, step_id)
+      .exec();
+  // The branch's latest step is no longer advanceable; a step created
+  // next on it starts pending.
+  conn_.prepare("UPDATE branches SET advanceable = 0 WHERE id = (SELECT branch_id FROM steps WHERE id = ?)")
+      .bind(1, step_id)
+      .exec();
+}
+
+void SqliteBranchTx::complete_transition(const std::string& transition_id, const std::string& out_step_id) {
+  conn_.prepare("UPDATE transitions SET out_step_id = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
+      .bind_optional(1, out_step_id.empty() ? std::nullopt : std::optional<std::string>(out_step_id))
+      .bind(2, now_)
+      .bind(3, transition_id)
+      .exec();
+}
+
+void SqliteBranchTx::complete_advancement(const std::string& advancement_id) {
+  conn_.prepare("UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, advancement_id)
+      .exec();
+}
+
+void SqliteBranchTx::fail_advancement(const std::string& advancement_id, const ErrorInfo& error) {
+  conn_.prepare(
+           "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = ?2, error_message = ?3, "
+           "error_backtrace = ?4 WHERE id = ?5")
+      .bind(1, now_)
+      .bind(2, error.klass)
+      .bind(3, error.message)
+      .bind(4, error.backtrace)
+      .bind(5, advancement_id)
+      .exec();
+}
+
+int64_t SqliteBranchTx::errored_advancements(const std::string& transition_id) {
+  auto stmt = conn_.prepare(std::string("SELECT COUNT(*) FROM advancements WHERE transition_id = ? AND "
+                                        "error_klass IS NOT NULL AND error_klass NOT IN ") +
+                            kCrashMarkersSql);
+  stmt.bind(1, transition_id);
+  stmt.step();
+  return stmt.int64(0);
+}
+
+void SqliteBranchTx::release_branch(const std::string& branch_id) {
+  conn_.prepare(
+           "UPDATE branches SET status = 'in_progress', claim_token = NULL, claimed_for_advancing_at = NULL, "
+           "last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, branch_id)
+      .exec();
+}
+
+void SqliteBranchTx::complete_branch(const std::string& branch_id) {
+  conn_.prepare(
+           "UPDATE branches SET status = 'completed', claim_token = NULL, claimed_for_advancing_at = NULL, "
+           "last_advanced_at = ?1, completed_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, branch_id)
+      .exec();
+}
+
+void SqliteBranchTx::halt_branch(const std::string& branch_id, const std::string& reason) {
+  conn_.prepare(
+           "UPDATE branches SET status = 'halted', halt_reason = ?1, claim_token = NULL, "
+           "claimed_for_advancing_at = NULL, last_advanced_at = ?2, completed_at = ?2, updated_at = ?2 "
+           "WHERE id = ?3")
+      .bind(1, reason)
+      .bind(2, now_)
+      .bind(3, branch_id)
+      .exec();
+}
+
+RunState SqliteBranchTx::settle_run(const std::string& run_id) {
+  {
+    auto open = conn_.prepare(
+        "SELECT 1 FROM branches WHERE run_id = ? AND status IN ('pending', 'in_progress', 'advancing', 'waiting') "
+        "LIMIT 1");
+    open.bind(1, run_id);
+    if (open.step()) return RunState::kOpen;
+  }
+  bool halted;
+  {
+    auto any_halted = conn_.prepare("SELECT 1 FROM branches WHERE run_id = ? AND status = 'halted' LIMIT 1");
+    any_halted.bind(1, run_id);
+    halted = any_halted.step();
+  }
+  const char* sql_run =
+      halted ? "UPDATE runs SET status = 'halted', halted_at = ?1, updated_at = ?1 WHERE id = ?2"
+             : "UPDATE runs SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2";
+  const char* sql_pipeline =
+      halted ? "UPDATE pipelines SET status = 'halted', halted_at = ?1, updated_at = ?1 "
+               "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)"
+             : "UPDATE pipelines SET status = 'completed', completed_at = ?1, updated_at = ?1 "
+               "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)";
+  conn_.prepare(sql_run).bind(1, now_).bind(2, run_id).exec();
+  conn_.prepare(sql_pipeline).bind(1, now_).bind(2, run_id).exec();
+  return halted ? RunState::kHalted : RunState::kCompleted;
+}
+
+}  // namespace ductwork::sqlite

@@ -1,0 +1,46 @@
+// The mutations an advancer makes while it holds a branch claim, on the
+// SQLite connection of the claiming store (see BranchTx). Defined in
+// sqlite_branch_tx.cpp (steps, transitions, branch states) and
+// sqlite_fanout.cpp (fan-out children, barriers and fan-in).
+#pragma once
+
+#include <string>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace ductwork::sqlite {
+
+// Crash markers: an advancement that ended with one of these was a crash of
+// the advancer, not a routing error, and counts against the crash budget.
+inline constexpr const char* kCrashMarkersSql = "('ProcessCrash', 'ThreadCrash', 'AbandonedClaim', 'OrphanedClaim')";
+
+class SqliteBranchTx final : public BranchTx {
+ public:
+  SqliteBranchTx(SqliteStore& store, std::string now) : store_(store), conn_(store.conn_), now_(std::move(now)) {}
+
+  std::string step_output_json(const std::string& step_id) override;
+  std::string last_result_type(const std::string& step_id) override;
+  void complete_step(const std::string& step_id) override;
+  std::string create_step(const NewStep& step) override { return store_.insert_step(step, "pending"); }
+  void complete_transition(const std::string& transition_id, const std::string& out_step_id) override;
+  void complete_advancement(const std::string& advancement_id) override;
+  void fail_advancement(const std::string& advancement_id, const ErrorInfo& error) override;
+  int64_t errored_advancements(const std::string& transition_id) override;
+  void release_branch(const std::string& branch_id) override;
+  void complete_branch(const std::string& branch_id) override;
+  void halt_branch(const std::string& branch_id, const std::string& reason) override;
+  RunState settle_run(const std::string& run_id) override;
+
+  void create_children(const BranchClaim& parent, const std::string& to_transition,
+                       const std::vector<NewChild>& children) override;
+  std::optional<Barrier> find_barrier(const std::string& branch_id, const std::vector<std::string>& nodes) override;
+  ArrivalCount arrive(const Barrier& barrier, const std::string& branch_id, const std::string& step_id) override;
+  std::string fire_fan_in(const std::string& barrier_branch_id, NewStep step) override;
+
+ private:
+  SqliteStore& store_;
+  Connection& conn_;
+  std::string now_;
+};
+
+}  // namespace ductwork::sqlite

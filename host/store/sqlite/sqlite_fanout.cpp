@@ -1,0 +1,184 @@
+// SqliteBranchTx: fan-out children, barrier walks and fan-in (SPEC §5).
+//
+// A branch that divides or expands becomes the *barrier* of the matching
+// fan-in: it records how many children it made (fanout_width), each child
+// records its position (fanout_index). A branch that reaches the fan-in
+// walks parent links up to the barrier, records its arrival with the
+// position of the lineage it belongs to, and bumps the barrier's counter.
+// The arrival that brings the counter to the width fires the fan-in, once,
+// reading every arrived output in position order. All of it happens in the
+// arriving branch's transaction, which SQLite serialises with every other
+// writer, so exactly one arrival sees the full count.
+#include "store/sqlite/sqlite_batch_insert.h"
+#include "store/sqlite/sqlite_branch_tx.h"
+#include "store/store_error.h"
+#include "util/uuid.h"
+
+namespace ductwork::sqlite {
+namespace {
+
+// A JSON array of strings, for `IN (SELECT value FROM json_each(?))`.
+std::string json_string_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+void SqliteBranchTx::create_children(const BranchClaim& parent, const std::string& to_transition,
+                                     const std::vector<NewChild>& children) {
+  BatchInsert branches(conn_,
+                       "INSERT INTO branches (id, run_id, pipeline_klass, status, fanout_index, last_advanced_at, "
+                       "started_at, created_at, updated_at) VALUES ",
+                       "(?, ?, ?, 'in_progress', ?, ?, ?, ?, ?)", 8);
+  BatchInsert links(conn_,
+                    "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
+                    "(?, ?, ?, ?, ?)", 5);
+  BatchInsert steps(conn_,
+                    "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
+                    "started_at, created_at, updated_at) VALUES ",
+                    "(?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)", 10);
+  BatchInsert jobs(conn_,
+                   "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) VALUES ",
+                   "(?, ?, ?, json_object('args', json(?)), ?, ?, ?)", 7);
+  BatchInsert executions(conn_,
+                         "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
+                         "updated_at) VALUES ",
+                         "(?, ?, 0, 0, ?, ?, ?)", 5);
+  BatchInsert availabilities(conn_,
+                             "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, "
+                             "updated_at) VALUES ",
+                             "(?, ?, ?, ?, ?, ?)", 6);
+  const std::string& now = now_;
+  for (size_t i = 0; i < children.size(); ++i) {
+    const NewChild& child = children[i];
+    std::string branch_id = new_uuid_v7(), step_id = new_uuid_v7(), job_id = new_uuid_v7(),
+                execution_id = new_uuid_v7();
+    // Added parent-first, so each table's batch is written after the
+    // batches of the rows it refers to.
+    branches.add({branch_id, parent.run_id, parent.pipeline, static_cast<int64_t>(i), now, now, now, now});
+    links.add({new_uuid_v7(), parent.branch_id, branch_id, now, now});
+    steps.add({step_id, parent.run_id, branch_id, parent.step_id, child.node, child.klass, to_transition, now, now,
+               now});
+    jobs.add({job_id, step_id, child.klass, child.args_json, now, now, now});
+    executions.add({execution_id, job_id, now, now, now});
+    availabilities.add({new_uuid_v7(), execution_id, parent.pipeline, now, now, now});
+  }
+  for (BatchInsert* batch : {&branches, &links, &steps, &jobs, &executions, &availabilities}) batch->flush();
+  conn_.prepare("UPDATE branches SET fanout_width = ?1, fanin_arrived = 0, fanin_branch_id = NULL, updated_at = ?2 "
+                "WHERE id = ?3")
+      .bind(1, static_cast<int64_t>(children.size()))
+      .bind(2, now)
+      .bind(3, parent.branch_id)
+      .exec();
+}
+
+std::optional<Barrier> SqliteBranchTx::find_barrier(const std::string& branch_id,
+                                                    const std::vector<std::string>& nodes) {
+  const std::string wanted = json_string_list(nodes);
+  std::string current = branch_id;
+  // A definition is acyclic and a branch has at least one step, so the walk
+  // ends; the bound only guards against a corrupted link table.
+  for (int depth = 0; depth < 100000; ++depth) {
+    std::string parent;
+    {
+      auto up = conn_.prepare("SELECT parent_branch_id FROM branch_links WHERE child_branch_id = ? LIMIT 1");
+      up.bind(1, current);
+      if (!up.step()) return std::nullopt;
+      parent = up.text(0);
+    }
+    bool ran;
+    {
+      auto ran_node = conn_.prepare(
+          "SELECT 1 FROM steps WHERE branch_id = ?1 AND node IN (SELECT value FROM json_each(?2)) LIMIT 1");
+      ran_node.bind(1, parent).bind(2, wanted);
+      ran = ran_node.step();
+    }
+    if (ran) {
+      auto position = conn_.prepare("SELECT fanout_index FROM branches WHERE id = ?");
+      position.bind(1, current);
+      if (!position.step() || position.is_null(0)) {
+        throw StoreError("branch " + current + " is a child of barrier " + parent + " without a fan-out position");
+      }
+      return Barrier{parent, position.int64(0)};
+    }
+    current = parent;
+  }
+  throw StoreError("branch " + branch_id + ": parent links do not end (corrupted branch_links?)");
+}
+
+ArrivalCount SqliteBranchTx::arrive(const Barrier& barrier, const std::string& branch_id,
+                                    const std::string& step_id) {
+  conn_.prepare(
+           "INSERT INTO fan_in_arrivals (id, barrier_branch_id, ordinal, branch_id, step_id, created_at, updated_at) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)")
+      .bind(1, new_uuid_v7())
+      .bind(2, barrier.branch_id)
+      .bind(3, barrier.ordinal)
+      .bind(4, branch_id)
+      .bind(5, step_id)
+      .bind(6, now_)
+      .exec();
+  auto count = conn_.prepare(
+      "UPDATE branches SET fanin_arrived = fanin_arrived + 1, updated_at = ?1 WHERE id = ?2 "
+      "RETURNING fanin_arrived, fanout_width, fanin_branch_id IS NOT NULL");
+  count.bind(1, now_).bind(2, barrier.branch_id);
+  if (!count.step()) throw StoreError("barrier branch " + barrier.branch_id + " is gone");
+  ArrivalCount out{count.int64(0), count.is_null(1) ? 0 : count.int64(1), count.int64(2) != 0};
+  while (count.step()) {
+  }
+  return out;
+}
+
+std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewStep step) {
+  const std::string branch_id = new_uuid_v7();
+  int won = conn_.prepare(
+                     "UPDATE branches SET fanin_branch_id = ?1, updated_at = ?2 WHERE id = ?3 AND "
+                     "fanin_branch_id IS NULL")
+                .bind(1, branch_id)
+                .bind(2, now_)
+                .bind(3, barrier_branch_id)
+                .exec();
+  if (won != 1) return "";
+  conn_.prepare(
+           "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, created_at, "
+           "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
+      .bind(1, branch_id)
+      .bind(2, step.run_id)
+      .bind(3, step.pipeline)
+      .bind(4, now_)
+      .exec();
+  BatchInsert links(conn_,
+                    "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
+                    "(?, ?, ?, ?, ?)", 5);
+  std::string outputs = "[";
+  {
+    auto arrived = conn_.prepare(
+        "SELECT a.branch_id, j.output_payload -> '$.payload' FROM fan_in_arrivals a "
+        "JOIN jobs j ON j.step_id = a.step_id WHERE a.barrier_branch_id = ? ORDER BY a.ordinal");
+    arrived.bind(1, barrier_branch_id);
+    bool first = true;
+    while (arrived.step()) {
+      if (!first) outputs += ',';
+      first = false;
+      outputs += arrived.is_null(1) ? std::string("null") : arrived.text(1);
+      links.add({new_uuid_v7(), arrived.text(0), branch_id, now_, now_});
+    }
+  }
+  outputs += ']';
+  links.flush();
+  step.branch_id = branch_id;
+  step.args_json = "[" + outputs + "]";
+  return store_.insert_step(step, "pending");
+}
+
+}  // namespace ductwork::sqlite

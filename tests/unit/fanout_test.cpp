@@ -1,0 +1,359 @@
+// Fan-out and fan-in inside one process: every edge type of SPEC §5 driven
+// step by step through the real JobWorker and Advancer on a real SQLite
+// file with the real testkit plugin, then the races: many advancer threads
+// (on shared and on separate connections) finishing a wide expand or
+// divide at once must create exactly one fan-in target.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/advancer.h"
+#include "engine/job_worker.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store_fixture.h"
+
+namespace ductwork {
+namespace {
+
+class FanoutTest : public ::testing::Test, public test::StoreFixture {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger));
+    store->register_process(process_id, 1, "m", "all");
+  }
+
+  void configure(const std::string& yaml) { config = parse_config("pipelines: '*'\n" + yaml, "test.yml", "/"); }
+
+  // Runs a worker and an advancer until neither finds anything to do.
+  void drain() {
+    JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
+    Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id, &registry);
+    for (int idle_rounds = 0, guard = 0; idle_rounds < 2 && guard < 100000; ++guard) {
+      bool worked = worker.run_once();
+      bool advanced = advancer.run_once() == BranchClaimResult::kClaimed;
+      idle_rounds = (worked || advanced) ? 0 : idle_rounds + 1;
+    }
+  }
+
+  TriggeredPipeline run(const std::string& steps_yaml, const json& args) {
+    auto t = trigger(compile("pipeline: P\n" + steps_yaml), args);
+    drain();
+    return t;
+  }
+
+  json report(const TriggeredPipeline& t) { return *store->pipeline_report(t.pipeline_id); }
+
+  // Steps of the run's first run with class `klass`, in start order.
+  std::vector<json> steps_of(const json& doc, const std::string& klass) {
+    std::vector<json> out;
+    for (const auto& s : doc["runs"][0]["steps"])
+      if (s["klass"] == klass) out.push_back(s);
+    return out;
+  }
+
+  int64_t count(const std::string& sql, const std::string& arg) {
+    auto& sqlite = dynamic_cast<sqlite::SqliteStore&>(*store);
+    auto held = sqlite.lock();
+    auto stmt = sqlite.connection().prepare(sql);
+    stmt.bind(1, arg);
+    stmt.step();
+    return stmt.int64(0);
+  }
+
+  Logger logger{stderr, Logger::Format::kJson, LogLevel::kError};
+  PluginRegistry registry;
+  Config config = parse_config("pipelines: '*'\njob_worker: {retry_delay: 0}", "test.yml", "/");
+  Wakeups wakeups{{"P"}};
+  RuntimeStats stats;
+  DefinitionCache cache;
+  std::atomic<bool> cancelled{false};
+  const std::string process_id = "fanout-test";
+};
+
+TEST_F(FanoutTest, ExpandRunsOneChildPerItemAndCollapseGetsTheirOutputsInItemOrder) {
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({6}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto doubles = steps_of(doc, "Double");
+  ASSERT_EQ(doubles.size(), 6u);
+  for (const auto& d : doubles) EXPECT_EQ(d["to_transition"], "expand");
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 1u);
+  EXPECT_EQ(sums[0]["to_transition"], "collapse");
+  EXPECT_EQ(sums[0]["input"], json::array({json::array({0, 2, 4, 6, 8, 10})}));
+  EXPECT_EQ(sums[0]["output"], 30);
+  // Start branch, six children, one fan-in branch; all completed; children
+  // numbered by item, the fan-in branch linked from every child.
+  const json& branches = doc["runs"][0]["branches"];
+  ASSERT_EQ(branches.size(), 8u);
+  for (const auto& b : branches) EXPECT_EQ(b["status"], "completed");
+  EXPECT_EQ(branches[7]["parent_ids"].size(), 6u);
+  std::set<int64_t> positions;
+  for (int i = 1; i <= 6; ++i) positions.insert(branches[i]["fanout_index"].get<int64_t>());
+  EXPECT_EQ(positions, (std::set<int64_t>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST_F(FanoutTest, AnEmptyExpandCompletesTheBranchAndTheRun) {
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({0}));
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "completed");
+  EXPECT_TRUE(steps_of(doc, "Double").empty());
+  EXPECT_TRUE(steps_of(doc, "Sum").empty());
+}
+
+TEST_F(FanoutTest, ExpandOfANonListRetriesThenHaltsAdvancerRetriesExhausted) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_retry: 2}");
+  auto t = run("steps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n", json::array({5}));
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "advancer_retries_exhausted");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements a JOIN transitions t ON t.id = a.transition_id "
+                  "JOIN branches b ON b.id = t.branch_id WHERE b.run_id = ? AND a.error_klass IS NOT NULL",
+                  t.run_id),
+            2);
+}
+
+TEST_F(FanoutTest, DivideBranchesOfDifferentLengthsCombineInTargetOrder) {
+  auto t = run(
+      "steps:\n  - start: Echo\n  - divide: [[Inc, Inc, Inc], Double, [Echo, Inc]]\n  - combine: Sum\n",
+      json::array({10}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 1u);
+  EXPECT_EQ(sums[0]["to_transition"], "combine");
+  EXPECT_EQ(sums[0]["input"], json::array({json::array({13, 20, 11})}));
+  EXPECT_EQ(sums[0]["output"], 44);
+  EXPECT_EQ(steps_of(doc, "Inc").size(), 4u);
+}
+
+TEST_F(FanoutTest, DivertRoutesOnTheOutputAndFallsBackToOtherwise) {
+  std::string steps =
+      "steps:\n  - start: Route\n  - divert: {a: Double, otherwise: [Echo, Echo]}\n  - converge: ContextGet\n";
+  auto a = run(steps, json::array({"a"}));
+  auto other = run(steps, json::array({"zzz"}));
+  json doc_a = report(a), doc_o = report(other);
+  ASSERT_EQ(doc_a["status"], "halted");  // Double("a") fails: ArgumentError
+  EXPECT_EQ(steps_of(doc_a, "Double").size(), 1u);
+  EXPECT_EQ(steps_of(doc_a, "Double")[0]["to_transition"], "divert");
+  ASSERT_EQ(doc_o["status"], "completed") << doc_o.dump(1);
+  auto echoes = steps_of(doc_o, "Echo");
+  ASSERT_EQ(echoes.size(), 2u);
+  EXPECT_EQ(echoes[0]["to_transition"], "divert");
+  EXPECT_EQ(echoes[1]["to_transition"], "default");
+  auto conv = steps_of(doc_o, "ContextGet");
+  ASSERT_EQ(conv.size(), 1u);
+  EXPECT_EQ(conv[0]["to_transition"], "converge");
+  EXPECT_EQ(conv[0]["input"], json::array({"zzz"}));
+  EXPECT_EQ(doc_o["runs"][0]["branches"].size(), 1u) << "divert stays on its branch";
+}
+
+TEST_F(FanoutTest, DivertWithNoMatchAndNoOtherwiseHaltsConditionUnmatched) {
+  Definition def = compile("pipeline: P\nsteps:\n  - start: Route\n  - divert: {a: Echo, otherwise: Echo}\n");
+  def.edges[def.nodes[0]].routes.erase("otherwise");  // a snapshot that skipped validation
+  auto t = trigger(def, json::array({"b"}));
+  drain();
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "condition_unmatched");
+}
+
+TEST_F(FanoutTest, MaxDepthHaltsAFanOutThatIsTooWide) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: {default: 3, P: {Echo: 1}}}}");
+  auto wide = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({4}));
+  auto ok = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({3}));
+  auto divide = run("steps:\n  - start: Echo\n  - divide: [Inc, Double]\n  - combine: Sum\n", json::array({1}));
+  json w = report(wide);
+  EXPECT_EQ(w["status"], "halted");
+  EXPECT_EQ(w["runs"][0]["branches"][0]["halt_reason"], "max_fanout_exceeded");
+  EXPECT_TRUE(steps_of(w, "Double").empty()) << "nothing fanned out";
+  EXPECT_EQ(report(ok)["status"], "completed");
+  json d = report(divide);
+  EXPECT_EQ(d["status"], "halted");
+  EXPECT_EQ(d["runs"][0]["branches"][0]["halt_reason"], "max_fanout_exceeded");
+}
+
+TEST_F(FanoutTest, NestedExpandCollapseGroupsPerOuterItem) {
+  // [0,1,2] -> each n: Range(n) -> Double each -> Sum per n -> Sum of sums.
+  auto t = run(
+      "steps:\n  - start: Range\n  - expand: Inc\n  - chain: Range\n  - expand: Double\n  - collapse: Sum\n"
+      "  - collapse: Sum\n",
+      json::array({3}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  // Inner: n+1 = 1,2,3 -> Range -> [0],[0,1],[0,1,2] -> doubled sums 0, 2, 6.
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 4u);
+  EXPECT_EQ(sums.back()["input"], json::array({json::array({0, 2, 6})}));
+  EXPECT_EQ(sums.back()["output"], 8);
+}
+
+TEST_F(FanoutTest, ExpandThenDivideThenCombineThenCollapse) {
+  auto t = run(
+      "steps:\n  - start: Range\n  - expand: Echo\n  - divide: [Inc, Double]\n  - combine: Sum\n"
+      "  - collapse: Sum\n",
+      json::array({3}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  // item i -> (i+1) + 2i = 3i + 1 -> 1, 4, 7.
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 4u);
+  EXPECT_EQ(sums.back()["input"], json::array({json::array({1, 4, 7})}));
+  EXPECT_EQ(sums.back()["output"], 12);
+}
+
+TEST_F(FanoutTest, DivertInsideAnExpand) {
+  auto t = run(
+      "steps:\n  - start: Range\n  - expand: Route\n  - divert: {\"0\": Echo, otherwise: [Echo, Echo]}\n"
+      "  - converge: Echo\n  - collapse: Echo\n",
+      json::array({3}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto last = steps_of(doc, "Echo").back();
+  EXPECT_EQ(last["to_transition"], "collapse");
+  EXPECT_EQ(last["input"], json::array({json::array({"0", "1", "2"})}));
+  // Item "0" ran one Echo before converging, the others two: 1 + 2 + 2,
+  // plus three converge Echos and the collapse Echo.
+  EXPECT_EQ(steps_of(doc, "Echo").size(), 9u);
+}
+
+TEST_F(FanoutTest, AFailingBranchOfADivideHaltsTheRunWhileTheOthersFinish) {
+  configure("job_worker: {retry_delay: 0, max_retry: 1}");
+  auto t = run("steps:\n  - start: Echo\n  - divide: [Fail, [Inc, Inc], Double]\n  - combine: Sum\n",
+               json::array({1}));
+  json doc = report(t);
+  EXPECT_EQ(doc["status"], "halted");
+  std::map<std::string, int> statuses;
+  std::string reason;
+  for (const auto& b : doc["runs"][0]["branches"]) {
+    statuses[b["status"]]++;
+    if (b["status"] == "halted") reason = b["halt_reason"];
+  }
+  EXPECT_EQ(reason, "job_retries_exhausted");
+  EXPECT_EQ(statuses["halted"], 1);
+  EXPECT_EQ(statuses["completed"], 3);  // the start branch and the two siblings
+  EXPECT_EQ(steps_of(doc, "Inc").size(), 2u);
+  EXPECT_EQ(steps_of(doc, "Double")[0]["status"], "completed");
+  EXPECT_TRUE(steps_of(doc, "Sum").empty()) << "combine never fires without every sibling";
+}
+
+TEST_F(FanoutTest, OnHaltRunsOnceWithTheHaltReasons) {
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n  - divide: [Fail, Fail, Inc]\n  - combine: Sum\n",
+               json::array({1}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "halted");
+  auto recorded = store->context_get(t.run_id, "halt_reasons");
+  ASSERT_TRUE(recorded.has_value()) << "on_halt did not run";
+  EXPECT_EQ(json::parse(*recorded), json::array({"job_retries_exhausted"}));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE id = ? AND on_halt_dispatched_at IS NOT NULL", t.run_id), 1);
+  // A second dispatch attempt finds it taken.
+  EXPECT_FALSE(store->take_on_halt(t.run_id).has_value());
+}
+
+TEST_F(FanoutTest, OnHaltDoesNotRunForACompletedRun) {
+  auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n", json::array({1}));
+  EXPECT_EQ(report(t)["status"], "completed");
+  EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value());
+}
+
+// ---- races
+
+struct RaceOutcome {
+  int64_t fan_in_targets = 0;
+  int64_t advancing_branches = 0;
+  int64_t duplicated_steps = 0;
+  json target_input;
+};
+
+class FanoutRaceTest : public FanoutTest {
+ protected:
+  // Runs `definition` with 2 worker threads and 8 advancer threads: four
+  // pairs of advancers each share one connection (contending in-process),
+  // and the pairs contend with each other through SQLite's locks.
+  RaceOutcome race(const Definition& def, const json& args, const std::string& fan_in_klass) {
+    configure("job_worker: {retry_delay: 0}\npipeline_advancer: {count: 8}");
+    auto t = trigger(def, args);
+    DatabaseConfig db;
+    db.path = dir.file("test.sqlite3");
+    std::vector<std::unique_ptr<StoreFactory>> factories;
+    for (int i = 0; i < 4; ++i) factories.push_back(make_store_factory(db));
+    std::atomic<bool> done{false};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 2; ++w) {
+      threads.emplace_back([&, w] {
+        auto s = factories[w]->open();
+        JobWorker worker("P", *s, registry, config, logger, wakeups, stats, process_id, cancelled);
+        while (!done.load()) {
+          if (!worker.run_once()) std::this_thread::yield();
+        }
+      });
+    }
+    for (int a = 0; a < 8; ++a) {
+      threads.emplace_back([&, a] {
+        auto s = factories[a / 2]->open();
+        Advancer advancer({"P"}, *s, cache, config, logger, wakeups, process_id, &registry);
+        while (!done.load()) {
+          if (advancer.run_once() == BranchClaimResult::kIdle) std::this_thread::yield();
+        }
+      });
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (store->progress({"P"}).pipelines_open > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    done = true;
+    for (auto& th : threads) th.join();
+
+    RaceOutcome out;
+    out.fan_in_targets = count("SELECT COUNT(*) FROM steps WHERE run_id = ? AND klass = '" + fan_in_klass + "'",
+                               t.run_id);
+    out.advancing_branches =
+        count("SELECT COUNT(*) FROM branches WHERE run_id = ? AND status = 'advancing'", t.run_id);
+    out.duplicated_steps = count(
+        "SELECT COUNT(*) FROM (SELECT branch_id, node FROM steps WHERE run_id = ? GROUP BY branch_id, node "
+        "HAVING COUNT(*) > 1)",
+        t.run_id);
+    for (const auto& s : report(t)["runs"][0]["steps"])
+      if (s["klass"] == fan_in_klass) out.target_input = s["input"];
+    EXPECT_EQ(report(t)["status"], "completed");
+    return out;
+  }
+};
+
+int race_rounds() {
+  const char* env = std::getenv("DUCTWORK_RACE_ROUNDS");
+  return env ? std::max(1, std::atoi(env)) : 2;
+}
+
+TEST_F(FanoutRaceTest, EightAdvancersCollapseA2000WideExpandExactlyOnce) {
+  Definition def = compile("pipeline: P\nsteps:\n  - start: Range\n  - expand: Echo\n  - collapse: Sum\n");
+  for (int round = 0; round < race_rounds(); ++round) {
+    RaceOutcome out = race(def, json::array({2000}), "Sum");
+    EXPECT_EQ(out.fan_in_targets, 1) << "round " << round;
+    EXPECT_EQ(out.advancing_branches, 0) << "round " << round;
+    EXPECT_EQ(out.duplicated_steps, 0) << "round " << round;
+    ASSERT_EQ(out.target_input.size(), 1u);
+    ASSERT_EQ(out.target_input[0].size(), 2000u) << "round " << round;
+    for (int i = 0; i < 2000; ++i) ASSERT_EQ(out.target_input[0][i], i) << "item order, round " << round;
+  }
+}
+
+TEST_F(FanoutRaceTest, EightAdvancersCombineSixtyFourSiblingsExactlyOnce) {
+  std::string yaml = "pipeline: P\nsteps:\n  - start: Echo\n  - divide: [";
+  for (int i = 0; i < 64; ++i) yaml += std::string(i ? ", " : "") + (i % 2 ? "Inc" : "Double");
+  yaml += "]\n  - combine: Sum\n";
+  Definition def = compile(yaml);
+  for (int round = 0; round < race_rounds(); ++round) {
+    RaceOutcome out = race(def, json::array({5}), "Sum");
+    EXPECT_EQ(out.fan_in_targets, 1) << "round " << round;
+    EXPECT_EQ(out.advancing_branches, 0);
+    EXPECT_EQ(out.duplicated_steps, 0);
+    ASSERT_EQ(out.target_input.size(), 1u);
+    ASSERT_EQ(out.target_input[0].size(), 64u);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(out.target_input[0][i], i % 2 ? 6 : 10) << "target order";
+  }
+}
+
+}  // namespace
+}  // namespace ductwork
