@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds Ductwork and runs the demo: the WordReport pipeline of the example
-# wordcount plugin over each sample text, on the embedded SQLite default.
+# Builds Ductwork and runs the demo on the embedded SQLite default, with the
+# example wordcount plugin: WordReport (a chain) over each sample text, and
+# CorpusReport, which fans out one branch per file of the sample directory
+# (expand), counts them in parallel, and fans back in (collapse) to report
+# the whole corpus.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/packaging/build.sh"
@@ -13,7 +16,7 @@ cat >"$work/ductwork.yml" <<YAML
 database: {adapter: sqlite, path: demo.sqlite3}
 plugins: {directory: $build/lib/plugins}
 definitions: {directory: $root/examples/wordcount/pipelines}
-pipelines: [WordReport]
+pipelines: [WordReport, CorpusReport]
 job_worker: {count: 2, polling_timeout: 0.2}
 pipeline_advancer: {count: 2, polling_timeout: 0.2}
 YAML
@@ -25,9 +28,16 @@ ids=()
 for file in "$root"/examples/wordcount/data/*.txt; do
   ids+=("$("$bin" trigger WordReport "\"$file\"")")
 done
-echo "== triggered ${#ids[@]} pipelines; running the host until they finish"
+corpus=$("$bin" trigger CorpusReport "\"$root/examples/wordcount/data\"")
+echo "== triggered ${#ids[@]} WordReport pipelines and one CorpusReport; running the host until they finish"
 "$bin" start --drain >"$work/host.log"
 for id in "${ids[@]}"; do
   echo
   "$bin" status "$id" --json | jq -r '"== " + .pipeline + " " + .id + ": " + .status, (.runs[-1].steps[-1].output)'
 done
+echo
+"$bin" status "$corpus" --json | jq -r '
+  "== CorpusReport " + .id + ": " + .status,
+  "   fan-out: \([.runs[-1].steps[] | select(.klass == "CountWords")] | length) CountWords branches (expand), " +
+  "fan-in: \([.runs[-1].steps[] | select(.to_transition == "collapse")] | length) MergeCounts (collapse)",
+  (.runs[-1].steps[-1].output)'

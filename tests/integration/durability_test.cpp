@@ -1,5 +1,6 @@
 // The durability suite: for each fault-injection checkpoint × action, run a
-// chain through the real forking host with the fault armed (firing once,
+// chain (and, separately, an expand/collapse and a divide/combine) through
+// the real forking host with the fault armed (firing once,
 // in whichever process reaches it first), and prove the pipeline still
 // completes with every step's effects committed exactly once.
 #include <signal.h>
@@ -64,6 +65,51 @@ TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
     std::string crashes = sql(ws, "SELECT COUNT(*) FROM results WHERE error_klass = 'ProcessCrash'");
     EXPECT_GE(std::atoi(crashes.c_str()), 1) << crashes;
   }
+}
+
+// The same faults while branches fan out and back in: an expand/collapse
+// and a divide (with branches of different lengths)/combine.
+TEST_P(DurabilityTest, FanOutAndFanInCompleteWithExactlyOneFanInTarget) {
+  const auto& [checkpoint, action] = GetParam();
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("expand.yml", "pipeline: Expand\nsteps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n");
+  ws.define("divide.yml",
+            "pipeline: Divide\nsteps:\n  - start: Echo\n  - divide: [Inc, [Double, Inc]]\n  - combine: Sum\n");
+  std::string expand_id = ws.trigger("Expand", {"6"});
+  std::string divide_id = ws.trigger("Divide", {"10"});
+
+  auto run = ws.process_options(60);
+  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
+  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+
+  auto check = [&](const std::string& id, const json& sum_input, size_t steps_expected) {
+    json doc = ws.status(id);
+    ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+    const json& steps = doc["runs"][0]["steps"];
+    ASSERT_EQ(steps.size(), steps_expected) << "no step duplicated or lost";
+    int sums = 0;
+    for (const auto& step : steps) {
+      int successes = 0;
+      for (const auto& e : step["executions"]) successes += e["result_type"] == "success";
+      EXPECT_EQ(successes, 1) << step.dump(2);
+      if (step["klass"] == "Sum") {
+        ++sums;
+        EXPECT_EQ(step["input"], json::array({sum_input}));
+      }
+    }
+    EXPECT_EQ(sums, 1) << "exactly one fan-in target";
+  };
+  check(expand_id, json::array({0, 2, 4, 6, 8, 10}), 8);  // Range, 6 × Double, Sum
+  check(divide_id, json::array({11, 21}), 5);              // Echo, Inc, Double, Inc, Sum
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM branches WHERE status = 'advancing'"), "0\n") << "stranded branch";
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM branches WHERE fanin_arrived <> COALESCE(fanout_width, 0)"), "0\n")
+      << "every barrier counted each child once";
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM executions WHERE completed_at IS NULL"), "0\n") << "open execution";
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM processes"), "0\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(

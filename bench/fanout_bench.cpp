@@ -1,0 +1,212 @@
+// ductwork_fanout_bench — one wide fan-out and fan-in through the real binary.
+//
+// Pipeline FanoutBench: Range(N) → expand Double (N child branches) →
+// collapse Sum. Each repeat uses a fresh workspace and database, triggers
+// one run with the real `ductwork trigger`, then times `ductwork start
+// --drain` until the run is complete and checks Sum's output (N(N-1)).
+// Reports, per mode (forking supervisor, and `forking: none`):
+//   * wall time of the drain (median of --repeat),
+//   * where it went, from stored timestamps: expand committed, last child
+//     done, collapse fired, run completed,
+//   * peak RSS of the largest process of the host's process tree
+//     (getrusage(RUSAGE_CHILDREN) after waiting for it).
+//
+//   ductwork_fanout_bench [--items N] [--repeat R] [--workers W] [--advancers A] [--modes fork,none]
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "store/sqlite/sqlite_store.h"
+#include "util/json.h"
+
+namespace fs = std::filesystem;
+using ductwork::json;
+
+namespace {
+
+struct Options {
+  std::string binary = DUCTWORK_BINARY;
+  long items = 100000;
+  int repeat = 1;
+  int workers = 2;
+  int advancers = 2;
+  std::vector<std::string> modes = {"fork", "none"};
+};
+
+// Runs argv to completion with stdout captured (stderr inherited); returns
+// the exit status. *maxrss_kb (optional) gets the tree's largest RSS.
+int run(const std::vector<std::string>& argv, std::string* out, long* maxrss_kb = nullptr) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], 1);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(pipefd[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) {
+    if (out) out->append(buf, static_cast<size_t>(n));
+  }
+  close(pipefd[0]);
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  if (maxrss_kb) *maxrss_kb = usage.ru_maxrss;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int64_t parse_micros(const std::string& text) {
+  std::tm tm{};
+  int micros = 0;
+  std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+              &tm.tm_sec, &micros);
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Sample {
+  double wall_s = 0;
+  double expand_s = 0;     // trigger → children created (Double steps started)
+  double children_s = 0;   // → last Double completed
+  double collapse_s = 0;   // → Sum step created
+  double complete_s = 0;   // → run completed
+  long maxrss_kb = 0;
+  bool ok = false;
+};
+
+Sample one_run(const Options& o, const std::string& mode, int index) {
+  Sample s;
+  fs::path dir = fs::temp_directory_path() / ("ductwork-fanout-bench-" + std::to_string(getpid()) + "-" + mode + "-" +
+                                               std::to_string(index));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "pipelines");
+  std::ofstream(dir / "pipelines" / "fanout.yml")
+      << "pipeline: FanoutBench\nsteps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n";
+  std::ofstream(dir / "ductwork.yml") << "database: {adapter: sqlite, path: " << (dir / "bench.sqlite3").string()
+                                      << "}\nplugins: {directory: " << DUCTWORK_PLUGIN_DIR << "}\n"
+                                      << "definitions: {directory: " << (dir / "pipelines").string() << "}\n"
+                                      << "pipelines: '*'\nforking: " << mode << "\nlogger: {level: warn}\n"
+                                      << "job_worker: {count: " << o.workers << ", polling_timeout: 0.05}\n"
+                                      << "pipeline_advancer: {count: " << o.advancers << ", polling_timeout: 0.05}\n"
+                                      << "supervisor: {polling_timeout: 0.2}\n";
+  std::string config = (dir / "ductwork.yml").string();
+  std::string out;
+  if (run({o.binary, "migrate", "-c", config}, &out) != 0) return s;
+  out.clear();
+  if (run({o.binary, "trigger", "FanoutBench", "[" + std::to_string(o.items) + "]", "-c", config}, &out) != 0) {
+    return s;
+  }
+  auto start = std::chrono::steady_clock::now();
+  long maxrss = 0;
+  if (run({o.binary, "start", "--drain", "-c", config}, nullptr, &maxrss) != 0) return s;
+  s.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  s.maxrss_kb = maxrss;
+
+  // Read the timings straight from the database: a status document of
+  // 100,000 steps is far larger than these few numbers.
+  ductwork::DatabaseConfig db;
+  db.path = (dir / "bench.sqlite3").string();
+  auto factory = ductwork::make_store_factory(db);
+  auto store = factory->open();
+  auto& sqlite = dynamic_cast<ductwork::sqlite::SqliteStore&>(*store);
+  auto held = sqlite.lock();
+  auto text = [&](const std::string& sql) {
+    auto stmt = sqlite.connection().prepare(sql);
+    return stmt.step() && !stmt.is_null(0) ? stmt.text(0) : std::string();
+  };
+  if (text("SELECT status FROM pipelines LIMIT 1") != "completed") {
+    std::fprintf(stderr, "run did not complete\n");
+    return s;
+  }
+  int64_t t0 = parse_micros(text("SELECT started_at FROM runs LIMIT 1"));
+  auto since = [&](const std::string& sql) { return (parse_micros(text(sql)) - t0) / 1e6; };
+  s.expand_s = since("SELECT MIN(started_at) FROM steps WHERE klass = 'Double'");
+  s.children_s = since("SELECT MAX(completed_at) FROM steps WHERE klass = 'Double'");
+  s.collapse_s = since("SELECT started_at FROM steps WHERE klass = 'Sum'");
+  s.complete_s = since("SELECT completed_at FROM runs LIMIT 1");
+  json sum_output = json::parse(text("SELECT j.output_payload -> '$.payload' FROM jobs j WHERE j.klass = 'Sum'"),
+                                nullptr, false);
+  s.ok = sum_output == json(o.items * (o.items - 1));
+  if (!s.ok) std::fprintf(stderr, "wrong Sum output: %s\n", sum_output.dump().c_str());
+  held.unlock();
+  store.reset();
+  factory.reset();
+  fs::remove_all(dir);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--items") o.items = std::atol(value.c_str());
+    else if (flag == "--repeat") o.repeat = std::atoi(value.c_str());
+    else if (flag == "--workers") o.workers = std::atoi(value.c_str());
+    else if (flag == "--advancers") o.advancers = std::atoi(value.c_str());
+    else if (flag == "--modes") {
+      o.modes.clear();
+      std::stringstream list(value);
+      for (std::string m; std::getline(list, m, ',');) o.modes.push_back(m);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  std::printf("fan-out %ld items: Range -> expand Double -> collapse Sum; %d worker(s), %d advancer(s)\n", o.items,
+              o.workers, o.advancers);
+  int failures = 0;
+  for (const auto& mode : o.modes) {
+    std::vector<double> wall, expand, children, collapse, complete, rss;
+    for (int r = 0; r < o.repeat; ++r) {
+      Sample s = one_run(o, mode, r);
+      if (!s.ok) {
+        ++failures;
+        continue;
+      }
+      wall.push_back(s.wall_s);
+      expand.push_back(s.expand_s);
+      children.push_back(s.children_s);
+      collapse.push_back(s.collapse_s);
+      complete.push_back(s.complete_s);
+      rss.push_back(s.maxrss_kb / 1024.0);
+      std::printf("  forking: %-4s run %d: wall %.1f s, peak RSS %.0f MB\n", mode.c_str(), r + 1, s.wall_s,
+                  s.maxrss_kb / 1024.0);
+    }
+    if (wall.empty()) continue;
+    std::printf(
+        "forking: %-4s median of %zu: wall %.1f s (%.0f items/s); from run start: children created %.1f s, "
+        "last child done %.1f s, collapse fired %.1f s, run completed %.1f s; peak RSS %.0f MB\n",
+        mode.c_str(), wall.size(), median(wall), o.items / median(wall), median(expand), median(children),
+        median(collapse), median(complete), median(rss));
+  }
+  return failures == 0 ? 0 : 1;
+}
