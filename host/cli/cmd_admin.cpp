@@ -55,19 +55,18 @@ int cmd_plugins(const Args& args) {
 int cmd_validate(const Args& args) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork validate [--json]");
   Bootstrap boot(args, stderr, LogLevel::kError);
+  // Unlike every other command, validate keeps going past a broken file so
+  // one run lists every problem: each broken definition, then each step the
+  // loaded ones name that no plugin exports.
   std::vector<std::string> problems;
   std::vector<std::string> pipelines;
-  try {
-    const DefinitionSet& defs = boot.definitions();
-    for (const auto& [name, _] : defs.pipelines) pipelines.push_back(name);
-    problems = check_steps_resolve(defs, boot.plugins());
-    if (!boot.config().all_pipelines) {
-      for (const auto& name : boot.config().pipelines) {
-        if (!defs.find(name)) problems.push_back(boot.config().source + ": pipelines: '" + name + "' is not defined");
-      }
+  DefinitionSet defs = load_catalog(boot.config().definitions_directory, boot.plugins(), &problems);
+  for (const auto& [name, _] : defs.pipelines) pipelines.push_back(name);
+  for (auto& problem : check_steps_resolve(defs, boot.plugins())) problems.push_back(std::move(problem));
+  if (!boot.config().all_pipelines) {
+    for (const auto& name : boot.config().pipelines) {
+      if (!defs.find(name)) problems.push_back(boot.config().source + ": pipelines: '" + name + "' is not defined");
     }
-  } catch (const DefinitionError& e) {
-    problems.push_back(e.what());
   }
   if (args.flag("json")) {
     json out = {{"ok", problems.empty()}, {"pipelines", pipelines}, {"problems", problems}};

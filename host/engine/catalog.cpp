@@ -6,16 +6,23 @@
 
 namespace ductwork {
 
-DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins) {
-  DefinitionSet set = load_definition_directory(definitions_directory);
+DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins,
+                           std::vector<std::string>* problems) {
+  DefinitionSet set = load_definition_directory(definitions_directory, problems);
   for (const auto& plugin : plugins.plugins()) {
+    // Every error names the plugin: from_json prefixes its messages with it.
     std::string source = "plugin " + plugin->name + " (" + plugin->path + ")";
     for (const auto& text : plugin->pipelines_json) {
-      json doc = json::parse(text, nullptr, false);
-      if (doc.is_discarded() || !doc.is_object() || !doc.contains("pipeline") || !doc["pipeline"].is_string()) {
-        throw DefinitionError(source + ": an exported pipeline is not canonical JSON with a \"pipeline\" name");
+      try {
+        json doc = json::parse(text, nullptr, false);
+        if (doc.is_discarded() || !doc.is_object() || !doc.contains("pipeline") || !doc["pipeline"].is_string()) {
+          throw DefinitionError(source + ": an exported pipeline is not canonical JSON with a \"pipeline\" name");
+        }
+        set.add(Definition::from_json(doc, doc["pipeline"].get<std::string>(), source), source);
+      } catch (const DefinitionError& e) {
+        if (!problems) throw;
+        problems->push_back(e.what());
       }
-      set.add(Definition::from_json(doc, doc["pipeline"].get<std::string>(), source), source);
     }
   }
   return set;

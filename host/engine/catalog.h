@@ -15,8 +15,10 @@ class Store;
 
 // Every pipeline this host knows: the definition files of
 // definitions.directory plus the pipelines plugins export. A pipeline name
-// defined twice is an error.
-DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins);
+// defined twice is an error. A broken definition throws DefinitionError; with
+// `problems` every one is appended there instead and skipped.
+DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins,
+                           std::vector<std::string>* problems = nullptr);
 
 // Problems that keep a definition set from running with these plugins: a
 // step class no loaded plugin exports. Empty when everything resolves.

@@ -3,6 +3,8 @@
 #include <Poco/DigestEngine.h>
 #include <Poco/SHA1Engine.h>
 
+#include <ductwork/pipeline.hpp>
+
 #include <set>
 
 namespace ductwork {
@@ -15,12 +17,178 @@ std::string sha1_hex(const std::string& text) {
 }
 
 const std::set<std::string> kEdgeTypes = {"chain", "divide", "combine", "expand", "collapse", "divert", "converge"};
+// Edge types that lead to exactly one node.
+const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge"};
+
+// Reads one canonical document. Shape errors are found in every mode; the
+// rules of the language (rule()) only in strict mode.
+class Reader {
+ public:
+  Reader(const json& doc, const std::string& pipeline, const std::string& source, bool strict)
+      : doc_(doc), source_(source), strict_(strict) {
+    def_.pipeline = pipeline;
+  }
+
+  Definition read() {
+    if (!doc_.is_object()) throw fail("the definition must be an object");
+    read_nodes();
+    for (const auto& node : def_.nodes) def_.edges.emplace(node, read_edge(node));
+    if (strict_) {
+      for (const auto& [node, _] : doc_["edges"].items()) {
+        if (!nodes_.count(node)) throw fail("\"edges\" has an entry for " + node + ", which is not in \"nodes\"");
+      }
+      for (const auto& node : def_.nodes) check_edge(node, def_.edges.at(node));
+    }
+    read_metadata();
+    return std::move(def_);
+  }
+
+ private:
+  DefinitionError fail(const std::string& rule) const {
+    return DefinitionError(source_ + ": pipeline " + def_.pipeline + ": " + rule);
+  }
+  DefinitionError fail_at(const std::string& node, const std::string& rule) const {
+    return fail("node " + node + ": " + rule);
+  }
+
+  void check_step_name(const std::string& where, const std::string& klass) const {
+    try {
+      detail::check_step_name(klass);
+    } catch (const PipelineError& e) {
+      throw fail(where + e.what());
+    }
+  }
+
+  void read_nodes() {
+    if (!doc_.contains("nodes") || !doc_["nodes"].is_array() || doc_["nodes"].empty()) {
+      throw fail("\"nodes\" must be a non-empty list (nodes[0] is the start)");
+    }
+    if (!doc_.contains("edges") || !doc_["edges"].is_object()) throw fail("\"edges\" must be an object");
+    for (const auto& n : doc_["nodes"]) {
+      if (!n.is_string()) throw fail("every node must be a string");
+      std::string node = n.get<std::string>();
+      if (!nodes_.insert(node).second && strict_) throw fail_at(node, "listed twice in \"nodes\"");
+      def_.nodes.push_back(node);
+    }
+  }
+
+  std::string target(const std::string& node, const json& t) const {
+    if (!t.is_string()) throw fail_at(node, "every target must be a node name");
+    std::string name = t.get<std::string>();
+    bool known = strict_ ? nodes_.count(name) > 0 : doc_["edges"].contains(name);
+    if (!known) throw fail_at(node, "targets " + name + ", which is not in \"nodes\"");
+    return name;
+  }
+
+  Edge read_edge(const std::string& node) {
+    if (!doc_["edges"].contains(node)) throw fail("node " + node + " has no entry in \"edges\"");
+    const json& e = doc_["edges"][node];
+    if (!e.is_object() || !e.contains("klass") || !e["klass"].is_string()) {
+      throw fail("edge of " + node + " must be an object with a string \"klass\"");
+    }
+    Edge edge;
+    edge.klass = e["klass"].get<std::string>();
+    if (strict_) check_step_name("node " + node + ": ", edge.klass);
+    if (e.contains("type")) {
+      if (!e["type"].is_string()) throw fail_at(node, "\"type\" must be a string");
+      edge.type = e["type"].get<std::string>();
+      if (strict_ && !kEdgeTypes.count(edge.type)) {
+        throw fail_at(node, "unknown edge type '" + edge.type +
+                                "' (expected chain, divide, combine, expand, collapse, divert or converge)");
+      }
+      const json* to = e.contains("to") ? &e["to"] : nullptr;
+      if (to && to->is_object() && (edge.type == "divert" || !strict_)) {
+        for (const auto& [key, t] : to->items()) edge.routes[key] = target(node, t);
+        for (const auto& [key, t] : edge.routes) edge.to.push_back(t);
+      } else if (edge.type == "divert") {
+        throw fail_at(node, "a 'divert' edge's \"to\" must be an object of routing key -> node");
+      } else if (to && to->is_array() && !to->empty()) {
+        for (const auto& t : *to) edge.to.push_back(target(node, t));
+      } else {
+        throw fail("edge of " + node + " must list its targets in \"to\"");
+      }
+    } else if (strict_ && e.contains("to")) {
+      throw fail_at(node, "\"to\" without a \"type\"");
+    }
+    if (e.contains("barrier_node")) {
+      const json& b = e["barrier_node"];
+      if (b.is_string()) {
+        edge.barrier_nodes.push_back(b.get<std::string>());
+      } else if (b.is_array() && !b.empty()) {
+        for (const auto& x : b) {
+          if (!x.is_string()) throw fail_at(node, "\"barrier_node\" must be a node name or a list of them");
+          edge.barrier_nodes.push_back(x.get<std::string>());
+        }
+      } else {
+        throw fail_at(node, "\"barrier_node\" must be a node name or a list of them");
+      }
+    }
+    return edge;
+  }
+
+  // The rules of the language for one parsed edge (strict mode).
+  void check_edge(const std::string& node, const Edge& edge) const {
+    if (edge.type.empty()) {
+      if (!edge.barrier_nodes.empty()) throw fail_at(node, "\"barrier_node\" without a \"type\"");
+      return;
+    }
+    for (const auto& t : edge.to) {
+      if (t == def_.nodes.front()) {
+        throw fail_at(node, "targets the start node " + t + " (nothing may lead back to nodes[0])");
+      }
+    }
+    if (kSingleTarget.count(edge.type) && edge.to.size() != 1) {
+      throw fail_at(node, "a '" + edge.type + "' edge has exactly one target");
+    }
+    if (edge.type == "divert" && !edge.routes.count("otherwise")) {
+      throw fail_at(node, "'divert' needs an 'otherwise' target");
+    }
+    std::string opener = edge.type == "collapse" ? "expand" : edge.type == "combine" ? "divide" : "";
+    if (opener.empty()) {
+      if (!edge.barrier_nodes.empty()) {
+        throw fail_at(node, "only 'collapse' and 'combine' edges have a \"barrier_node\"");
+      }
+      return;
+    }
+    if (edge.barrier_nodes.empty()) {
+      throw fail_at(node, "a '" + edge.type + "' edge names the node(s) of its '" + opener +
+                              "' in \"barrier_node\"");
+    }
+    for (const auto& b : edge.barrier_nodes) {
+      if (!nodes_.count(b)) throw fail_at(node, "barrier_node " + b + " is not in \"nodes\"");
+      if (def_.edges.at(b).type != opener) {
+        const std::string an = opener == "expand" ? "an '" : "a '";
+        throw fail_at(node, "barrier_node " + b + " does not carry " + an + opener + "' edge (a '" + edge.type +
+                                "' closes " + an + opener + "')");
+      }
+    }
+  }
+
+  void read_metadata() {
+    if (!doc_.contains("metadata")) return;
+    const json& metadata = doc_["metadata"];
+    if (!metadata.is_object()) {
+      if (strict_) throw fail("\"metadata\" must be an object");
+      return;
+    }
+    if (!metadata.contains("on_halt")) return;
+    const json& h = metadata["on_halt"];
+    if (h.is_object() && h.contains("klass") && h["klass"].is_string()) {
+      def_.on_halt = h["klass"].get<std::string>();
+      if (strict_) check_step_name("metadata.on_halt: ", *def_.on_halt);
+    } else if (strict_) {
+      throw fail("metadata.on_halt must be {\"klass\": \"StepName\"}");
+    }
+  }
+
+  const json& doc_;
+  std::string source_;
+  bool strict_;
+  Definition def_;
+  std::set<std::string> nodes_;
+};
 
 }  // namespace
-
-std::string make_node_name(const std::string& pipeline, size_t ordinal, const std::string& klass) {
-  return klass + "." + sha1_hex(pipeline + ":" + std::to_string(ordinal) + ":" + klass).substr(0, 8);
-}
 
 const Edge& Definition::edge(const std::string& node) const {
   auto it = edges.find(node);
@@ -48,7 +216,7 @@ json Definition::to_json() const {
     json entry{{"klass", e.klass}};
     if (!e.type.empty()) {
       entry["type"] = e.type;
-      entry["to"] = e.to;
+      entry["to"] = e.routes.empty() ? json(e.to) : json(e.routes);
       if (!e.barrier_nodes.empty()) {
         entry["barrier_node"] = e.barrier_nodes.size() == 1 ? json(e.barrier_nodes.front()) : json(e.barrier_nodes);
       }
@@ -64,56 +232,7 @@ std::string Definition::sha1() const { return sha1_hex(canonical_text()); }
 
 Definition Definition::from_json(const json& doc, const std::string& pipeline, const std::string& source,
                                  bool strict) {
-  auto fail = [&](const std::string& rule) -> DefinitionError {
-    return DefinitionError(source + ": pipeline " + pipeline + ": " + rule);
-  };
-  if (!doc.is_object()) throw fail("the definition must be an object");
-  Definition def;
-  def.pipeline = pipeline;
-  if (!doc.contains("nodes") || !doc["nodes"].is_array() || doc["nodes"].empty()) {
-    throw fail("\"nodes\" must be a non-empty list (nodes[0] is the start)");
-  }
-  if (!doc.contains("edges") || !doc["edges"].is_object()) throw fail("\"edges\" must be an object");
-  for (const auto& n : doc["nodes"]) {
-    if (!n.is_string()) throw fail("every node must be a string");
-    def.nodes.push_back(n.get<std::string>());
-  }
-  for (const auto& node : def.nodes) {
-    if (!doc["edges"].contains(node)) throw fail("node " + node + " has no entry in \"edges\"");
-    const json& e = doc["edges"][node];
-    if (!e.is_object() || !e.contains("klass") || !e["klass"].is_string()) {
-      throw fail("edge of " + node + " must be an object with a string \"klass\"");
-    }
-    Edge edge;
-    edge.klass = e["klass"].get<std::string>();
-    if (e.contains("type")) {
-      if (!e["type"].is_string() || (strict && !kEdgeTypes.count(e["type"].get<std::string>()))) {
-        throw fail("edge of " + node + " has an unknown type");
-      }
-      edge.type = e["type"].get<std::string>();
-      if (!e.contains("to") || !e["to"].is_array() || e["to"].empty()) {
-        throw fail("edge of " + node + " must list its targets in \"to\"");
-      }
-      for (const auto& t : e["to"]) {
-        if (!t.is_string() || !doc["edges"].contains(t.get<std::string>())) {
-          throw fail("edge of " + node + " targets an unknown node");
-        }
-        edge.to.push_back(t.get<std::string>());
-      }
-    }
-    if (e.contains("barrier_node")) {
-      const json& b = e["barrier_node"];
-      if (b.is_string()) edge.barrier_nodes.push_back(b.get<std::string>());
-      else if (b.is_array())
-        for (const auto& x : b) edge.barrier_nodes.push_back(x.get<std::string>());
-    }
-    def.edges.emplace(node, std::move(edge));
-  }
-  if (doc.contains("metadata") && doc["metadata"].is_object() && doc["metadata"].contains("on_halt")) {
-    const json& h = doc["metadata"]["on_halt"];
-    if (h.is_object() && h.contains("klass") && h["klass"].is_string()) def.on_halt = h["klass"].get<std::string>();
-  }
-  return def;
+  return Reader(doc, pipeline, source, strict).read();
 }
 
 }  // namespace ductwork

@@ -34,7 +34,9 @@ struct Edge {
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named
-// "<klass>.<8 hex>", nodes[0] the start, at most one edge per node.
+// "<klass>.<8 hex>", nodes[0] the start, at most one edge per node. Files are
+// compiled by definition_loader through the SDK's builder (pipeline.hpp),
+// which also names the nodes.
 struct Definition {
   std::string pipeline;
   std::vector<std::string> nodes;
@@ -52,17 +54,18 @@ struct Definition {
   std::string canonical_text() const;
   std::string sha1() const;
 
-  // Parses the canonical JSON (with the pipeline name given separately).
-  // Throws DefinitionError naming `source` for a malformed document. With
-  // `strict` an unknown edge type is an error too; a run's stored snapshot is
-  // read leniently, so routing can halt it as transition_invalid instead.
+  // Parses the canonical JSON (with the pipeline name given separately; a
+  // top-level "pipeline" key, as plugins export, is ignored). Throws
+  // DefinitionError "<source>: pipeline <P>: [node <N>: ]<rule>" for a
+  // malformed document. With `strict` (definitions from plugins) the graph
+  // must obey the rules of the pipeline language: known edge types, targets
+  // that are nodes, nothing leading back to the start, one target for
+  // chain/expand/collapse/combine/converge, a divert map with "otherwise",
+  // fan-ins naming the node(s) of their fan-out, well-formed on_halt. A
+  // run's stored snapshot is read leniently, so routing can halt it as
+  // transition_invalid instead.
   static Definition from_json(const json& doc, const std::string& pipeline, const std::string& source,
                               bool strict = true);
 };
-
-// "<klass>.<8 hex>": the hex is derived from the pipeline, the node's
-// position and its class, so loading the same file twice gives the same
-// graph (and the same definition_sha1).
-std::string make_node_name(const std::string& pipeline, size_t ordinal, const std::string& klass);
 
 }  // namespace ductwork

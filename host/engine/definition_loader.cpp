@@ -2,24 +2,69 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <ductwork/pipeline.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
+#include <type_traits>
+#include <vector>
 
 namespace ductwork {
 namespace fs = std::filesystem;
 namespace {
 
-// Keywords of the full language that this version does not compile yet.
-const std::set<std::string> kNotYetKeywords = {"divide", "combine", "expand", "collapse",
-                                               "divert", "converge"};
-
+// Compiles one file by replaying its entries on the SDK's builder, so a file
+// and the same pipeline written in C++ give the same graph and node names.
+// The builder enforces the rules; this class adds the file, the line of the
+// offending entry and the pipeline to its messages.
 class Compiler {
  public:
   explicit Compiler(std::string source) : source_(std::move(source)) {}
 
+  Definition compile(const YAML::Node& root) {
+    if (!root.IsMap()) fail(root, "a definition file must be a map with 'pipeline' and 'steps'");
+    for (const auto& kv : root) {
+      std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      if (key != "pipeline" && key != "steps" && key != "on_halt") {
+        fail(kv.first, "unknown key '" + key + "' (expected 'pipeline', 'steps' and 'on_halt')");
+      }
+    }
+    if (!root["pipeline"] || !root["pipeline"].IsScalar() || root["pipeline"].Scalar().empty()) {
+      fail(root, "'pipeline' must name the pipeline");
+    }
+    pipeline_ = root["pipeline"].Scalar();
+    const YAML::Node steps = root["steps"];
+    if (!steps || !steps.IsSequence() || steps.size() == 0) {
+      fail(steps ? steps : root, "'steps' must be a non-empty list starting with '- start: StepName'");
+    }
+
+    Pipeline pipeline(pipeline_);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const YAML::Node entry = steps[i];
+      if (!entry.IsMap() || entry.size() != 1) {
+        fail(entry, "each entry of 'steps' is one 'keyword: StepName' pair");
+      }
+      if (i == 0) {
+        if (keyword(entry) != "start") {
+          fail(entry, "the first entry must be 'start' (exactly one 'start', and it comes first)");
+        }
+        std::string klass = step_name(entry.begin()->second, "start", entry);
+        guarded(entry, [&] { pipeline.start(klass); });
+      } else {
+        apply(pipeline, entry);
+      }
+    }
+    for (const auto& kv : root) {
+      if (kv.first.Scalar() != "on_halt") continue;
+      std::string klass = step_name(kv.second, "on_halt", kv.first);
+      guarded(kv.first, [&] { pipeline.on_halt(klass); });
+    }
+    return Definition::from_json(json::parse(pipeline.dump()), pipeline_, source_);
+  }
+
+ private:
   [[noreturn]] void fail(const YAML::Node& at, const std::string& rule) const {
     std::ostringstream msg;
     msg << source_;
@@ -29,72 +74,112 @@ class Compiler {
     throw DefinitionError(msg.str());
   }
 
-  std::string step_name(const YAML::Node& node, const std::string& keyword) const {
-    if (!node.IsScalar() || node.as<std::string>().empty()) {
-      fail(node, "'" + keyword + "' takes one step name");
+  // Runs one builder call, reporting a rule it rejects at `at`'s line.
+  template <class F>
+  void guarded(const YAML::Node& at, F&& call) const {
+    try {
+      call();
+    } catch (const PipelineError& e) {
+      fail(at, e.what());
     }
-    std::string name = node.as<std::string>();
-    bool ok = std::all_of(name.begin(), name.end(), [](unsigned char c) {
-      return std::isalnum(c) || c == '_' || c == ':' || c == '-';
-    });
-    if (!ok) fail(node, "step name '" + name + "' may only contain letters, digits, '_', ':' and '-'");
-    return name;
   }
 
-  Definition compile(const YAML::Node& root) {
-    if (!root.IsMap()) fail(root, "a definition file must be a map with 'pipeline' and 'steps'");
-    for (const auto& kv : root) {
-      std::string key = kv.first.as<std::string>();
-      if (key == "on_halt") fail(kv.first, "'on_halt' is not supported yet");
-      if (key != "pipeline" && key != "steps") {
-        fail(kv.first, "unknown key '" + key + "' (expected 'pipeline' and 'steps')");
-      }
-    }
-    if (!root["pipeline"] || !root["pipeline"].IsScalar() || root["pipeline"].as<std::string>().empty()) {
-      fail(root, "'pipeline' must name the pipeline");
-    }
-    pipeline_ = root["pipeline"].as<std::string>();
-    const YAML::Node steps = root["steps"];
-    if (!steps || !steps.IsSequence() || steps.size() == 0) {
-      fail(steps ? steps : root, "'steps' must be a non-empty list starting with '- start: StepName'");
-    }
-
-    Definition def;
-    def.pipeline = pipeline_;
-    std::vector<std::string> classes;
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-      const YAML::Node entry = steps[i];
-      if (!entry.IsMap() || entry.size() != 1) {
-        fail(entry, "each entry of 'steps' is one 'keyword: StepName' pair");
-      }
-      std::string keyword = entry.begin()->first.as<std::string>();
-      const YAML::Node value = entry.begin()->second;
-      if (keyword == "start") {
-        if (i != 0) fail(entry, "exactly one 'start', and it comes first");
-      } else if (i == 0) {
-        fail(entry, "the first entry must be 'start' (exactly one 'start', and it comes first)");
-      } else if (keyword == "chain") {
-      } else if (kNotYetKeywords.count(keyword)) {
-        fail(entry, "'" + keyword + "' is not supported yet");
-      } else {
-        fail(entry, "unknown keyword '" + keyword + "' (expected start or chain)");
-      }
-      classes.push_back(step_name(value, keyword));
-    }
-    for (std::size_t i = 0; i < classes.size(); ++i) def.nodes.push_back(make_node_name(pipeline_, i, classes[i]));
-    for (std::size_t i = 0; i < classes.size(); ++i) {
-      Edge edge;
-      edge.klass = classes[i];
-      if (i + 1 < classes.size()) {
-        edge.type = "chain";
-        edge.to = {def.nodes[i + 1]};
-      }
-      def.edges.emplace(def.nodes[i], std::move(edge));
-    }
-    return def;
+  std::string keyword(const YAML::Node& entry) const {
+    const YAML::Node key = entry.begin()->first;
+    if (!key.IsScalar()) fail(entry, "a keyword must be a plain word");
+    return key.Scalar();
   }
 
- private:
+  // `node` must be one step name; an empty value has no useful line of its
+  // own, so it is reported at `owner` (its entry or key).
+  std::string step_name(const YAML::Node& node, const std::string& keyword, const YAML::Node& owner) const {
+    if (!node.IsScalar() || node.Scalar().empty()) {
+      fail(node.IsDefined() && !node.IsNull() ? node : owner, "'" + keyword + "' takes one step name");
+    }
+    guarded(node, [&] { detail::check_step_name(node.Scalar()); });
+    return node.Scalar();
+  }
+
+  // The first step of a branch: the branch itself when it is a name, else
+  // the first element of its list.
+  std::string branch_start(const YAML::Node& branch, const std::string& keyword) const {
+    if (branch.IsScalar()) return step_name(branch, keyword, branch);
+    if (!branch.IsSequence() || branch.size() == 0) {
+      fail(branch, "a branch of '" + keyword + "' is a step name or a list starting with one");
+    }
+    if (!branch[0].IsScalar()) {
+      fail(branch[0], "a branch list starts with a bare step name (the branch's first step)");
+    }
+    return step_name(branch[0], keyword, branch);
+  }
+
+  // Replays the rest of each branch list on the builder's Branches.
+  BranchBlock branch_block(std::vector<YAML::Node> branches) const {
+    return [this, branches](std::vector<Branch>& built) {
+      for (std::size_t i = 0; i < branches.size(); ++i) {
+        if (!branches[i].IsSequence()) continue;
+        for (std::size_t j = 1; j < branches[i].size(); ++j) apply(built[i], branches[i][j]);
+      }
+    };
+  }
+
+  // One entry after the start, on the pipeline or a branch (Target is
+  // Pipeline or Branch). Inside a branch a bare name means chain.
+  template <class Target>
+  void apply(Target& target, const YAML::Node& entry) const {
+    constexpr bool kInBranch = std::is_same_v<Target, Branch>;
+    if (kInBranch && entry.IsScalar()) {
+      std::string klass = step_name(entry, "chain", entry);
+      guarded(entry, [&] { target.chain(klass); });
+      return;
+    }
+    if (!entry.IsMap() || entry.size() != 1) {
+      fail(entry, kInBranch ? "each later entry of a branch is a step name (chain) or one 'keyword: StepName' pair"
+                            : "each entry of 'steps' is one 'keyword: StepName' pair");
+    }
+    const std::string kw = keyword(entry);
+    const YAML::Node value = entry.begin()->second;
+    if (kw == "start") fail(entry, "exactly one 'start', and it comes first");
+    if (kw == "chain" || kw == "combine" || kw == "expand" || kw == "collapse" || kw == "converge") {
+      std::string klass = step_name(value, kw, entry);
+      guarded(entry, [&] {
+        if (kw == "chain") target.chain(klass);
+        if (kw == "combine") target.combine(klass);
+        if (kw == "expand") target.expand(klass);
+        if (kw == "collapse") target.collapse(klass);
+        if (kw == "converge") target.converge(klass);
+      });
+    } else if (kw == "divide") {
+      if (!value.IsSequence() || value.size() == 0) {
+        fail(value.IsDefined() && !value.IsNull() ? value : entry,
+             "'divide' takes a list of branches (each a step name or a list starting with one)");
+      }
+      std::vector<std::string> klasses;
+      std::vector<YAML::Node> branches;
+      for (const auto& branch : value) {
+        klasses.push_back(branch_start(branch, kw));
+        branches.push_back(branch);
+      }
+      guarded(entry, [&] { target.divide(klasses, branch_block(branches)); });
+    } else if (kw == "divert") {
+      if (!value.IsMap() || value.size() == 0) {
+        fail(value.IsDefined() && !value.IsNull() ? value : entry,
+             "'divert' takes a map of routing key -> branch, with an 'otherwise' key");
+      }
+      Routes routes;
+      std::vector<YAML::Node> branches;
+      for (const auto& kv : value) {
+        if (!kv.first.IsScalar()) fail(kv.first, "a 'divert' routing key must be a plain string");
+        routes.emplace_back(kv.first.Scalar(), branch_start(kv.second, kw));
+        branches.push_back(kv.second);
+      }
+      guarded(entry, [&] { target.divert(routes, branch_block(branches)); });
+    } else {
+      fail(entry, "unknown keyword '" + kw +
+                      "' (expected chain, divide, combine, expand, collapse, divert or converge)");
+    }
+  }
+
   std::string source_;
   std::string pipeline_;
 };
@@ -124,10 +209,14 @@ Definition compile_definition_text(const std::string& text, const std::string& s
   } catch (const YAML::Exception& e) {
     throw DefinitionError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML/JSON: " + e.msg);
   }
-  return Compiler(source).compile(root);
+  try {
+    return Compiler(source).compile(root);
+  } catch (const YAML::Exception& e) {
+    throw DefinitionError(source + ":" + std::to_string(e.mark.line + 1) + ": not a definition: " + e.msg);
+  }
 }
 
-DefinitionSet load_definition_directory(const std::string& directory) {
+DefinitionSet load_definition_directory(const std::string& directory, std::vector<std::string>* problems) {
   DefinitionSet set;
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) return set;
@@ -138,11 +227,16 @@ DefinitionSet load_definition_directory(const std::string& directory) {
   }
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
-    std::ifstream in(file);
-    if (!in) throw DefinitionError(file.string() + ": cannot read the definition file");
-    std::stringstream text;
-    text << in.rdbuf();
-    set.add(compile_definition_text(text.str(), file.string()), file.string());
+    try {
+      std::ifstream in(file);
+      if (!in) throw DefinitionError(file.string() + ": cannot read the definition file");
+      std::stringstream text;
+      text << in.rdbuf();
+      set.add(compile_definition_text(text.str(), file.string()), file.string());
+    } catch (const DefinitionError& e) {
+      if (!problems) throw;
+      problems->push_back(e.what());
+    }
   }
   return set;
 }

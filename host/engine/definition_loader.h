@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "engine/definition.h"
 
@@ -18,17 +19,26 @@ struct DefinitionSet {
 };
 
 // Compiles one definition file's text (YAML, or JSON which is YAML too) in
-// the grammar of SPEC §3:
+// the grammar of SPEC §3 (docs/definitions.md), through the SDK's builder:
 //   pipeline: Name
+//   on_halt: StepName            # optional
 //   steps:
 //     - start: A
 //     - chain: B
-// Throws DefinitionError naming `source`, the line and the rule broken.
+//     - divide: [C, [D, E]]      # a branch: a name, or a list starting with one
+//     - combine: F
+//     - expand: G
+//     - collapse: H
+//     - divert: {premium: P, otherwise: [S, Audit]}
+//     - converge: I
+// Throws DefinitionError "<source>:<line>: pipeline <P>: <rule>".
 Definition compile_definition_text(const std::string& text, const std::string& source);
 
 // Loads every *.yml, *.yaml and *.json file of `directory` (sorted by name).
-// A missing directory yields an empty set. Any broken file throws: a broken
-// definition is never skipped silently.
-DefinitionSet load_definition_directory(const std::string& directory);
+// A missing directory yields an empty set. A broken file (or a name defined
+// twice) throws; with `problems`, it is appended there instead and skipped,
+// so `validate` can report every broken file at once.
+DefinitionSet load_definition_directory(const std::string& directory,
+                                        std::vector<std::string>* problems = nullptr);
 
 }  // namespace ductwork
