@@ -176,6 +176,58 @@ TEST(ValidateTest, UnknownStepClassIsAProblem) {
   EXPECT_NE(text.err.find("NoSuchStep"), std::string::npos) << text.err;
 }
 
+// validate does not stop at the first broken file: every broken definition
+// and every missing step is listed, and the good pipelines still are.
+TEST(ValidateTest, ListsEveryBrokenFileAndEveryMissingStep) {
+  Workspace ws;
+  ws.define("chain.yml", chain_definition("Chain3", {"Inc", "Double", "Echo"}));
+  std::string nostart = ws.define("a_nostart.yml", "pipeline: NoStart\nsteps:\n  - chain: Inc\n");
+  std::string open = ws.define("b_open.yml", "pipeline: Open\nsteps:\n  - start: Range\n  - divide: [Inc, [Double, "
+                                             "{expand: Echo}]]\n  - combine: Sum\n");
+  ws.define("ghost.yml", "pipeline: Ghost\nsteps:\n  - start: Range\n  - expand: Inc\n  - collapse: NoSuchStep\n");
+  testsupport::ProcessResult r = ws.run({"validate", "--json"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  json doc = parse_json(r.out, "validate --json");
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["ok"], false);
+  std::set<std::string> names;
+  for (const auto& p : doc["pipelines"]) names.insert(p.get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"Chain3", "Ghost"}));
+  std::vector<std::string> expected = {
+      nostart + ":3: pipeline NoStart: the first entry must be 'start' (exactly one 'start', and it comes first)",
+      open + ":4: pipeline Open: branch 2 of 'divide' leaves an 'expand' open (close it inside the branch)",
+      ws.definitions_dir() + "/ghost.yml: pipeline Ghost: step NoSuchStep is not exported by any loaded plugin"};
+  EXPECT_EQ(doc["problems"], json(expected)) << doc["problems"].dump(2);
+
+  testsupport::ProcessResult text = ws.run({"validate"});
+  EXPECT_EQ(text.exit_code, 2) << text.describe();
+  for (const auto& problem : expected) EXPECT_NE(text.err.find(problem), std::string::npos) << text.err;
+}
+
+// The full language compiles and its steps resolve against testkit.
+TEST(ValidateTest, EveryConstructOfTheLanguageValidates) {
+  Workspace ws;
+  ws.define("full.yml", R"(pipeline: Full
+on_halt: Echo
+steps:
+  - start: Range
+  - expand: Inc
+  - divide:
+      - Double
+      - [Inc, Echo]
+  - combine: Sum
+  - divert: {big: Double, otherwise: [Echo, {expand: Inc}, {collapse: Sum}]}
+  - converge: Echo
+  - collapse: Sum
+)");
+  testsupport::ProcessResult r = ws.run({"validate", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  json doc = parse_json(r.out, "validate --json");
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["ok"], true) << doc.dump(2);
+  EXPECT_EQ(doc["pipelines"], json::array({"Full"}));
+}
+
 TEST(MigrateTest, AppliesEveryMigrationOnceThenIsUpToDate) {
   std::vector<std::string> expected;
   for (const auto& e : fs::directory_iterator(std::string(DUCTWORK_SOURCE_DIR) + "/schema/sqlite")) {

@@ -121,11 +121,19 @@ TEST_P(BadInputTest, DefinitionWithoutStart) {
   expect_bad_input({"validate"}, {file, "start"});
 }
 
-TEST_P(BadInputTest, DefinitionUsingDivide) {
-  std::string file = ws_.define("divide.yml", "pipeline: Div\nsteps:\n  - start: Range\n  - divide: Inc\n");
-  expect_bad_input({"trigger", "Div", "3"}, {file, "not supported yet", "divide"});
-  expect_bad_input({"start", "--drain"}, {file, "not supported yet"});
-  expect_bad_input({"validate"}, {file, "not supported yet"});
+TEST_P(BadInputTest, DefinitionWithAnUnclosableFanIn) {
+  std::string file = ws_.define("combine.yml", "pipeline: Div\nsteps:\n  - start: Range\n  - expand: Inc\n"
+                                               "  - combine: Sum\n");
+  const std::string rule = file + ":5: pipeline Div: ambiguous 'combine': the innermost open fan-out is an 'expand'";
+  expect_bad_input({"trigger", "Div", "3"}, {rule});
+  expect_bad_input({"start", "--drain"}, {rule});
+  expect_bad_input({"validate"}, {rule});
+}
+
+TEST_P(BadInputTest, DivertWithoutOtherwise) {
+  std::string file = ws_.define("divert.yml", "pipeline: Dv\nsteps:\n  - start: Route\n  - divert: {a: Inc, b: Echo}\n");
+  expect_bad_input({"trigger", "Dv", "3"}, {file + ":4: pipeline Dv: 'divert' needs an 'otherwise' target"});
+  expect_bad_input({"start", "--drain"}, {"'divert' needs an 'otherwise' target"});
 }
 
 TEST_P(BadInputTest, DefinitionWithUnknownStepClassCannotStart) {
