@@ -204,28 +204,18 @@ TEST(ValidateTest, ListsEveryBrokenFileAndEveryMissingStep) {
   for (const auto& problem : expected) EXPECT_NE(text.err.find(problem), std::string::npos) << text.err;
 }
 
-// The full language compiles and its steps resolve against testkit.
+// The fixture using every construct of the language compiles and its steps
+// resolve against testkit.
 TEST(ValidateTest, EveryConstructOfTheLanguageValidates) {
   Workspace ws;
-  ws.define("full.yml", R"(pipeline: Full
-on_halt: Echo
-steps:
-  - start: Range
-  - expand: Inc
-  - divide:
-      - Double
-      - [Inc, Echo]
-  - combine: Sum
-  - divert: {big: Double, otherwise: [Echo, {expand: Inc}, {collapse: Sum}]}
-  - converge: Echo
-  - collapse: Sum
-)");
+  ws.define("full.yml",
+            testsupport::read_file(std::string(DUCTWORK_SOURCE_DIR) + "/tests/fixtures/definitions/full_language.yml"));
   testsupport::ProcessResult r = ws.run({"validate", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   json doc = parse_json(r.out, "validate --json");
   ASSERT_TRUE(doc.is_object());
   EXPECT_EQ(doc["ok"], true) << doc.dump(2);
-  EXPECT_EQ(doc["pipelines"], json::array({"Full"}));
+  EXPECT_EQ(doc["pipelines"], json::array({"FullLanguage"}));
 }
 
 TEST(MigrateTest, AppliesEveryMigrationOnceThenIsUpToDate) {

@@ -131,7 +131,8 @@ TEST_P(BadInputTest, DefinitionWithAnUnclosableFanIn) {
 }
 
 TEST_P(BadInputTest, DivertWithoutOtherwise) {
-  std::string file = ws_.define("divert.yml", "pipeline: Dv\nsteps:\n  - start: Route\n  - divert: {a: Inc, b: Echo}\n");
+  std::string file =
+      ws_.define("divert.yml", "pipeline: Dv\nsteps:\n  - start: Route\n  - divert: {a: Inc, b: Echo}\n");
   expect_bad_input({"trigger", "Dv", "3"}, {file + ":4: pipeline Dv: 'divert' needs an 'otherwise' target"});
   expect_bad_input({"start", "--drain"}, {"'divert' needs an 'otherwise' target"});
 }

@@ -298,6 +298,47 @@ TEST(DefinitionOneResult, DivideWithoutBlockAndFanInOverSeveralEnds) {
   EXPECT_TRUE(d.to_json()["edges"][node_of(d, "D")]["barrier_node"].is_array());
 }
 
+TEST(DefinitionOneResult, ExactCanonicalTextOfTheDocsExample) {
+  Pipeline p("Checkout");
+  p.start("Charge").divert({{"gift", "Wrap"}, {"otherwise", "Ship"}}).converge("Receipt").on_halt("Refund");
+  std::string yaml =
+      "pipeline: Checkout\non_halt: Refund\nsteps:\n  - start: Charge\n"
+      "  - divert: {gift: Wrap, otherwise: Ship}\n  - converge: Receipt\n";
+  expect_one_result(yaml, p);
+  Definition d = compile_definition_text(yaml, "checkout.yml");
+  EXPECT_EQ(d.canonical_text(),
+            R"({"edges":{"Charge.e3d22053":{"klass":"Charge","to":{"gift":"Wrap.c080f742",)"
+            R"("otherwise":"Ship.ff3e1a0b"},)"
+            R"("type":"divert"},"Receipt.22eea4f0":{"klass":"Receipt"},"Ship.ff3e1a0b":{"klass":"Ship","to":)"
+            R"(["Receipt.22eea4f0"],"type":"converge"},"Wrap.c080f742":{"klass":"Wrap","to":["Receipt.22eea4f0"],)"
+            R"("type":"converge"}},"metadata":{"on_halt":{"klass":"Refund"}},"nodes":["Charge.e3d22053",)"
+            R"("Wrap.c080f742","Ship.ff3e1a0b","Receipt.22eea4f0"]})");
+  EXPECT_EQ(d.sha1(), "981fbb19b53701815ce120404df801da7ea6c1d8");
+}
+
+TEST(DefinitionOneResult, TheFullLanguageFixture) {
+  std::string path = std::string(DUCTWORK_SOURCE_DIR) + "/tests/fixtures/definitions/full_language.yml";
+  Pipeline p("FullLanguage");
+  p.on_halt("RecordHalt")
+      .start("Range")
+      .expand("Inc")
+      .divide({"Double", "Inc", "Echo"},
+              [](std::vector<Branch>& b) {
+                b[1].chain("Double");
+                b[2].divert({{"3", "Double"}, {"otherwise", "Echo"}}, [](std::vector<Branch>& r) { r[1].chain("Inc"); })
+                    .converge("Echo");
+              })
+      .combine("Sum")
+      .collapse("Sum")
+      .divert({{"0", "Echo"}, {"otherwise", "Inc"}},
+              [](std::vector<Branch>& b) { b[1].expand("Range").collapse("Sum"); })
+      .converge("Echo");
+  expect_one_result(testsupport::read_file(path), p);
+  DefinitionSet set = load_definition_directory(std::string(DUCTWORK_SOURCE_DIR) + "/tests/fixtures/definitions");
+  ASSERT_NE(set.find("FullLanguage"), nullptr);
+  EXPECT_EQ(set.find("FullLanguage")->sha1(), from_builder(p).sha1());
+}
+
 // --- file rules and their messages --------------------------------------
 
 TEST(DefinitionRules, StartNameAndShapeRules) {
@@ -313,7 +354,8 @@ TEST(DefinitionRules, StartNameAndShapeRules) {
   EXPECT_EQ(error_of("steps:\n  - start: A\n"), "defs/p.yml:1: 'pipeline' must name the pipeline");
   EXPECT_EQ(error_of("pipeline: P\nsteps: []\n"),
             "defs/p.yml:2: pipeline P: 'steps' must be a non-empty list starting with '- start: StepName'");
-  EXPECT_EQ(error_of("pipeline: P\nsteps:\n  - start: [A, B]\n"), "defs/p.yml:3: pipeline P: 'start' takes one step name");
+  EXPECT_EQ(error_of("pipeline: P\nsteps:\n  - start: [A, B]\n"),
+            "defs/p.yml:3: pipeline P: 'start' takes one step name");
   EXPECT_EQ(error_of("pipeline: P\nsteps:\n  - start: A\n  - chain:\n"),
             "defs/p.yml:4: pipeline P: 'chain' takes one step name");
   EXPECT_EQ(error_of("pipeline: P\nsteps:\n  - start: 'A B'\n"),
@@ -488,7 +530,8 @@ TEST(DefinitionJson, DivertIsAMapWithOtherwise) {
   std::string f = named(doc, "F"), g = named(doc, "G"), h = named(doc, "H");
   json d = doc;
   d["edges"][f]["to"] = json::array({g, h});
-  EXPECT_EQ(json_error_of(d), prefix + "node " + f + ": a 'divert' edge's \"to\" must be an object of routing key -> node");
+  EXPECT_EQ(json_error_of(d),
+            prefix + "node " + f + ": a 'divert' edge's \"to\" must be an object of routing key -> node");
   d = doc;
   d["edges"][f]["to"] = {{"k", g}, {"other", h}};
   EXPECT_EQ(json_error_of(d), prefix + "node " + f + ": 'divert' needs an 'otherwise' target");
@@ -501,7 +544,8 @@ TEST(DefinitionJson, FanInsNameTheirFanOutNodes) {
 
   json d = doc;
   d["edges"][e].erase("barrier_node");  // E collapses A's expand (to F)
-  EXPECT_EQ(json_error_of(d), prefix + "node " + e + ": a 'collapse' edge names the node(s) of its 'expand' in \"barrier_node\"");
+  EXPECT_EQ(json_error_of(d),
+            prefix + "node " + e + ": a 'collapse' edge names the node(s) of its 'expand' in \"barrier_node\"");
   d = doc;
   d["edges"][e]["barrier_node"] = b;  // B divides, it does not expand
   EXPECT_EQ(json_error_of(d), prefix + "node " + e + ": barrier_node " + b +
