@@ -4,8 +4,10 @@
 
 #include <ductwork/pipeline.hpp>
 
+#include "engine/catalog.h"
 #include "engine/definition_loader.h"
 #include "temp_dir.h"
+#include "util/logger.h"
 
 namespace ductwork {
 namespace {
@@ -575,6 +577,42 @@ TEST(DefinitionJson, OnHaltIsWellFormed) {
             prefix + "metadata.on_halt: step name 'a b' may only contain letters, digits, '_', ':' and '-'");
   d["metadata"] = 3;
   EXPECT_EQ(json_error_of(d), prefix + "\"metadata\" must be an object");
+}
+
+// --- plugin-exported pipelines ------------------------------------------
+
+TEST(DefinitionCatalog, PluginPipelinesAreValidatedStrictlyAndNameThePlugin) {
+  Logger logger(stderr, Logger::Format::kJson, LogLevel::kError);
+  PluginRegistry plugins;
+  std::string path = std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libfixture_pipelines.so";
+  ASSERT_TRUE(plugins.load_file(path, logger));
+  testsupport::TempDir dir;
+  dir.write("good.yml", "pipeline: FromFile\nsteps:\n  - start: A\n");
+
+  std::vector<std::string> problems;
+  DefinitionSet set = load_catalog(dir.path(), plugins, &problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], "plugin pipelines (" + path +
+                             "): pipeline HandWritten: node B.1: a 'collapse' edge names the node(s) of its 'expand' "
+                             "in \"barrier_node\"");
+  ASSERT_NE(set.find("FromFile"), nullptr);
+  ASSERT_NE(set.find("BuiltByPlugin"), nullptr);
+  EXPECT_EQ(set.find("HandWritten"), nullptr);
+  EXPECT_EQ(set.sources.at("BuiltByPlugin"), "plugin pipelines (" + path + ")");
+  // The builder in the plugin and the file compiler agree to the byte.
+  Definition from_file = compile_definition_text(
+      "pipeline: BuiltByPlugin\nsteps:\n  - start: A\n  - expand: B\n  - divert: {x: C, otherwise: D}\n"
+      "  - converge: E\n  - collapse: F\n",
+      "built.yml");
+  EXPECT_EQ(set.find("BuiltByPlugin")->canonical_text(), from_file.canonical_text());
+
+  // Without a problem list the broken pipeline stops the load.
+  try {
+    load_catalog(dir.path(), plugins);
+    ADD_FAILURE() << "expected a DefinitionError";
+  } catch (const DefinitionError& e) {
+    EXPECT_EQ(std::string(e.what()), problems[0]);
+  }
 }
 
 // --- directories ---------------------------------------------------------

@@ -88,11 +88,17 @@ inline std::uint32_t fnv1a_32(const std::string& text) {
 // `attempt`th try (0 first; later ones only when a name is taken).
 inline std::string node_name(const std::string& pipeline, std::size_t ordinal, const std::string& klass,
                              std::size_t attempt) {
-  std::string seed = pipeline + ":" + std::to_string(ordinal) + ":" + klass;
-  if (attempt > 0) seed += ":" + std::to_string(attempt);
+  // Built with append rather than operator+: GCC 12 at -O3 reports a false
+  // -Wrestrict for chained string concatenation, and plugins use -Werror.
+  std::string seed;
+  seed.append(pipeline).append(":").append(std::to_string(ordinal)).append(":").append(klass);
+  if (attempt > 0) seed.append(":").append(std::to_string(attempt));
   char hex[9];
   std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(fnv1a_32(seed)));
-  return klass + "." + hex;
+  std::string name;
+  name.reserve(klass.size() + 9);
+  name.append(klass).append(".").append(hex, 8);
+  return name;
 }
 
 enum class FanOut { kDivide, kExpand, kDivert };
@@ -164,40 +170,51 @@ class PipelineGraph {
     on_halt_ = klass;
   }
 
+  // Built from Json::Array/Object values constructed in place: GCC 12
+  // reports a false -Wmaybe-uninitialized for Json temporaries moved into
+  // push_back here, which would break plugins built with -Werror.
   Json to_json() const {
-    Json metadata = Json::object();
-    if (on_halt_) metadata["on_halt"] = Json::object({{"klass", *on_halt_}});
-    Json nodes = Json::array();
-    Json edges = Json::object();
+    Json::Object metadata;
+    if (on_halt_) metadata.emplace("on_halt", Json::Object{{"klass", Json(*on_halt_)}});
+    Json::Array nodes;
+    Json::Object edges;
     for (const auto& name : order_) {
-      nodes.push_back(name);
+      nodes.emplace_back(name);
       const Node& node = nodes_.at(name);
-      Json entry = Json::object({{"klass", node.klass}});
+      Json::Object entry;
+      entry.emplace("klass", node.klass);
       if (!node.type.empty()) {
-        entry["type"] = node.type;
+        entry.emplace("type", node.type);
         if (node.type == "divert") {
-          Json to = Json::object();
-          for (const auto& [key, target] : node.routes) to[key] = target;
-          entry["to"] = std::move(to);
+          Json::Object to;
+          for (const auto& [key, target] : node.routes) to.emplace(key, target);
+          entry.emplace("to", std::move(to));
         } else {
-          Json to = Json::array();
-          for (const auto& target : node.to) to.push_back(target);
-          entry["to"] = std::move(to);
+          entry.emplace("to", strings(node.to));
         }
         if (node.barrier.size() == 1) {
-          entry["barrier_node"] = node.barrier.front();
+          entry.emplace("barrier_node", node.barrier.front());
         } else if (!node.barrier.empty()) {
-          Json barrier = Json::array();
-          for (const auto& b : node.barrier) barrier.push_back(b);
-          entry["barrier_node"] = std::move(barrier);
+          entry.emplace("barrier_node", strings(node.barrier));
         }
       }
-      edges[name] = std::move(entry);
+      edges.emplace(name, std::move(entry));
     }
-    return Json::object({{"pipeline", name_}, {"metadata", metadata}, {"nodes", nodes}, {"edges", edges}});
+    Json::Object doc;
+    doc.emplace("pipeline", name_);
+    doc.emplace("metadata", std::move(metadata));
+    doc.emplace("nodes", std::move(nodes));
+    doc.emplace("edges", std::move(edges));
+    return Json(std::move(doc));
   }
 
  private:
+  static Json::Array strings(const std::vector<std::string>& items) {
+    Json::Array out;
+    for (const auto& item : items) out.emplace_back(item);
+    return out;
+  }
+
   std::string name_;
   std::vector<std::string> order_;  // creation order; order_[0] is the start
   std::map<std::string, Node> nodes_;
