@@ -78,7 +78,7 @@ TEST_F(FanoutTest, ExpandRunsOneChildPerItemAndCollapseGetsTheirOutputsInItemOrd
   ASSERT_EQ(doubles.size(), 6u);
   for (const auto& d : doubles) EXPECT_EQ(d["to_transition"], "expand");
   auto sums = steps_of(doc, "Sum");
-  ASSERT_EQ(sums.size(), 1u);
+  ASSERT_EQ(sums.size(), 1u) << doc.dump(1);
   EXPECT_EQ(sums[0]["to_transition"], "collapse");
   EXPECT_EQ(sums[0]["input"], json::array({json::array({0, 2, 4, 6, 8, 10})}));
   EXPECT_EQ(sums[0]["output"], 30);
@@ -120,7 +120,7 @@ TEST_F(FanoutTest, DivideBranchesOfDifferentLengthsCombineInTargetOrder) {
   json doc = report(t);
   ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
   auto sums = steps_of(doc, "Sum");
-  ASSERT_EQ(sums.size(), 1u);
+  ASSERT_EQ(sums.size(), 1u) << doc.dump(1);
   EXPECT_EQ(sums[0]["to_transition"], "combine");
   EXPECT_EQ(sums[0]["input"], json::array({json::array({13, 20, 11})}));
   EXPECT_EQ(sums[0]["output"], 44);
@@ -314,9 +314,10 @@ class FanoutRaceTest : public FanoutTest {
         "SELECT COUNT(*) FROM (SELECT branch_id, node FROM steps WHERE run_id = ? GROUP BY branch_id, node "
         "HAVING COUNT(*) > 1)",
         t.run_id);
-    for (const auto& s : report(t)["runs"][0]["steps"])
+    json doc = report(t);
+    for (const auto& s : doc["runs"][0]["steps"])
       if (s["klass"] == fan_in_klass) out.target_input = s["input"];
-    EXPECT_EQ(report(t)["status"], "completed");
+    EXPECT_EQ(doc["status"], "completed");
     return out;
   }
 };

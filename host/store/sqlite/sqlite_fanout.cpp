@@ -130,10 +130,10 @@ ArrivalCount SqliteBranchTx::arrive(const Barrier& barrier, const std::string& b
       .exec();
   auto count = conn_.prepare(
       "UPDATE branches SET fanin_arrived = fanin_arrived + 1, updated_at = ?1 WHERE id = ?2 "
-      "RETURNING fanin_arrived, fanout_width, fanin_branch_id IS NOT NULL");
+      "RETURNING fanin_arrived, fanout_width, fanin_branch_id");
   count.bind(1, now_).bind(2, barrier.branch_id);
   if (!count.step()) throw StoreError("barrier branch " + barrier.branch_id + " is gone");
-  ArrivalCount out{count.int64(0), count.is_null(1) ? 0 : count.int64(1), count.int64(2) != 0};
+  ArrivalCount out{count.int64(0), count.is_null(1) ? 0 : count.int64(1), !count.is_null(2)};
   while (count.step()) {
   }
   return out;
