@@ -90,7 +90,7 @@ TEST_P(DurabilityTest, FanOutAndFanInCompleteWithExactlyOneFanInTarget) {
     json doc = ws.status(id);
     ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
     const json& steps = doc["runs"][0]["steps"];
-    ASSERT_EQ(steps.size(), steps_expected) << "no step duplicated or lost";
+    ASSERT_EQ(steps.size(), steps_expected) << "no step duplicated or lost\n" << doc.dump(1);
     int sums = 0;
     for (const auto& step : steps) {
       int successes = 0;
