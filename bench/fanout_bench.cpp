@@ -120,7 +120,7 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
   std::string out;
   if (run({o.binary, "migrate", "-c", config}, &out) != 0) return s;
   out.clear();
-  if (run({o.binary, "trigger", "FanoutBench", "[" + std::to_string(o.items) + "]", "-c", config}, &out) != 0) {
+  if (run({o.binary, "trigger", "FanoutBench", std::to_string(o.items), "-c", config}, &out) != 0) {
     return s;
   }
   auto start = std::chrono::steady_clock::now();

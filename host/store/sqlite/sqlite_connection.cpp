@@ -177,6 +177,13 @@ namespace {
 // threshold); it also runs every kCheckpointIntervalMs regardless.
 constexpr int kCheckpointPages = 1000;
 constexpr int kCheckpointIntervalMs = 500;
+// A PASSIVE checkpoint never waits for writers, so under a constant stream
+// of commits it can fall behind for good: the WAL is only rewound when a
+// checkpoint has caught up, and every commit then appends to an ever longer
+// file (GBs during a 100,000-wide fan-in), which slows every read. Past this
+// many WAL pages (~64 MB with 4 KiB pages) the checkpointer runs a TRUNCATE
+// checkpoint instead, which briefly holds writers back until it caught up.
+constexpr int kForceCheckpointPages = 16384;
 
 }  // namespace
 
@@ -190,6 +197,7 @@ SharedDatabase::SharedDatabase(std::string path) : conn(std::move(path)) {
           {
             std::lock_guard<std::mutex> lock(db->checkpoint_mutex_);
             db->wal_grew_ = true;
+            if (pages >= kForceCheckpointPages) db->wal_too_big_ = true;
           }
           db->checkpoint_cv_.notify_one();
         }
@@ -221,8 +229,13 @@ void SharedDatabase::checkpoint_loop() {
                             [this] { return stopping_ || wal_grew_; });
     if (stopping_) break;
     wal_grew_ = false;
+    bool force = wal_too_big_;
+    wal_too_big_ = false;
     lock.unlock();
-    sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    // A TRUNCATE checkpoint that gives up (busy) is retried on the next
+    // commit that finds the WAL still too big.
+    sqlite3_wal_checkpoint_v2(db, nullptr, force ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                              nullptr);
     lock.lock();
   }
   lock.unlock();

@@ -135,6 +135,7 @@ struct SharedDatabase {
   std::condition_variable checkpoint_cv_;
   bool stopping_ = false;
   bool wal_grew_ = false;
+  bool wal_too_big_ = false;
   std::thread checkpointer_;
 };
 
