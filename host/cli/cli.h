@@ -42,5 +42,6 @@ int cmd_list(const Args& args);
 int cmd_plugins(const Args& args);
 int cmd_validate(const Args& args);
 int cmd_health(const Args& args);
+int cmd_revive(const Args& args);
 
 }  // namespace ductwork::cli

@@ -23,6 +23,7 @@ const char* kUsage =
     "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
     "  validate [--json]                    check every definition against the loaded steps\n"
+    "  revive PIPELINE_ID [--duplicate-context]   re-run a halted pipeline as a new run; prints the run id\n"
     "  health [-p PID] [-V]                 exit 0 when the supervisor(s) heartbeat, 1 with a report if not\n"
     "\n"
     "CONFIG defaults to $DUCTWORK_CONFIG, then ./ductwork.yml, else built-in defaults.\n"
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
+    if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {}));
     if (command == "health") return cmd_health(parse_args(argc, argv, {"verbose"}, {"pid"}));
     std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return kExitBadInput;

@@ -12,4 +12,11 @@ class StoreError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A revive the store refused because of the pipeline's state (unknown, not
+// halted, no run); nothing was written.
+class ReviveRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace ductwork

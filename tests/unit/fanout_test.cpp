@@ -7,68 +7,12 @@
 
 #include <thread>
 
-#include "engine/advancer.h"
-#include "engine/job_worker.h"
-#include "store/sqlite/sqlite_store.h"
-#include "store_fixture.h"
+#include "engine_fixture.h"
 
 namespace ductwork {
 namespace {
 
-class FanoutTest : public ::testing::Test, public test::StoreFixture {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger));
-    store->register_process(process_id, 1, "m", "all");
-  }
-
-  void configure(const std::string& yaml) { config = parse_config("pipelines: '*'\n" + yaml, "test.yml", "/"); }
-
-  // Runs a worker and an advancer until neither finds anything to do.
-  void drain() {
-    JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
-    Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id, &registry);
-    for (int idle_rounds = 0, guard = 0; idle_rounds < 2 && guard < 100000; ++guard) {
-      bool worked = worker.run_once();
-      bool advanced = advancer.run_once() == BranchClaimResult::kClaimed;
-      idle_rounds = (worked || advanced) ? 0 : idle_rounds + 1;
-    }
-  }
-
-  TriggeredPipeline run(const std::string& steps_yaml, const json& args) {
-    auto t = trigger(compile("pipeline: P\n" + steps_yaml), args);
-    drain();
-    return t;
-  }
-
-  json report(const TriggeredPipeline& t) { return *store->pipeline_report(t.pipeline_id); }
-
-  // Steps of the run's first run with class `klass`, in start order.
-  std::vector<json> steps_of(const json& doc, const std::string& klass) {
-    std::vector<json> out;
-    for (const auto& s : doc["runs"][0]["steps"])
-      if (s["klass"] == klass) out.push_back(s);
-    return out;
-  }
-
-  int64_t count(const std::string& sql, const std::string& arg) {
-    auto& sqlite = dynamic_cast<sqlite::SqliteStore&>(*store);
-    auto held = sqlite.lock();
-    auto stmt = sqlite.connection().prepare(sql);
-    stmt.bind(1, arg);
-    stmt.step();
-    return stmt.int64(0);
-  }
-
-  Logger logger{stderr, Logger::Format::kJson, LogLevel::kError};
-  PluginRegistry registry;
-  Config config = parse_config("pipelines: '*'\njob_worker: {retry_delay: 0}", "test.yml", "/");
-  Wakeups wakeups{{"P"}};
-  RuntimeStats stats;
-  DefinitionCache cache;
-  std::atomic<bool> cancelled{false};
-  const std::string process_id = "fanout-test";
-};
+class FanoutTest : public test::EngineFixture {};
 
 TEST_F(FanoutTest, ExpandRunsOneChildPerItemAndCollapseGetsTheirOutputsInItemOrder) {
   auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({6}));

@@ -43,6 +43,8 @@ void BatchInsert::write(size_t first_row, size_t rows) {
       const Value& v = pending_[r * static_cast<size_t>(width_) + static_cast<size_t>(c)];
       if (std::holds_alternative<int64_t>(v)) {
         stmt.bind(index++, std::get<int64_t>(v));
+      } else if (std::holds_alternative<std::monostate>(v)) {
+        stmt.bind_null(index++);
       } else {
         stmt.bind(index++, std::string_view(std::get<std::string>(v)));
       }

@@ -21,7 +21,8 @@ namespace ductwork::sqlite {
 class BatchInsert {
  public:
   static constexpr size_t kRowsPerStatement = 1000;
-  using Value = std::variant<std::string, int64_t>;
+  // std::monostate binds NULL.
+  using Value = std::variant<std::string, int64_t, std::monostate>;
 
   // `head` is "INSERT INTO t (cols) VALUES ", `row` one parenthesised tuple
   // of `width` '?' placeholders (expressions around them are allowed).

@@ -10,7 +10,7 @@ namespace ductwork::sqlite {
 // The SQLite dialect of Store. Its methods are spread over files by concern:
 // sqlite_store.cpp (schema, trigger, processes), sqlite_job_queue.cpp (job
 // worker), sqlite_branch_ops.cpp (advancer claims and the claim fence),
-// sqlite_reports.cpp (status and listing queries).
+// sqlite_reports.cpp (status and listing queries), sqlite_revive.cpp.
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(std::shared_ptr<SharedDatabase> shared) : shared_(std::move(shared)), conn_(shared_->conn) {}
@@ -51,6 +51,8 @@ class SqliteStore final : public Store {
                         const std::function<void(BranchTx&)>& body) override;
   std::string run_definition(const std::string& run_id) override;
   std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) override;
+
+  std::string revive(const std::string& pipeline_id, bool duplicate_context) override;
 
   std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
   bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,

@@ -1,0 +1,241 @@
+// Reviving a halted pipeline (SPEC §7) in the SQLite store: one transaction
+// that copies the latest run into a new one, with every id remapped, and
+// re-opens the branches that halted.
+#include <map>
+
+#include "store/sqlite/sqlite_batch_insert.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_time.h"
+#include "store/store_error.h"
+#include "util/uuid.h"
+
+namespace ductwork::sqlite {
+namespace {
+
+using Value = BatchInsert::Value;
+
+Value text_or_null(const Statement& stmt, int column) {
+  if (stmt.is_null(column)) return std::monostate{};
+  return stmt.text(column);
+}
+
+Value int_or_null(const Statement& stmt, int column) {
+  if (stmt.is_null(column)) return std::monostate{};
+  return stmt.int64(column);
+}
+
+// The new id of `old`, or NULL when it is unknown (or was NULL).
+Value remapped(const std::map<std::string, std::string>& ids, const Value& old) {
+  if (!std::holds_alternative<std::string>(old)) return std::monostate{};
+  auto it = ids.find(std::get<std::string>(old));
+  if (it == ids.end()) return std::monostate{};
+  return it->second;
+}
+
+struct OldBranch {
+  std::string id;
+  std::string status;
+  Value fanout_index, fanout_width, fanin_branch_id;
+  int64_t fanin_arrived = 0;
+  std::string started_at;
+  Value completed_at;
+};
+
+struct OldStep {
+  std::string id, branch_id;
+  Value source_step_id;
+  std::string node, klass, to_transition, status, started_at;
+  Value completed_at;
+  bool has_job = false;
+  std::string input_args;
+  Value output_payload, job_started_at, job_completed_at;
+};
+
+}  // namespace
+
+std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_context) {
+  auto held = lock();
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  {
+    auto p = conn_.prepare("SELECT status FROM pipelines WHERE id = ?");
+    p.bind(1, pipeline_id);
+    if (!p.step()) throw ReviveRefused("no pipeline " + pipeline_id);
+    std::string status = p.text(0);
+    if (status != "halted") {
+      throw ReviveRefused("pipeline " + pipeline_id + " is " + status + ", not halted: only a halted pipeline can be revived");
+    }
+  }
+  std::string old_run, klass;
+  const std::string new_run = new_uuid_v7();
+  {
+    auto r = conn_.prepare(
+        "SELECT id, pipeline_klass, definition, definition_sha1 FROM runs WHERE pipeline_id = ? "
+        "ORDER BY created_at DESC, id DESC LIMIT 1");
+    r.bind(1, pipeline_id);
+    if (!r.step()) throw ReviveRefused("pipeline " + pipeline_id + " has no run to revive");
+    old_run = r.text(0);
+    klass = r.text(1);
+    conn_.prepare(
+             "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, "
+             "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, ?6, ?6, ?6)")
+        .bind(1, new_run)
+        .bind(2, pipeline_id)
+        .bind(3, klass)
+        .bind(4, r.text(2))
+        .bind(5, r.text(3))
+        .bind(6, now)
+        .exec();
+  }
+
+  // Read the old run's branches and steps, and give each a new id.
+  std::vector<OldBranch> branches;
+  std::map<std::string, std::string> branch_ids, step_ids;
+  {
+    auto b = conn_.prepare(
+        "SELECT id, status, fanout_index, fanout_width, fanin_arrived, fanin_branch_id, started_at, completed_at "
+        "FROM branches WHERE run_id = ? ORDER BY started_at, id");
+    b.bind(1, old_run);
+    while (b.step()) {
+      branches.push_back(OldBranch{b.text(0), b.text(1), int_or_null(b, 2), int_or_null(b, 3), text_or_null(b, 5),
+                                   b.int64(4), b.text(6), text_or_null(b, 7)});
+      branch_ids[b.text(0)] = new_uuid_v7();
+    }
+  }
+  std::vector<OldStep> steps;
+  std::map<std::string, size_t> last_step;  // branch -> index of its latest step
+  {
+    auto s = conn_.prepare(
+        "SELECT s.id, s.branch_id, s.source_step_id, s.node, s.klass, s.to_transition, s.status, s.started_at, "
+        "s.completed_at, j.id IS NOT NULL, j.input_args, j.output_payload, j.started_at, j.completed_at "
+        "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
+    s.bind(1, old_run);
+    while (s.step()) {
+      OldStep step{s.text(0), s.text(1), text_or_null(s, 2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7),
+                   text_or_null(s, 8), s.int64(9) != 0, s.text(10), text_or_null(s, 11), text_or_null(s, 12),
+                   text_or_null(s, 13)};
+      step_ids[step.id] = new_uuid_v7();
+      last_step[step.branch_id] = steps.size();
+      steps.push_back(std::move(step));
+    }
+  }
+
+  // Re-opened branches: advanceable when their last step goes back to
+  // `advancing`, not when its job is re-enqueued.
+  std::map<std::string, bool> reopened;  // old branch id -> advanceable
+  for (const auto& branch : branches) {
+    if (branch.status == "completed") continue;
+    auto last = last_step.find(branch.id);
+    bool job_failed = last != last_step.end() && steps[last->second].status == "failed";
+    reopened[branch.id] = last != last_step.end() && !job_failed;
+  }
+
+  BatchInsert new_branches(conn_,
+                           "INSERT INTO branches (id, run_id, pipeline_klass, status, advanceable, fanout_index, "
+                           "fanout_width, fanin_arrived, fanin_branch_id, last_advanced_at, started_at, completed_at, "
+                           "created_at, updated_at) VALUES ",
+                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 14);
+  for (const auto& branch : branches) {
+    auto open = reopened.find(branch.id);
+    bool is_open = open != reopened.end();
+    new_branches.add({branch_ids[branch.id], new_run, klass, std::string(is_open ? "in_progress" : "completed"),
+                      static_cast<int64_t>(is_open && open->second ? 1 : 0), branch.fanout_index,
+                      branch.fanout_width, branch.fanin_arrived, remapped(branch_ids, branch.fanin_branch_id), now,
+                      branch.started_at, is_open ? Value(std::monostate{}) : branch.completed_at, now, now});
+  }
+  new_branches.flush();
+
+  BatchInsert new_steps(conn_,
+                        "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
+                        "started_at, completed_at, created_at, updated_at) VALUES ",
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 12);
+  BatchInsert new_jobs(conn_,
+                       "INSERT INTO jobs (id, step_id, klass, input_args, output_payload, started_at, completed_at, "
+                       "created_at, updated_at) VALUES ",
+                       "(?, ?, ?, ?, ?, ?, ?, ?, ?)", 9);
+  BatchInsert new_executions(conn_,
+                             "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
+                             "updated_at) VALUES ",
+                             "(?, ?, 0, 0, ?, ?, ?)", 5);
+  BatchInsert new_availabilities(conn_,
+                                 "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, "
+                                 "created_at, updated_at) VALUES ",
+                                 "(?, ?, ?, ?, ?, ?)", 6);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const OldStep& step = steps[i];
+    bool is_last_of_reopened = reopened.count(step.branch_id) && last_step[step.branch_id] == i;
+    std::string status = "completed";
+    bool requeue = false;
+    if (is_last_of_reopened) {
+      requeue = step.status == "failed";
+      status = requeue ? "pending" : "advancing";
+    }
+    const std::string& id = step_ids[step.id];
+    new_steps.add({id, new_run, branch_ids[step.branch_id], remapped(step_ids, step.source_step_id), step.node,
+                   step.klass, step.to_transition, status, step.started_at,
+                   status == "completed" ? (std::holds_alternative<std::monostate>(step.completed_at) ? Value(now)
+                                                                                                       : step.completed_at)
+                                         : Value(std::monostate{}),
+                   now, now});
+    if (!step.has_job) continue;
+    std::string job_id = new_uuid_v7();
+    if (requeue) {
+      // The failed job again, with its original arguments and fresh budgets.
+      new_jobs.add({job_id, id, step.klass, step.input_args, std::monostate{}, now, std::monostate{}, now, now});
+      std::string execution_id = new_uuid_v7();
+      new_executions.add({execution_id, job_id, now, now, now});
+      new_availabilities.add({new_uuid_v7(), execution_id, klass, now, now, now});
+    } else {
+      new_jobs.add({job_id, id, step.klass, step.input_args, step.output_payload, step.job_started_at,
+                    step.job_completed_at, now, now});
+    }
+  }
+  for (BatchInsert* batch : {&new_steps, &new_jobs, &new_executions, &new_availabilities}) batch->flush();
+
+  BatchInsert links(conn_,
+                    "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
+                    "(?, ?, ?, ?, ?)", 5);
+  {
+    auto l = conn_.prepare(
+        "SELECT l.parent_branch_id, l.child_branch_id FROM branch_links l JOIN branches b ON b.id = l.child_branch_id "
+        "WHERE b.run_id = ? ORDER BY l.created_at, l.id");
+    l.bind(1, old_run);
+    while (l.step()) links.add({new_uuid_v7(), branch_ids[l.text(0)], branch_ids[l.text(1)], now, now});
+  }
+  links.flush();
+  BatchInsert arrivals(conn_,
+                       "INSERT INTO fan_in_arrivals (id, barrier_branch_id, ordinal, branch_id, step_id, created_at, "
+                       "updated_at) VALUES ",
+                       "(?, ?, ?, ?, ?, ?, ?)", 7);
+  {
+    auto a = conn_.prepare(
+        "SELECT a.barrier_branch_id, a.ordinal, a.branch_id, a.step_id FROM fan_in_arrivals a "
+        "JOIN branches b ON b.id = a.barrier_branch_id WHERE b.run_id = ?");
+    a.bind(1, old_run);
+    while (a.step()) {
+      arrivals.add({new_uuid_v7(), branch_ids[a.text(0)], a.int64(1), branch_ids[a.text(2)], step_ids[a.text(3)], now,
+                    now});
+    }
+  }
+  arrivals.flush();
+  if (duplicate_context) {
+    BatchInsert tuples(conn_,
+                       "INSERT INTO tuples (id, run_id, key, serialized_value, first_set_at, last_set_at, created_at, "
+                       "updated_at) VALUES ",
+                       "(?, ?, ?, ?, ?, ?, ?, ?)", 8);
+    auto t = conn_.prepare("SELECT key, serialized_value, first_set_at, last_set_at FROM tuples WHERE run_id = ?");
+    t.bind(1, old_run);
+    while (t.step()) tuples.add({new_uuid_v7(), new_run, t.text(0), text_or_null(t, 1), t.text(2), t.text(3), now, now});
+    tuples.flush();
+  }
+  conn_.prepare(
+           "UPDATE pipelines SET status = 'in_progress', halted_at = NULL, completed_at = NULL, updated_at = ?1 "
+           "WHERE id = ?2")
+      .bind(1, now)
+      .bind(2, pipeline_id)
+      .exec();
+  tx.commit();
+  return new_run;
+}
+
+}  // namespace ductwork::sqlite

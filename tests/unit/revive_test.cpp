@@ -1,0 +1,174 @@
+// Revive (SPEC §7) for every halt reason, on chains and on runs that fanned
+// out and in: the store copies the halted run into a new one and the real
+// worker and advancer finish it (or halt it again when nothing changed).
+#include "engine_fixture.h"
+#include "store/store_error.h"
+
+namespace ductwork {
+namespace {
+
+class ReviveTest : public test::EngineFixture {
+ protected:
+  std::string revive(const TriggeredPipeline& t, bool duplicate_context = false) {
+    std::string run_id = store->revive(t.pipeline_id, duplicate_context);
+    drain();
+    return run_id;
+  }
+
+  static std::string halt_reason(const json& run) {
+    for (const auto& b : run["branches"])
+      if (b["status"] == "halted") return b["halt_reason"];
+    return "";
+  }
+};
+
+TEST_F(ReviveTest, JobRetriesExhaustedOnAChainFinishesWithCorrectOutputs) {
+  configure("job_worker: {retry_delay: 0, max_retry: 1}");
+  auto t = run("steps:\n  - start: Echo\n  - chain: FailTimes\n  - chain: Double\n",
+               json::array({json{{"times", 3}, {"value", 21}}}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "halted");
+  EXPECT_EQ(halt_reason(doc["runs"][0]), "job_retries_exhausted");
+  configure("job_worker: {retry_delay: 0, max_retry: 5}");
+  revive(t);
+  doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  const json& run = doc["runs"][1];
+  EXPECT_EQ(run["status"], "completed");
+  ASSERT_EQ(run["steps"].size(), 3u);
+  EXPECT_EQ(run["steps"][0]["status"], "completed");
+  EXPECT_TRUE(run["steps"][0]["executions"].empty()) << "completed steps are copied, not re-run";
+  EXPECT_EQ(run["steps"][1]["input"], json::array({json{{"times", 3}, {"value", 21}}})) << "original arguments";
+  EXPECT_EQ(run["steps"][1]["executions"].size(), 4u) << "fresh retry budget: retries 0..3";
+  EXPECT_EQ(run["steps"][2]["output"], 42);
+  EXPECT_EQ(doc["runs"][0]["status"], "halted");
+}
+
+TEST_F(ReviveTest, AFailedBranchOfADivideIsReRunAndTheCombineFiresWithOrderedOutputs) {
+  configure("job_worker: {retry_delay: 0, max_retry: 1}");
+  auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
+               json::array({json{{"times", 3}, {"value", "fixed"}}}));
+  ASSERT_EQ(report(t)["status"], "halted");
+  configure("job_worker: {retry_delay: 0, max_retry: 5}");
+  revive(t);
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto combined = steps_of(doc, "Echo", 1).back();
+  EXPECT_EQ(combined["to_transition"], "combine");
+  json obj = json{{"times", 3}, {"value", "fixed"}};
+  EXPECT_EQ(combined["input"], json::array({json::array({obj, "fixed", obj})}));
+  EXPECT_EQ(steps_of(doc, "FailTimes", 1).size(), 1u) << "only the failed branch re-ran";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals a JOIN branches b ON b.id = a.barrier_branch_id "
+                  "WHERE b.run_id = ?",
+                  doc["runs"][1]["id"]),
+            3);
+}
+
+TEST_F(ReviveTest, AFailedChildOfAnExpandIsReRunAndTheCollapseGetsEveryItemInOrder) {
+  configure("job_worker: {retry_delay: 0, max_retry: 1}");
+  json items = json::array({json{{"times", 0}, {"value", 1}}, json{{"times", 3}, {"value", 2}},
+                            json{{"times", 0}, {"value", 3}}});
+  auto t = run("steps:\n  - start: Echo\n  - expand: FailTimes\n  - collapse: Sum\n", json::array({items}));
+  ASSERT_EQ(report(t)["status"], "halted");
+  configure("job_worker: {retry_delay: 0, max_retry: 5}");
+  revive(t);
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto sum = steps_of(doc, "Sum", 1);
+  ASSERT_EQ(sum.size(), 1u);
+  EXPECT_EQ(sum[0]["input"], json::array({json::array({1, 2, 3})}));
+  EXPECT_EQ(sum[0]["output"], 6);
+}
+
+TEST_F(ReviveTest, MaxFanoutExceededRetriesTheTransitionOnceTheLimitIsRaised) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: 2}}");
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({4}));
+  ASSERT_EQ(halt_reason(report(t)["runs"][0]), "max_fanout_exceeded");
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: 10}}");
+  revive(t);
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  EXPECT_EQ(steps_of(doc, "Range", 1)[0]["executions"].size(), 0u) << "the step was not re-run, only routed";
+  EXPECT_EQ(steps_of(doc, "Sum", 1)[0]["output"], 12);
+}
+
+TEST_F(ReviveTest, AdvancerRetriesExhaustedGetsAFreshRoutingBudget) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_retry: 2}");
+  auto t = run("steps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n", json::array({5}));
+  ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_retries_exhausted");
+  revive(t);
+  json doc = report(t);
+  EXPECT_EQ(halt_reason(doc["runs"][1]), "advancer_retries_exhausted") << "the output is still not a list";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements a JOIN transitions t ON t.id = a.transition_id "
+                  "JOIN branches b ON b.id = t.branch_id WHERE b.run_id = ? AND a.error_klass IS NOT NULL",
+                  doc["runs"][1]["id"]),
+            2);
+}
+
+TEST_F(ReviveTest, ConditionUnmatchedAndTransitionInvalidRetryTheTransition) {
+  Definition unmatched = compile("pipeline: P\nsteps:\n  - start: Route\n  - divert: {a: Echo, otherwise: Echo}\n");
+  unmatched.edges[unmatched.nodes[0]].routes.erase("otherwise");
+  Definition invalid = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
+  invalid.edges[invalid.nodes[0]].type = "dampen";
+  auto u = trigger(unmatched, json::array({"b"}));
+  auto v = trigger(invalid, json::array({1}));
+  drain();
+  ASSERT_EQ(halt_reason(report(u)["runs"][0]), "condition_unmatched");
+  ASSERT_EQ(halt_reason(report(v)["runs"][0]), "transition_invalid");
+  revive(u);
+  revive(v);
+  json du = report(u), dv = report(v);
+  ASSERT_EQ(du["runs"].size(), 2u);
+  EXPECT_EQ(halt_reason(du["runs"][1]), "condition_unmatched");
+  EXPECT_EQ(steps_of(du, "Route", 1)[0]["output"], "b") << "the step's output was carried over";
+  EXPECT_EQ(halt_reason(dv["runs"][1]), "transition_invalid");
+}
+
+TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBudget) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_crash: 1}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
+  JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
+  ASSERT_TRUE(worker.run_once());
+  store->register_process("doomed", 7, "m", "all");
+  Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
+  BranchClaim claim;
+  EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
+  CrashPolicyLookup policy = [](const std::string&, const std::string&) { return CrashPolicy{10, 0.0}; };
+  ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, nullptr));
+  drain();
+  ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_crashes_exhausted");
+  revive(t);
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  EXPECT_EQ(doc["runs"][1]["steps"][1]["output"], 3);
+}
+
+TEST_F(ReviveTest, ContextIsCopiedOnlyWhenAsked) {
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  std::string steps = "steps:\n  - start: ContextSet\n  - chain: Fail\n";
+  json arg = json::array({json{{"key", "k"}, {"value", 7}}});
+  auto plain = run(steps, arg);
+  auto copied = run(steps, arg);
+  std::string plain_run = store->revive(plain.pipeline_id, false);
+  std::string copied_run = store->revive(copied.pipeline_id, true);
+  EXPECT_FALSE(store->context_get(plain_run, "k").has_value());
+  ASSERT_TRUE(store->context_get(copied_run, "k").has_value());
+  EXPECT_EQ(*store->context_get(copied_run, "k"), "7");
+}
+
+TEST_F(ReviveTest, RefusesAPipelineThatIsNotHaltedOrUnknownAndWritesNothing) {
+  auto t = run("steps:\n  - start: Inc\n", json::array({1}));
+  ASSERT_EQ(report(t)["status"], "completed");
+  int64_t runs = count("SELECT COUNT(*) FROM runs WHERE ?1 = ?1", "x");
+  try {
+    store->revive(t.pipeline_id, false);
+    FAIL() << "revived a completed pipeline";
+  } catch (const ReviveRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("is completed, not halted"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(store->revive("no-such-id", false), ReviveRefused);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE ?1 = ?1", "x"), runs);
+}
+
+}  // namespace
+}  // namespace ductwork
