@@ -2,15 +2,18 @@
 
 #include <filesystem>
 
+#include "config/config_check.h"
 #include "engine/catalog.h"
 #include "store/store_error.h"
+#include "util/suggest.h"
 
 namespace ductwork::cli {
 
 Bootstrap::Bootstrap(const Args& args, std::FILE* log_out, LogLevel min_level)
     : config_(load_config(args.config_path)) {
-  logger_ = std::make_unique<Logger>(log_out, Logger::Format::kJson, std::max(min_level, config_.log_level));
+  logger_ = std::make_unique<Logger>(log_out, config_.log_format, std::max(min_level, config_.log_level));
   logger_->set_role(args.command);
+  for (const auto& warning : config_.warnings) logger_->warn("Configuration warning", {{"warning", warning}});
 }
 
 PluginRegistry& Bootstrap::plugins() {
@@ -28,8 +31,24 @@ const DefinitionSet& Bootstrap::definitions() {
   return *definitions_;
 }
 
+std::vector<std::string> Bootstrap::config_problems(const DefinitionSet& defs) const {
+  PipelineSteps defined;
+  for (const auto& [name, definition] : defs.pipelines) {
+    std::vector<std::string> classes = definition.step_classes();
+    defined[name].insert(classes.begin(), classes.end());
+  }
+  return check_config_names(config_, defined);
+}
+
 std::vector<std::string> Bootstrap::hosted_pipelines() {
   const DefinitionSet& defs = definitions();
+  std::vector<std::string> problems = config_problems(defs);
+  if (problems.size() == 1) throw ConfigError(problems[0]);
+  if (!problems.empty()) {
+    std::string all = std::to_string(problems.size()) + " keys name what is not defined:";
+    for (const auto& p : problems) all += "\n  " + p;
+    throw ConfigError(all);
+  }
   std::vector<std::string> out;
   if (config_.all_pipelines) {
     for (const auto& [name, _] : defs.pipelines) out.push_back(name);
@@ -37,8 +56,10 @@ std::vector<std::string> Bootstrap::hosted_pipelines() {
   }
   for (const auto& name : config_.pipelines) {
     if (!defs.find(name)) {
-      throw BadInput(config_.source + ": pipelines: '" + name + "' is not defined in " +
-                     config_.definitions_directory + " or by a loaded plugin");
+      std::vector<std::string> known;
+      for (const auto& [defined, _] : defs.pipelines) known.push_back(defined);
+      throw BadInput(config_.pipelines_origin + ": '" + name + "' is not defined in " +
+                     config_.definitions_directory + " or by a loaded plugin" + did_you_mean(name, known));
     }
     out.push_back(name);
   }

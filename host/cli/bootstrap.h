@@ -18,8 +18,10 @@ namespace ductwork::cli {
 // last.
 class Bootstrap {
  public:
-  // Reads the configuration (-c, DUCTWORK_CONFIG, ./ductwork.yml, defaults).
-  // Logs go to `log_out` (stdout for `start`, stderr for every other command).
+  // Reads the configuration (-c, DUCTWORK_CONFIG, ./ductwork.yml, defaults,
+  // then the DUCTWORK_* environment overrides). Logs go to `log_out` (stdout
+  // for `start`, stderr for every other command) in logger.format, from
+  // logger.level but never below `min_level`.
   Bootstrap(const Args& args, std::FILE* log_out, LogLevel min_level);
 
   Config& config() { return config_; }
@@ -31,8 +33,14 @@ class Bootstrap {
   // DefinitionError for a broken definition.
   const DefinitionSet& definitions();
   // The pipelines this host runs: pipelines: "*" means every known one; a
-  // listed name that is not defined is BadInput.
+  // listed name that is not defined is BadInput. Also checks the
+  // configuration against the definitions (config_problems): any problem
+  // throws ConfigError listing them all.
   std::vector<std::string> hosted_pipelines();
+  // What parse_config could not check without the definitions: per-pipeline
+  // and per-step keys naming a pipeline or step that `defs` does not define.
+  // Empty when everything resolves.
+  std::vector<std::string> config_problems(const DefinitionSet& defs) const;
 
   // True when the configured database already exists (read-only commands
   // must not create it).

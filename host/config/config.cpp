@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -9,151 +12,83 @@
 #include <set>
 #include <sstream>
 
+#include "util/suggest.h"
+
+extern char** environ;
+
 namespace ductwork {
 namespace fs = std::filesystem;
 namespace {
+
+// Longer than any sane timeout, short enough that every duration converts to
+// std::chrono nanoseconds without overflow.
+constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+// More threads than that per pipeline is a typo, not a plan.
+constexpr long long kMaxCount = 1000;
+
+const char* const kRoles[] = {"all", "advancer", "worker"};
+
+// How a value reads in "expected X, got Y": numbers as written, other
+// scalars quoted, collections by kind.
+std::string describe_value(const std::string& text) {
+  char* end = nullptr;
+  std::strtod(text.c_str(), &end);
+  bool number = !text.empty() && end == text.c_str() + text.size();
+  std::string shown = text.size() > 60 ? text.substr(0, 57) + "..." : text;
+  return number ? shown : "\"" + shown + "\"";
+}
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsMap()) return node.size() == 0 ? "an empty map" : "a map";
+  if (node.IsSequence()) return node.size() == 0 ? "an empty list" : "a list";
+  return describe_value(node.Scalar());
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// "debug, info" from a list, for "expected one of: ...".
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 class Parser {
  public:
   Parser(std::string source, std::string base_dir) : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
 
-  [[noreturn]] void fail(const std::string& key, const std::string& what, const YAML::Node& node) const {
-    std::ostringstream msg;
-    msg << source_;
-    if (node.IsDefined() && node.Mark().line >= 0) msg << ":" << node.Mark().line + 1;
-    msg << ": " << key << ": " << what;
-    throw ConfigError(msg.str());
-  }
-
-  void only_keys(const YAML::Node& node, const std::string& key, const std::set<std::string>& allowed) const {
-    if (!node.IsMap()) fail(key.empty() ? "(top level)" : key, "expected a map", node);
-    for (const auto& kv : node) {
-      std::string name = kv.first.as<std::string>();
-      if (!allowed.count(name)) {
-        std::string known;
-        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-        fail(key.empty() ? name : key + "." + name, "unknown key (expected one of: " + known + ")", kv.first);
-      }
-    }
-  }
-
-  std::string string(const YAML::Node& node, const std::string& key) const {
-    if (!node.IsScalar()) fail(key, "expected a string", node);
-    return node.as<std::string>();
-  }
-
-  std::string path(const YAML::Node& node, const std::string& key) const {
-    std::string value = string(node, key);
-    if (value.empty()) fail(key, "expected a non-empty path", node);
-    fs::path p(value);
-    if (p.is_relative() && !base_dir_.empty()) p = fs::path(base_dir_) / p;
-    return p.lexically_normal().string();
-  }
-
-  long long integer(const YAML::Node& node, const std::string& key, long long min) const {
-    std::string shape = "expected an integer >= " + std::to_string(min);
-    if (!node.IsScalar()) fail(key, shape, node);
-    long long value;
-    try {
-      std::size_t used = 0;
-      std::string text = node.as<std::string>();
-      value = std::stoll(text, &used);
-      if (used != text.size()) fail(key, shape, node);
-    } catch (const std::logic_error&) {
-      fail(key, shape, node);
-    }
-    if (value < min) fail(key, shape, node);
-    return value;
-  }
-
-  // Durations are seconds and accept fractions ("0.05").
-  double seconds(const YAML::Node& node, const std::string& key) const {
-    std::string shape = "expected a duration in seconds (a number >= 0, fractions allowed)";
-    if (!node.IsScalar()) fail(key, shape, node);
-    std::string text = node.as<std::string>();
-    char* end = nullptr;
-    double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) {
-      fail(key, shape, node);
-    }
-    return value;
-  }
-
-  // Scoped integer: a number, or {default: n, Pipeline: n | {default: n, Step: n}}.
-  void scoped_int(const YAML::Node& node, const std::string& key, long long min, bool per_step,
-                  Scoped<int>* out) const {
-    if (node.IsScalar()) {
-      out->set_default(static_cast<int>(integer(node, key, min)));
-      return;
-    }
-    std::string shape = per_step ? "expected an integer or a map of default/pipeline name to an integer or "
-                                   "to a map of default/step name to an integer"
-                                 : "expected an integer or a map of default/pipeline name to an integer";
-    if (!node.IsMap()) fail(key, shape, node);
-    if (node["default"]) out->set_default(static_cast<int>(integer(node["default"], key + ".default", min)));
-    for (const auto& kv : node) {
-      std::string pipeline = kv.first.as<std::string>();
-      if (pipeline == "default") continue;
-      std::string sub = key + "." + pipeline;
-      if (kv.second.IsScalar()) {
-        out->set_pipeline(pipeline, static_cast<int>(integer(kv.second, sub, min)));
-      } else if (per_step && kv.second.IsMap()) {
-        if (kv.second["default"]) {
-          out->set_pipeline(pipeline, static_cast<int>(integer(kv.second["default"], sub + ".default", min)));
-        } else {
-          out->set_pipeline(pipeline, out->default_value());
-        }
-        for (const auto& step : kv.second) {
-          std::string step_name = step.first.as<std::string>();
-          if (step_name == "default") continue;
-          out->set_step(pipeline, step_name, static_cast<int>(integer(step.second, sub + "." + step_name, min)));
-        }
-      } else {
-        fail(sub, shape, kv.second);
-      }
-    }
-  }
-
-  void scoped_seconds(const YAML::Node& node, const std::string& key, Scoped<double>* out) const {
-    if (node.IsScalar()) {
-      out->set_default(seconds(node, key));
-      return;
-    }
-    if (!node.IsMap()) fail(key, "expected a duration in seconds or a map of default/pipeline name to one", node);
-    if (node["default"]) out->set_default(seconds(node["default"], key + ".default"));
-    for (const auto& kv : node) {
-      std::string pipeline = kv.first.as<std::string>();
-      if (pipeline == "default") continue;
-      out->set_pipeline(pipeline, seconds(kv.second, key + "." + pipeline));
-    }
-  }
-
-  Config parse(const YAML::Node& root) const {
+  Config parse(const YAML::Node& root, bool pipelines_required) {
     Config config;
     config.source = source_;
-    config.database.path = (fs::path(base_dir_.empty() ? "." : base_dir_) / "ductwork.sqlite3").lexically_normal();
-    config.plugins_directory = (fs::path(base_dir_.empty() ? "." : base_dir_) / "plugins").lexically_normal();
-    config.definitions_directory = (fs::path(base_dir_.empty() ? "." : base_dir_) / "pipelines").lexically_normal();
-    if (!root.IsDefined() || root.IsNull()) fail("pipelines", "required (a list of pipeline names, or \"*\")", root);
-    only_keys(root, "", {"database", "plugins", "definitions", "pipelines", "job_worker", "pipeline_advancer", "supervisor", "logger", "forking", "role"});
+    config.pipelines_origin = source_ + ": pipelines";
+    config.database.path = resolve("ductwork.sqlite3");
+    config.plugins_directory = resolve("plugins");
+    config.definitions_directory = resolve("pipelines");
+    if (!root.IsDefined() || root.IsNull()) {
+      if (!pipelines_required) return config;
+      fail("pipelines", "required (a list of pipeline names, or \"*\")", root);
+    }
+    only_keys(root, "", {"database", "plugins", "definitions", "pipelines", "job_worker", "pipeline_advancer",
+                         "supervisor", "logger", "forking", "role", "http"});
+    parse_pipelines(root, pipelines_required, &config);
     if (root["forking"]) {
       std::string mode = string(root["forking"], "forking");
-      if (mode == "fork" || mode == "true") config.forking = true;
-      else if (mode == "none" || mode == "false") config.forking = false;
-      else fail("forking", "expected \"fork\" (child processes, the default) or \"none\" (threads of one process)", root["forking"]);
-    }
-    if (root["role"]) config.role = string(root["role"], "role");
-
-    if (auto db = root["database"]) {
-      only_keys(db, "database", {"adapter", "path"});
-      if (db["adapter"]) {
-        config.database.adapter = string(db["adapter"], "database.adapter");
-        if (config.database.adapter != "sqlite") {
-          fail("database.adapter", "expected \"sqlite\" (the only adapter this build supports)", db["adapter"]);
-        }
+      if (!parse_forking(mode, &config.forking)) {
+        expected("forking", "\"fork\" (child processes, the default) or \"none\" (threads of one process)",
+                 root["forking"], {"fork", "none"});
       }
-      if (db["path"]) config.database.path = path(db["path"], "database.path");
     }
+    if (root["role"]) {
+      config.role = string(root["role"], "role");
+      std::vector<std::string> roles(std::begin(kRoles), std::end(kRoles));
+      if (!is_one_of(config.role, roles)) expected("role", "one of: all, advancer, worker", root["role"], roles);
+    }
+    if (auto db = root["database"]) parse_database(db, &config);
     if (auto plugins = root["plugins"]) {
       only_keys(plugins, "plugins", {"directory"});
       if (plugins["directory"]) config.plugins_directory = path(plugins["directory"], "plugins.directory");
@@ -162,68 +97,427 @@ class Parser {
       only_keys(defs, "definitions", {"directory"});
       if (defs["directory"]) config.definitions_directory = path(defs["directory"], "definitions.directory");
     }
-
-    auto pipelines = root["pipelines"];
-    const std::string pipelines_shape = "required: a list of pipeline names, or \"*\" for every loaded pipeline";
-    if (!pipelines) fail("pipelines", pipelines_shape, root);
-    if (pipelines.IsScalar() && pipelines.as<std::string>() == "*") {
-      config.all_pipelines = true;
-    } else if (pipelines.IsSequence() && pipelines.size() > 0) {
-      config.all_pipelines = false;
-      for (const auto& p : pipelines) config.pipelines.push_back(string(p, "pipelines[]"));
-    } else {
-      fail("pipelines", pipelines_shape, pipelines);
-    }
-
-    if (auto jw = root["job_worker"]) {
-      only_keys(jw, "job_worker", {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout"});
-      if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, false, &config.job_worker.count);
-      if (jw["polling_timeout"]) scoped_seconds(jw["polling_timeout"], "job_worker.polling_timeout", &config.job_worker.polling_timeout);
-      if (jw["max_retry"]) scoped_int(jw["max_retry"], "job_worker.max_retry", 0, true, &config.job_worker.max_retry);
-      if (jw["max_crash"]) scoped_int(jw["max_crash"], "job_worker.max_crash", 0, true, &config.job_worker.max_crash);
-      if (jw["retry_delay"]) config.job_worker.retry_delay = seconds(jw["retry_delay"], "job_worker.retry_delay");
-      if (jw["shutdown_timeout"]) config.job_worker.shutdown_timeout = seconds(jw["shutdown_timeout"], "job_worker.shutdown_timeout");
-    }
-    if (auto pa = root["pipeline_advancer"]) {
-      only_keys(pa, "pipeline_advancer", {"count", "polling_timeout", "max_retry", "max_crash", "shutdown_timeout", "steps"});
-      if (pa["count"]) config.pipeline_advancer.count = static_cast<int>(integer(pa["count"], "pipeline_advancer.count", 1));
-      if (pa["polling_timeout"]) config.pipeline_advancer.polling_timeout = seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout");
-      if (pa["max_retry"]) scoped_int(pa["max_retry"], "pipeline_advancer.max_retry", 0, false, &config.pipeline_advancer.max_retry);
-      if (pa["max_crash"]) scoped_int(pa["max_crash"], "pipeline_advancer.max_crash", 0, false, &config.pipeline_advancer.max_crash);
-      if (pa["shutdown_timeout"]) config.pipeline_advancer.shutdown_timeout = seconds(pa["shutdown_timeout"], "pipeline_advancer.shutdown_timeout");
-      if (auto steps = pa["steps"]) {
-        if (!steps.IsMap()) fail("pipeline_advancer.steps", "expected a map with 'max_depth'", steps);
-        only_keys(steps, "pipeline_advancer.steps", {"max_depth"});
-        // -1 = unlimited; per pipeline and per pipeline+step (the step that fans out).
-        if (steps["max_depth"]) scoped_int(steps["max_depth"], "pipeline_advancer.steps.max_depth", -1, true, &config.pipeline_advancer.max_depth);
-      }
-    }
-    if (auto sup = root["supervisor"]) {
-      only_keys(sup, "supervisor", {"polling_timeout", "reaper_timeout", "shutdown_timeout"});
-      if (sup["polling_timeout"]) config.supervisor.polling_timeout = seconds(sup["polling_timeout"], "supervisor.polling_timeout");
-      if (sup["reaper_timeout"]) config.supervisor.reaper_timeout = seconds(sup["reaper_timeout"], "supervisor.reaper_timeout");
-      if (sup["shutdown_timeout"]) config.supervisor.shutdown_timeout = seconds(sup["shutdown_timeout"], "supervisor.shutdown_timeout");
-    }
-    if (auto logger = root["logger"]) {
-      only_keys(logger, "logger", {"level"});
-      if (logger["level"] && !parse_log_level(string(logger["level"], "logger.level"), &config.log_level)) {
-        fail("logger.level", "expected one of: debug, info, warn, error", logger["level"]);
-      }
-    }
-    if (const char* env = std::getenv("DUCTWORK_ROLE"); env && *env) config.role = env;
-    if (config.role != "all" && config.role != "advancer" && config.role != "worker") {
-      fail("role", "expected all, advancer or worker (from the file or DUCTWORK_ROLE), got '" + config.role + "'",
-           root["role"] ? root["role"] : root);
-    }
+    if (auto jw = root["job_worker"]) parse_job_worker(jw, &config);
+    if (auto pa = root["pipeline_advancer"]) parse_pipeline_advancer(pa, &config);
+    if (auto sup = root["supervisor"]) parse_supervisor(sup, &config);
+    if (auto logger = root["logger"]) parse_logger(logger, &config);
+    if (auto http = root["http"]) parse_http(http);
     return config;
   }
 
  private:
+  std::string where(const YAML::Node& node) const {
+    if (node.IsDefined() && node.Mark().line >= 0) return source_ + ":" + std::to_string(node.Mark().line + 1);
+    return source_;
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what, const YAML::Node& node) const {
+    throw ConfigError(where(node) + ": " + key + ": " + what);
+  }
+
+  // "<file>:<line>: <key>: expected <shape>, got <value>[, did you mean 'x'?]"
+  [[noreturn]] void expected(const std::string& key, const std::string& shape, const YAML::Node& node,
+                             const std::vector<std::string>& suggestions = {}) const {
+    std::string hint = node.IsScalar() ? did_you_mean(node.Scalar(), suggestions) : "";
+    fail(key, "expected " + shape + ", got " + describe(node) + hint, node);
+  }
+
+  static bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {
+    for (const auto& a : allowed) {
+      if (a == value) return true;
+    }
+    return false;
+  }
+
+  std::string resolve(const std::string& value) const {
+    fs::path p(value);
+    if (p.is_relative()) p = fs::path(base_dir_.empty() ? "." : base_dir_) / p;
+    return p.lexically_normal().string();
+  }
+
+  // A map key as a name; a list or map used as a key is an error.
+  std::string key_name(const YAML::Node& key_node, const std::string& parent) const {
+    if (!key_node.IsScalar()) {
+      fail(parent.empty() ? "(top level)" : parent, "expected names as keys, got " + describe(key_node), key_node);
+    }
+    return key_node.Scalar();
+  }
+
+  // The entries of a map, in order, after checking every key is a name given
+  // once (YAML parsers silently keep one of two equal keys; a second
+  // `job_worker:` section is a mistake worth naming).
+  std::vector<std::pair<YAML::Node, YAML::Node>> entries(const YAML::Node& node, const std::string& key,
+                                                         const std::string& shape) const {
+    if (!node.IsMap()) expected(key.empty() ? "(top level)" : key, shape, node);
+    std::vector<std::pair<YAML::Node, YAML::Node>> out;
+    std::map<std::string, int> seen;
+    for (const auto& kv : node) {
+      std::string name = key_name(kv.first, key);
+      std::string full = key.empty() ? name : key + "." + name;
+      int line = kv.first.Mark().line + 1;
+      if (auto it = seen.find(name); it != seen.end()) {
+        fail(full, "given twice (first on line " + std::to_string(it->second) + ")", kv.first);
+      }
+      seen.emplace(name, line);
+      out.emplace_back(kv.first, kv.second);
+    }
+    return out;
+  }
+
+  void only_keys(const YAML::Node& node, const std::string& key, const std::vector<std::string>& allowed) const {
+    std::vector<std::string> sorted = allowed;
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [k, v] : entries(node, key, "a map with the keys " + joined(sorted))) {
+      std::string name = k.Scalar();
+      if (!is_one_of(name, allowed)) {
+        std::string match = closest_match(name, allowed);
+        std::string hint = match.empty() ? "" : ", did you mean '" + (key.empty() ? match : key + "." + match) + "'?";
+        fail(key.empty() ? name : key + "." + name, "unknown key" + hint + " (expected one of: " + joined(sorted) + ")",
+             k);
+      }
+    }
+  }
+
+  std::string string(const YAML::Node& node, const std::string& key) const {
+    if (!node.IsScalar()) expected(key, "a string", node);
+    return node.Scalar();
+  }
+
+  std::string path(const YAML::Node& node, const std::string& key) const {
+    if (!node.IsScalar() || node.Scalar().empty()) expected(key, "a non-empty path", node);
+    return resolve(node.Scalar());
+  }
+
+  long long integer(const YAML::Node& node, const std::string& key, long long min, long long max = INT_MAX) const {
+    std::string shape = max == INT_MAX ? "an integer >= " + std::to_string(min)
+                                       : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    if (!node.IsScalar()) expected(key, shape, node);
+    const std::string& text = node.Scalar();
+    long long value = 0;
+    try {
+      std::size_t used = 0;
+      value = std::stoll(text, &used);
+      if (used != text.size()) expected(key, shape, node);
+    } catch (const std::logic_error&) {
+      expected(key, shape, node);
+    }
+    if (value < min || value > max) expected(key, shape, node);
+    return value;
+  }
+
+  // Durations are seconds and accept fractions ("0.05").
+  double seconds(const YAML::Node& node, const std::string& key) const {
+    static const std::string shape = "a duration in seconds (a number from 0 to 31536000, fractions allowed)";
+    if (!node.IsScalar()) expected(key, shape, node);
+    const std::string& text = node.Scalar();
+    char* end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0 ||
+        value > kMaxSeconds) {
+      expected(key, shape, node);
+    }
+    return value;
+  }
+
+  void remember(Config* config, const YAML::Node& at, const std::string& key, const std::string& pipeline,
+                const std::string& step = std::string()) const {
+    config->scoped_names.push_back(ScopedName{where(at), key, pipeline, step});
+  }
+
+  // Scoped integer: a number, or {default: n, Pipeline: n | {default: n, Step: n}}.
+  void scoped_int(const YAML::Node& node, const std::string& key, long long min, long long max, bool per_step,
+                  Scoped<int>* out, Config* config) const {
+    if (node.IsScalar()) {
+      out->set_default(static_cast<int>(integer(node, key, min, max)));
+      return;
+    }
+    std::string value = max == INT_MAX ? "an integer >= " + std::to_string(min)
+                                       : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    std::string shape = per_step ? value + ", or a map of default/pipeline name to one or to a map of "
+                                           "default/step class name to one"
+                                 : value + ", or a map of default/pipeline name to one";
+    auto pipelines = entries(node, key, shape);
+    for (const auto& [k, v] : pipelines) {
+      if (k.Scalar() == "default") out->set_default(static_cast<int>(integer(v, key + ".default", min, max)));
+    }
+    for (const auto& [k, v] : pipelines) {
+      const std::string& pipeline = k.Scalar();
+      if (pipeline == "default") continue;
+      std::string sub = key + "." + pipeline;
+      remember(config, k, key, pipeline);
+      if (v.IsScalar()) {
+        out->set_pipeline(pipeline, static_cast<int>(integer(v, sub, min, max)));
+      } else if (per_step && v.IsMap()) {
+        auto steps = entries(v, sub, shape);
+        out->set_pipeline(pipeline, out->default_value());
+        for (const auto& [sk, sv] : steps) {
+          if (sk.Scalar() == "default") out->set_pipeline(pipeline, static_cast<int>(integer(sv, sub + ".default", min, max)));
+        }
+        for (const auto& [sk, sv] : steps) {
+          const std::string& step = sk.Scalar();
+          if (step == "default") continue;
+          remember(config, sk, key, pipeline, step);
+          out->set_step(pipeline, step, static_cast<int>(integer(sv, sub + "." + step, min, max)));
+        }
+      } else {
+        expected(sub, per_step ? value + " or a map of default/step class name to one" : value, v);
+      }
+    }
+  }
+
+  void scoped_seconds(const YAML::Node& node, const std::string& key, Scoped<double>* out, Config* config) const {
+    if (node.IsScalar()) {
+      out->set_default(seconds(node, key));
+      return;
+    }
+    auto pipelines = entries(node, key, "a duration in seconds, or a map of default/pipeline name to one");
+    for (const auto& [k, v] : pipelines) {
+      if (k.Scalar() == "default") out->set_default(seconds(v, key + ".default"));
+    }
+    for (const auto& [k, v] : pipelines) {
+      if (k.Scalar() == "default") continue;
+      remember(config, k, key, k.Scalar());
+      out->set_pipeline(k.Scalar(), seconds(v, key + "." + k.Scalar()));
+    }
+  }
+
+  void parse_pipelines(const YAML::Node& root, bool required, Config* config) const {
+    auto pipelines = root["pipelines"];
+    const std::string shape = "a list of pipeline names, or \"*\" for every loaded pipeline";
+    if (!pipelines) {
+      if (required) fail("pipelines", "required: " + shape, root);
+      return;
+    }
+    if (pipelines.IsScalar() && pipelines.Scalar() == "*") {
+      config->all_pipelines = true;
+      return;
+    }
+    if (pipelines.IsScalar() && !pipelines.Scalar().empty()) {
+      fail("pipelines", "expected " + shape + ", got " + describe(pipelines) + " (one name is written as [" +
+                            pipelines.Scalar() + "])",
+           pipelines);
+    }
+    if (!pipelines.IsSequence() || pipelines.size() == 0) expected("pipelines", "a non-empty " + shape, pipelines);
+    std::vector<std::string> names;
+    for (size_t i = 0; i < pipelines.size(); ++i) {
+      const YAML::Node& item = pipelines[i];
+      std::string key = "pipelines[" + std::to_string(i) + "]";
+      if (!item.IsScalar() || item.Scalar().empty()) expected(key, "a pipeline name", item);
+      const std::string& name = item.Scalar();
+      if (name == "*" && pipelines.size() > 1) {
+        fail(key, "\"*\" means every pipeline and cannot be listed with names (write pipelines: \"*\")", item);
+      }
+      if (is_one_of(name, names)) fail(key, "'" + name + "' is listed twice", item);
+      names.push_back(name);
+    }
+    if (names.size() == 1 && names[0] == "*") {
+      config->all_pipelines = true;
+      return;
+    }
+    config->all_pipelines = false;
+    config->pipelines = std::move(names);
+  }
+
+  void parse_database(const YAML::Node& db, Config* config) const {
+    only_keys(db, "database", {"adapter", "path"});
+    if (db["adapter"]) {
+      config->database.adapter = string(db["adapter"], "database.adapter");
+      const std::string& adapter = config->database.adapter;
+      if (adapter == "postgresql" || adapter == "postgres") {
+        fail("database.adapter", "adapter postgresql is not supported by this build (only \"sqlite\")",
+             db["adapter"]);
+      }
+      if (adapter != "sqlite") {
+        expected("database.adapter", "\"sqlite\" (the only adapter this build supports)", db["adapter"],
+                 {"sqlite", "postgresql"});
+      }
+    }
+    if (db["path"]) config->database.path = path(db["path"], "database.path");
+  }
+
+  void parse_job_worker(const YAML::Node& jw, Config* config) const {
+    only_keys(jw, "job_worker", {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout"});
+    JobWorkerConfig& c = config->job_worker;
+    if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, kMaxCount, false, &c.count, config);
+    if (jw["polling_timeout"]) {
+      scoped_seconds(jw["polling_timeout"], "job_worker.polling_timeout", &c.polling_timeout, config);
+    }
+    if (jw["max_retry"]) scoped_int(jw["max_retry"], "job_worker.max_retry", 0, INT_MAX, true, &c.max_retry, config);
+    if (jw["max_crash"]) scoped_int(jw["max_crash"], "job_worker.max_crash", 0, INT_MAX, true, &c.max_crash, config);
+    if (jw["retry_delay"]) c.retry_delay = seconds(jw["retry_delay"], "job_worker.retry_delay");
+    if (jw["shutdown_timeout"]) c.shutdown_timeout = seconds(jw["shutdown_timeout"], "job_worker.shutdown_timeout");
+  }
+
+  void parse_pipeline_advancer(const YAML::Node& pa, Config* config) const {
+    only_keys(pa, "pipeline_advancer", {"count", "polling_timeout", "max_retry", "max_crash", "shutdown_timeout", "steps"});
+    PipelineAdvancerConfig& c = config->pipeline_advancer;
+    if (pa["count"]) c.count = static_cast<int>(integer(pa["count"], "pipeline_advancer.count", 1, kMaxCount));
+    if (pa["polling_timeout"]) c.polling_timeout = seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout");
+    if (pa["max_retry"]) {
+      scoped_int(pa["max_retry"], "pipeline_advancer.max_retry", 0, INT_MAX, false, &c.max_retry, config);
+    }
+    if (pa["max_crash"]) {
+      scoped_int(pa["max_crash"], "pipeline_advancer.max_crash", 0, INT_MAX, false, &c.max_crash, config);
+    }
+    if (pa["shutdown_timeout"]) {
+      c.shutdown_timeout = seconds(pa["shutdown_timeout"], "pipeline_advancer.shutdown_timeout");
+    }
+    if (auto steps = pa["steps"]) {
+      only_keys(steps, "pipeline_advancer.steps", {"max_depth"});
+      // -1 = unlimited; per pipeline and per pipeline+step (the step that fans out).
+      if (steps["max_depth"]) {
+        scoped_int(steps["max_depth"], "pipeline_advancer.steps.max_depth", -1, INT_MAX, true, &c.max_depth, config);
+      }
+    }
+  }
+
+  void parse_supervisor(const YAML::Node& sup, Config* config) const {
+    only_keys(sup, "supervisor", {"polling_timeout", "reaper_timeout", "shutdown_timeout"});
+    SupervisorConfig& c = config->supervisor;
+    if (sup["polling_timeout"]) c.polling_timeout = seconds(sup["polling_timeout"], "supervisor.polling_timeout");
+    if (sup["reaper_timeout"]) c.reaper_timeout = seconds(sup["reaper_timeout"], "supervisor.reaper_timeout");
+    if (sup["shutdown_timeout"]) c.shutdown_timeout = seconds(sup["shutdown_timeout"], "supervisor.shutdown_timeout");
+    // A process heartbeats every polling_timeout; reaping it sooner than
+    // that would reap live processes between two heartbeats.
+    if (c.reaper_timeout <= c.polling_timeout) {
+      YAML::Node at = sup["reaper_timeout"] ? sup["reaper_timeout"] : sup["polling_timeout"];
+      fail("supervisor.reaper_timeout",
+           "expected a duration greater than supervisor.polling_timeout (" + number_text(c.polling_timeout) +
+               "), got " + number_text(c.reaper_timeout),
+           at);
+    }
+  }
+
+  void parse_logger(const YAML::Node& logger, Config* config) const {
+    only_keys(logger, "logger", {"level", "format"});
+    if (logger["level"] && !parse_log_level(string(logger["level"], "logger.level"), &config->log_level)) {
+      expected("logger.level", "one of: debug, info, warn, error", logger["level"], {"debug", "info", "warn", "error"});
+    }
+    if (logger["format"] && !parse_log_format(string(logger["format"], "logger.format"), &config->log_format)) {
+      expected("logger.format", "one of: json, text", logger["format"], {"json", "text"});
+    }
+  }
+
+  // http.listen is SPEC'd for the HTTP API, /metrics and the dashboard, none
+  // of which this build has: a listen address it would silently ignore is
+  // refused (docs/decisions.md). The shape is checked first so a fixed
+  // address stays valid once the server exists.
+  void parse_http(const YAML::Node& http) const {
+    only_keys(http, "http", {"listen"});
+    if (auto listen = http["listen"]) {
+      const std::string shape = "a \"host:port\" address (e.g. \"127.0.0.1:8080\", \"[::1]:8080\", \":8080\")";
+      if (!listen.IsScalar() || !valid_listen_address(listen.Scalar())) expected("http.listen", shape, listen);
+      fail("http.listen",
+           "not supported by this build: it has no HTTP server (no API, /metrics or dashboard yet); remove the key",
+           listen);
+    }
+  }
+
+  static bool valid_listen_address(const std::string& text) {
+    size_t colon = text.rfind(':');
+    if (colon == std::string::npos) return false;
+    std::string host = text.substr(0, colon);
+    std::string port = text.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
+    int n = std::stoi(port);
+    if (n < 1 || n > 65535) return false;
+    if (host.empty()) return true;  // every interface
+    if (host.front() == '[') return host.back() == ']' && host.size() > 2;
+    return host.find_first_of(" /[]:") == std::string::npos;
+  }
+
   std::string source_;
   std::string base_dir_;
 };
 
+Config parse_document(const std::string& yaml_text, const std::string& source, const std::string& base_dir,
+                      bool pipelines_required) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  return Parser(source, base_dir).parse(root, pipelines_required);
+}
+
+const std::string* variable(const Environment& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+[[noreturn]] void bad_variable(const std::string& name, const std::string& shape, const std::string& value,
+                               const std::vector<std::string>& suggestions = {}) {
+  throw ConfigError(name + ": expected " + shape + ", got \"" + value + "\"" + did_you_mean(value, suggestions));
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+// DUCTWORK_DATABASE_URL: a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH.
+std::string database_path_from_url(const std::string& url) {
+  const char* name = "DUCTWORK_DATABASE_URL";
+  const std::string shape = "a SQLite file: a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH";
+  std::string scheme;
+  if (size_t colon = url.find(':'); colon != std::string::npos && colon > 0) {
+    scheme = url.substr(0, colon);
+    bool is_scheme = std::isalpha(static_cast<unsigned char>(scheme[0])) &&
+                     scheme.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
+                         std::string::npos;
+    // "data:1.db" is a file name; "postgresql:..." and "x://..." are URLs.
+    if (!is_scheme || (url.compare(colon, 3, "://") != 0 && scheme != "sqlite" && scheme != "postgresql" &&
+                       scheme != "postgres")) {
+      scheme.clear();
+    }
+  }
+  if (scheme.empty()) return url;
+  if (scheme == "postgresql" || scheme == "postgres") {
+    throw ConfigError(std::string(name) + ": adapter postgresql is not supported by this build (only sqlite: " +
+                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
+  }
+  if (scheme != "sqlite") {
+    throw ConfigError(std::string(name) + ": adapter " + scheme + " is not supported by this build (only sqlite: " +
+                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
+  }
+  std::string rest = url.substr(std::string("sqlite:").size());
+  if (starts_with(rest, "//")) {
+    rest = rest.substr(2);  // sqlite:///abs -> /abs; sqlite://host/x has a host, which a file has not
+    if (rest.size() < 2 || rest[0] != '/') bad_variable(name, shape, url);
+  }
+  if (rest.empty()) bad_variable(name, shape, url);
+  return rest;
+}
+
+std::vector<std::string> split_pipelines(const std::string& value) {
+  const std::string shape = "a comma-separated list of pipeline names, or * for every loaded pipeline";
+  std::vector<std::string> names;
+  std::stringstream in(value);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t first = item.find_first_not_of(" \t");
+    size_t last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+    if (item.empty()) bad_variable("DUCTWORK_PIPELINES", shape + " (an empty name)", value);
+    for (const auto& n : names) {
+      if (n == item) bad_variable("DUCTWORK_PIPELINES", shape + " ('" + item + "' is listed twice)", value);
+    }
+    names.push_back(item);
+  }
+  if (!value.empty() && value.back() == ',') bad_variable("DUCTWORK_PIPELINES", shape + " (an empty name)", value);
+  if (names.size() > 1) {
+    for (const auto& n : names) {
+      if (n == "*") bad_variable("DUCTWORK_PIPELINES", shape + " (* cannot be listed with names)", value);
+    }
+  }
+  return names;
+}
+
 }  // namespace
+
+bool parse_forking(const std::string& text, bool* forking) {
+  if (text == "fork" || text == "true") *forking = true;
+  else if (text == "none" || text == "false") *forking = false;
+  else return false;
+  return true;
+}
 
 bool Config::runs_pipeline(const std::string& pipeline) const {
   if (all_pipelines) return true;
@@ -234,41 +528,96 @@ bool Config::runs_pipeline(const std::string& pipeline) const {
 }
 
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-  return Parser(source, base_dir).parse(root);
+  return parse_document(yaml_text, source, base_dir, /*pipelines_required=*/true);
 }
 
-Config load_config(const std::string& explicit_path) {
+Environment process_environment() {
+  Environment env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry = *e;
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || !starts_with(entry, "DUCTWORK_")) continue;
+    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+void apply_environment(const Environment& env, Config* config) {
+  static const std::vector<std::string> kKnown = {
+      "DUCTWORK_CONFIG",      "DUCTWORK_ROLE",   "DUCTWORK_DATABASE_URL", "DUCTWORK_PLUGINS_DIRECTORY",
+      "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES", "DUCTWORK_FORKING", "DUCTWORK_LOG_LEVEL",
+      "DUCTWORK_LOG_FORMAT",
+      // fault injection for durability tests (util/fault.h)
+      "DUCTWORK_FAULT", "DUCTWORK_FAULT_MARKER", "DUCTWORK_FAULT_SLEEP"};
+  auto absolute = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
+
+  if (const std::string* v = variable(env, "DUCTWORK_ROLE")) {
+    std::vector<std::string> roles(std::begin(kRoles), std::end(kRoles));
+    bool known = false;
+    for (const auto& r : roles) known = known || r == *v;
+    if (!known) bad_variable("DUCTWORK_ROLE", "one of: all, advancer, worker", *v, roles);
+    config->role = *v;
+  }
+  if (const std::string* v = variable(env, "DUCTWORK_DATABASE_URL")) {
+    config->database.adapter = "sqlite";
+    config->database.path = absolute(database_path_from_url(*v));
+  }
+  if (const std::string* v = variable(env, "DUCTWORK_PLUGINS_DIRECTORY")) config->plugins_directory = absolute(*v);
+  if (const std::string* v = variable(env, "DUCTWORK_DEFINITIONS_DIRECTORY")) {
+    config->definitions_directory = absolute(*v);
+  }
+  if (const std::string* v = variable(env, "DUCTWORK_PIPELINES")) {
+    std::vector<std::string> names = split_pipelines(*v);
+    config->all_pipelines = names.size() == 1 && names[0] == "*";
+    config->pipelines = config->all_pipelines ? std::vector<std::string>{} : names;
+    config->pipelines_origin = "DUCTWORK_PIPELINES";
+  }
+  if (const std::string* v = variable(env, "DUCTWORK_FORKING"); v && !parse_forking(*v, &config->forking)) {
+    bad_variable("DUCTWORK_FORKING", "fork or none", *v, {"fork", "none"});
+  }
+  if (const std::string* v = variable(env, "DUCTWORK_LOG_LEVEL"); v && !parse_log_level(*v, &config->log_level)) {
+    bad_variable("DUCTWORK_LOG_LEVEL", "one of: debug, info, warn, error", *v, {"debug", "info", "warn", "error"});
+  }
+  if (const std::string* v = variable(env, "DUCTWORK_LOG_FORMAT"); v && !parse_log_format(*v, &config->log_format)) {
+    bad_variable("DUCTWORK_LOG_FORMAT", "one of: json, text", *v, {"json", "text"});
+  }
+  for (const auto& [name, _] : env) {
+    bool known = false;
+    for (const auto& k : kKnown) known = known || k == name;
+    if (!known && starts_with(name, "DUCTWORK_")) {
+      config->warnings.push_back("unknown environment variable " + name + " ignored" + did_you_mean(name, kKnown));
+    }
+  }
+}
+
+Config load_config(const std::string& explicit_path) { return load_config(explicit_path, process_environment()); }
+
+Config load_config(const std::string& explicit_path, const Environment& env) {
   std::string path = explicit_path;
   if (path.empty()) {
-    if (const char* env = std::getenv("DUCTWORK_CONFIG"); env && *env) path = env;
+    if (const std::string* v = variable(env, "DUCTWORK_CONFIG")) path = *v;
   }
-  if (path.empty()) {
-    if (!fs::exists("ductwork.yml")) {
-      Config defaults;  // no file: everything default, every loaded pipeline
-      if (const char* env = std::getenv("DUCTWORK_ROLE"); env && *env) defaults.role = env;
-      if (defaults.role != "all" && defaults.role != "advancer" && defaults.role != "worker") {
-        throw ConfigError("DUCTWORK_ROLE: expected all, advancer or worker, got '" + defaults.role + "'");
-      }
-      defaults.database.path = fs::absolute("ductwork.sqlite3").string();
-      defaults.plugins_directory = fs::absolute("plugins").string();
-      defaults.definitions_directory = fs::absolute("pipelines").string();
-      return defaults;
-    }
-    path = "ductwork.yml";
+  Config config;
+  if (path.empty() && !fs::exists("ductwork.yml")) {
+    // No file: everything default, every loaded pipeline, paths from the
+    // current directory.
+    config.database.path = fs::absolute("ductwork.sqlite3").string();
+    config.plugins_directory = fs::absolute("plugins").string();
+    config.definitions_directory = fs::absolute("pipelines").string();
+    config.pipelines_origin = "pipelines";
+  } else {
+    if (path.empty()) path = "ductwork.yml";
+    std::ifstream in(path);
+    if (!in || fs::is_directory(path)) throw ConfigError(path + ": cannot read the configuration file");
+    std::stringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw ConfigError(path + ": cannot read the configuration file");
+    std::string base = fs::absolute(path).parent_path().string();
+    // DUCTWORK_PIPELINES stands in for a file's missing `pipelines`.
+    config = parse_document(text.str(), path, base, variable(env, "DUCTWORK_PIPELINES") == nullptr);
   }
-  std::ifstream in(path);
-  if (!in || fs::is_directory(path)) throw ConfigError(path + ": cannot read the configuration file");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ConfigError(path + ": cannot read the configuration file");
-  std::string base = fs::absolute(path).parent_path().string();
-  return parse_config(text.str(), path, base);
+  apply_environment(env, &config);
+  return config;
 }
 
 }  // namespace ductwork

@@ -64,6 +64,16 @@ struct DatabaseConfig {
   std::string path = "ductwork.sqlite3";  // sqlite: file path, created on first use
 };
 
+// A pipeline (and step) name written as a key of a per-pipeline map, with
+// where it was written. parse_config cannot know which pipelines exist; the
+// host checks these once definitions are loaded (config_check.h).
+struct ScopedName {
+  std::string where;  // "<file>:<line>"
+  std::string key;    // e.g. "job_worker.max_retry"
+  std::string pipeline;
+  std::string step;  // empty for a pipeline-level entry
+};
+
 struct JobWorkerConfig {
   Scoped<int> count{5};
   Scoped<int> max_retry{3};
@@ -99,10 +109,16 @@ struct Config {
   std::string definitions_directory = "pipelines";
   bool all_pipelines = true;           // pipelines: "*"
   std::vector<std::string> pipelines;  // when !all_pipelines
+  // Where `pipelines` came from, for errors: "<file>: pipelines" or
+  // "DUCTWORK_PIPELINES".
+  std::string pipelines_origin = "pipelines";
   JobWorkerConfig job_worker;
   PipelineAdvancerConfig pipeline_advancer;
   SupervisorConfig supervisor;
   LogLevel log_level = LogLevel::kInfo;
+  // logger.format: json (one object per line, the default) or text (one
+  // human-readable line, for terminals).
+  Logger::Format log_format = Logger::Format::kJson;
   // forking: "fork" (default) runs advancers and per-pipeline workers in
   // child processes under a supervisor; "none" runs every loop as threads
   // of one process.
@@ -110,18 +126,46 @@ struct Config {
   // role: all | advancer | worker (DUCTWORK_ROLE overrides the file).
   std::string role = "all";
 
+  // Every per-pipeline / per-step key of the file, for check_config_names.
+  std::vector<ScopedName> scoped_names;
+  // Things worth a warning that are not errors (e.g. an unknown DUCTWORK_*
+  // environment variable); the host logs them once its logger exists.
+  std::vector<std::string> warnings;
+
   // True when `pipeline` is one this host runs.
   bool runs_pipeline(const std::string& pipeline) const;
 };
 
+// Parses forking: "fork" / "true" -> true, "none" / "false" -> false;
+// returns false for anything else.
+bool parse_forking(const std::string& text, bool* forking);
+
+// The environment variables the configuration reads (DUCTWORK_*), by name.
+// Passed in explicitly so tests need not touch the process environment.
+using Environment = std::map<std::string, std::string>;
+
+// The DUCTWORK_* variables of this process's environment.
+Environment process_environment();
+
 // Reads the configuration. `explicit_path` is the -c argument (empty if
 // none); otherwise DUCTWORK_CONFIG, then ./ductwork.yml if it exists, else
-// built-in defaults. Throws ConfigError naming the file, key and expected
-// shape for anything unreadable, unknown or of the wrong type.
+// built-in defaults. Then applies the environment overrides (see
+// apply_environment). Throws ConfigError naming the file, key and expected
+// shape (or the variable) for anything unreadable, unknown or of the wrong
+// type.
 Config load_config(const std::string& explicit_path);
+Config load_config(const std::string& explicit_path, const Environment& env);
 
-// Parses a YAML document (for tests); `source` names it in errors and
-// `base_dir` resolves relative paths.
+// Parses a YAML document alone, without the environment (for tests);
+// `source` names it in errors and `base_dir` resolves relative paths.
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir);
+
+// Overrides `config` with the deployment variables of `env`, each validated
+// by the rules of the key it replaces and named in errors as the variable:
+// DUCTWORK_ROLE, DUCTWORK_DATABASE_URL, DUCTWORK_PLUGINS_DIRECTORY,
+// DUCTWORK_DEFINITIONS_DIRECTORY, DUCTWORK_PIPELINES, DUCTWORK_FORKING,
+// DUCTWORK_LOG_LEVEL, DUCTWORK_LOG_FORMAT. Empty variables count as unset;
+// relative paths resolve against the current directory.
+void apply_environment(const Environment& env, Config* config);
 
 }  // namespace ductwork

@@ -2,15 +2,17 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <ctime>
 
 namespace ductwork {
 namespace {
 
-std::string iso_now() {
-  auto now = std::chrono::system_clock::now();
-  auto secs = std::chrono::system_clock::to_time_t(now);
+using Clock = std::chrono::system_clock;
+
+std::string iso_utc(Clock::time_point now) {
+  auto secs = Clock::to_time_t(now);
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
@@ -20,6 +22,52 @@ std::string iso_now() {
   return buf;
 }
 
+// HH:MM:SS.mmm in local time: a terminal reader's clock.
+std::string clock_local(Clock::time_point now) {
+  auto secs = Clock::to_time_t(now);
+  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03lld", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<long long>(millis));
+  return buf;
+}
+
+// A value of a text line: bare when it is one plain word, JSON otherwise (a
+// quoted string, a list, an object), so a line always splits back into
+// key=value pairs.
+std::string text_value(const json& value) {
+  if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    bool plain = !s.empty();
+    for (unsigned char c : s) {
+      if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f) {
+        plain = false;
+        break;
+      }
+    }
+    if (plain) return s;
+  }
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The message of a text line on one line, whatever it holds.
+std::string one_line(std::string_view msg) {
+  std::string out;
+  out.reserve(msg.size());
+  for (char c : msg) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+bool is_stable_field(const std::string& key) {
+  return key == "ts" || key == "level" || key == "msg" || key == "role" || key == "pid";
+}
+
 }  // namespace
 
 bool parse_log_level(std::string_view text, LogLevel* out) {
@@ -27,6 +75,13 @@ bool parse_log_level(std::string_view text, LogLevel* out) {
   else if (text == "info") *out = LogLevel::kInfo;
   else if (text == "warn" || text == "warning") *out = LogLevel::kWarn;
   else if (text == "error") *out = LogLevel::kError;
+  else return false;
+  return true;
+}
+
+bool parse_log_format(std::string_view text, Logger::Format* out) {
+  if (text == "json") *out = Logger::Format::kJson;
+  else if (text == "text") *out = Logger::Format::kText;
   else return false;
   return true;
 }
@@ -57,37 +112,45 @@ void Logger::set_line_hooks(std::function<void()> before, std::function<void()> 
 
 void Logger::log(LogLevel level, std::string_view msg, const json& fields) {
   if (!enabled(level)) return;
+  const auto now = Clock::now();
+  const long pid = static_cast<long>(::getpid());
   std::string line;
-  std::string ts = iso_now();
   if (format_ == Format::kJson) {
     json record = json::object();
-    record["ts"] = ts;
+    record["ts"] = iso_utc(now);
     record["level"] = log_level_name(level);
     record["msg"] = msg;
+    record["pid"] = pid;
+    if (fields.is_object()) {
+      // A caller's field never replaces a stable one (parsers rely on them).
+      for (auto it = fields.begin(); it != fields.end(); ++it) {
+        if (!is_stable_field(it.key())) record[it.key()] = it.value();
+      }
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     record["role"] = role_;
-    record["pid"] = static_cast<long>(::getpid());
-    if (fields.is_object()) {
-      for (auto it = fields.begin(); it != fields.end(); ++it) record[it.key()] = it.value();
-    }
     line = record.dump(-1, ' ', false, json::error_handler_t::replace);
     line.push_back('\n');
-    if (before_line_) before_line_();
-    std::fwrite(line.data(), 1, line.size(), out_);
-    std::fflush(out_);
-    if (after_line_) after_line_();
+    write_line(line);
     return;
   }
-  line = ts + " " + log_level_name(level) + " " + std::string(msg);
+  std::string level_name = log_level_name(level);
+  for (auto& c : level_name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  level_name.resize(5, ' ');
+  std::string tail = " " + one_line(msg);
   if (fields.is_object()) {
     for (auto it = fields.begin(); it != fields.end(); ++it) {
-      line += " " + it.key() + "=";
-      line += it.value().is_string() ? it.value().get<std::string>()
-                                     : it.value().dump(-1, ' ', false, json::error_handler_t::replace);
+      if (is_stable_field(it.key())) continue;
+      tail += " " + it.key() + "=" + text_value(it.value());
     }
   }
-  line.push_back('\n');
+  tail.push_back('\n');
   std::lock_guard<std::mutex> lock(mutex_);
+  line = clock_local(now) + " " + level_name + " [" + role_ + " " + std::to_string(pid) + "]" + tail;
+  write_line(line);
+}
+
+void Logger::write_line(const std::string& line) {
   if (before_line_) before_line_();
   std::fwrite(line.data(), 1, line.size(), out_);
   std::fflush(out_);

@@ -16,10 +16,14 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 bool parse_log_level(std::string_view text, LogLevel* out);
 const char* log_level_name(LogLevel level);
 
-// Structured logger: one JSON object per line with the stable fields `ts`,
-// `level`, `msg`, `role`, `pid`, followed by whatever fields the caller adds
-// (`pipeline`, `run_id`, `branch_id`, `job_id`, `step`, `error_klass`,
-// `error_message`, ...). The text format prints the same facts for humans.
+// Structured logger: one JSON object per line with the stable fields `ts`
+// (UTC, ISO 8601 with microseconds), `level`, `msg`, `role`, `pid`, followed
+// by whatever fields the caller adds (`pipeline`, `run_id`, `branch_id`,
+// `job_id`, `step`, `error_klass`, `error_message`, ...); a caller's field
+// never replaces a stable one. The text format prints the same facts on one
+// line for humans:
+//   14:03:07.123 INFO  [worker 4242] Job claimed pipeline=P step=Inc
+// (local time; values with spaces, quotes or '=' are JSON-quoted).
 // Thread-safe; one instance is passed to whoever logs.
 class Logger {
  public:
@@ -31,6 +35,7 @@ class Logger {
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
 
+  // Set up before the logger is shared with other threads.
   void set_level(LogLevel level) { min_level_ = level; }
   void set_format(Format format) { format_ = format; }
   void set_role(std::string role);
@@ -49,6 +54,9 @@ class Logger {
   std::mutex& output_mutex() { return mutex_; }
 
  private:
+  // Writes one finished line between the line hooks; called under mutex_.
+  void write_line(const std::string& line);
+
   std::FILE* out_;
   Format format_;
   LogLevel min_level_;
@@ -57,5 +65,8 @@ class Logger {
   std::function<void()> before_line_;
   std::function<void()> after_line_;
 };
+
+// Parses "json" / "text"; returns false for anything else.
+bool parse_log_format(std::string_view text, Logger::Format* out);
 
 }  // namespace ductwork
