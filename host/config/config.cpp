@@ -283,7 +283,8 @@ class Parser {
 
   void parse_pipelines(const YAML::Node& root, bool required, Config* config) const {
     auto pipelines = root["pipelines"];
-    const std::string shape = "a list of pipeline names, or \"*\" for every loaded pipeline";
+    const std::string kinds = "list of pipeline names, or \"*\" for every loaded pipeline";
+    const std::string shape = "a " + kinds;
     if (!pipelines) {
       if (required) fail("pipelines", "required: " + shape, root);
       return;
@@ -297,7 +298,7 @@ class Parser {
                             pipelines.Scalar() + "])",
            pipelines);
     }
-    if (!pipelines.IsSequence() || pipelines.size() == 0) expected("pipelines", "a non-empty " + shape, pipelines);
+    if (!pipelines.IsSequence() || pipelines.size() == 0) expected("pipelines", "a non-empty " + kinds, pipelines);
     std::vector<std::string> names;
     for (size_t i = 0; i < pipelines.size(); ++i) {
       const YAML::Node& item = pipelines[i];
@@ -446,9 +447,28 @@ const std::string* variable(const Environment& env, const char* name) {
   return it == env.end() || it->second.empty() ? nullptr : &it->second;
 }
 
+// The key each variable overrides, so an error names both.
+const std::map<std::string, std::string> kVariableKeys = {
+    {"DUCTWORK_ROLE", "role"},
+    {"DUCTWORK_DATABASE_URL", "database"},
+    {"DUCTWORK_PLUGINS_DIRECTORY", "plugins.directory"},
+    {"DUCTWORK_DEFINITIONS_DIRECTORY", "definitions.directory"},
+    {"DUCTWORK_PIPELINES", "pipelines"},
+    {"DUCTWORK_FORKING", "forking"},
+    {"DUCTWORK_LOG_LEVEL", "logger.level"},
+    {"DUCTWORK_LOG_FORMAT", "logger.format"},
+};
+
+// "DUCTWORK_LOG_LEVEL (logger.level)"
+std::string variable_label(const std::string& name) {
+  auto it = kVariableKeys.find(name);
+  return it == kVariableKeys.end() ? name : name + " (" + it->second + ")";
+}
+
 [[noreturn]] void bad_variable(const std::string& name, const std::string& shape, const std::string& value,
                                const std::vector<std::string>& suggestions = {}) {
-  throw ConfigError(name + ": expected " + shape + ", got \"" + value + "\"" + did_you_mean(value, suggestions));
+  throw ConfigError(variable_label(name) + ": expected " + shape + ", got \"" + value + "\"" +
+                    did_you_mean(value, suggestions));
 }
 
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
@@ -471,11 +491,11 @@ std::string database_path_from_url(const std::string& url) {
   }
   if (scheme.empty()) return url;
   if (scheme == "postgresql" || scheme == "postgres") {
-    throw ConfigError(std::string(name) + ": adapter postgresql is not supported by this build (only sqlite: " +
+    throw ConfigError(variable_label(name) + ": adapter postgresql is not supported by this build (only sqlite: " +
                       "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
   }
   if (scheme != "sqlite") {
-    throw ConfigError(std::string(name) + ": adapter " + scheme + " is not supported by this build (only sqlite: " +
+    throw ConfigError(variable_label(name) + ": adapter " + scheme + " is not supported by this build (only sqlite: " +
                       "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
   }
   std::string rest = url.substr(std::string("sqlite:").size());

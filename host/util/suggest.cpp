@@ -33,7 +33,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   if (word.empty()) return "";
   const std::string w = lower(word);
-  const size_t allowed = w.size() <= 4 ? 1 : w.size() <= 8 ? 2 : 3;
+  // One- and two-letter words only match by case: "B" is no typo of "A".
+  const size_t allowed = w.size() <= 2 ? 0 : w.size() <= 4 ? 1 : w.size() <= 8 ? 2 : 3;
   std::string best;
   size_t best_distance = allowed + 1;
   for (const auto& candidate : candidates) {

@@ -50,13 +50,26 @@ std::vector<std::string> Workspace::command(const std::vector<std::string>& args
 testsupport::ProcessOptions Workspace::process_options(double timeout_seconds) const {
   testsupport::ProcessOptions options;
   options.cwd = dir();
-  options.unset_env = {"DUCTWORK_CONFIG"};
+  // The workspace's file alone configures the host: none of the deployment
+  // overrides of the environment the tests run in (a test sets what it needs
+  // through options.env).
+  options.unset_env = {"DUCTWORK_CONFIG",         "DUCTWORK_ROLE",     "DUCTWORK_DATABASE_URL",
+                       "DUCTWORK_PLUGINS_DIRECTORY", "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES",
+                       "DUCTWORK_FORKING",        "DUCTWORK_LOG_LEVEL", "DUCTWORK_LOG_FORMAT"};
   options.timeout_seconds = timeout_seconds;
   return options;
 }
 
 ProcessResult Workspace::run(const std::vector<std::string>& args, double timeout_seconds) const {
   return testsupport::run_process(command(args), process_options(timeout_seconds));
+}
+
+ProcessResult Workspace::run_with_env(const std::vector<std::string>& args,
+                                     const std::vector<std::pair<std::string, std::string>>& env,
+                                     double timeout_seconds) const {
+  testsupport::ProcessOptions options = process_options(timeout_seconds);
+  options.env = env;
+  return testsupport::run_process(command(args), options);
 }
 
 ProcessResult Workspace::run_raw(const std::vector<std::string>& args, double timeout_seconds) const {

@@ -56,6 +56,10 @@ class Workspace {
 
   // `ductwork ARGS... -c ductwork.yml`, run in the workspace.
   ProcessResult run(const std::vector<std::string>& args, double timeout_seconds = 30) const;
+  // run() with these environment variables set (e.g. DUCTWORK_LOG_FORMAT).
+  ProcessResult run_with_env(const std::vector<std::string>& args,
+                             const std::vector<std::pair<std::string, std::string>>& env,
+                             double timeout_seconds = 30) const;
   // `ductwork ARGS...` without adding -c, run in the workspace.
   ProcessResult run_raw(const std::vector<std::string>& args, double timeout_seconds = 30) const;
   // The argv of run(): for a background testsupport::Subprocess.
