@@ -102,6 +102,9 @@ class Parser {
     if (auto sup = root["supervisor"]) parse_supervisor(sup, &config);
     if (auto logger = root["logger"]) parse_logger(logger, &config);
     if (auto http = root["http"]) parse_http(http);
+    // Sections are parsed key by key; report names in the order they were written.
+    std::stable_sort(config.scoped_names.begin(), config.scoped_names.end(),
+                     [](const ScopedName& a, const ScopedName& b) { return a.line < b.line; });
     return config;
   }
 
@@ -221,7 +224,7 @@ class Parser {
 
   void remember(Config* config, const YAML::Node& at, const std::string& key, const std::string& pipeline,
                 const std::string& step = std::string()) const {
-    config->scoped_names.push_back(ScopedName{where(at), key, pipeline, step});
+    config->scoped_names.push_back(ScopedName{where(at), at.Mark().line + 1, key, pipeline, step});
   }
 
   // Scoped integer: a number, or {default: n, Pipeline: n | {default: n, Step: n}}.

@@ -69,6 +69,7 @@ struct DatabaseConfig {
 // host checks these once definitions are loaded (config_check.h).
 struct ScopedName {
   std::string where;  // "<file>:<line>"
+  int line = 0;       // of `where`, to keep file order
   std::string key;    // e.g. "job_worker.max_retry"
   std::string pipeline;
   std::string step;  // empty for a pipeline-level entry

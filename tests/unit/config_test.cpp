@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
+#include "config/config_check.h"
 #include "temp_dir.h"
+#include "util/suggest.h"
 
 namespace ductwork {
 namespace {
@@ -96,6 +99,296 @@ TEST(Config, LoadsAnExplicitFile) {
   Config c = load_config(path);
   EXPECT_EQ(c.source, path);
   EXPECT_EQ(c.database.path, dir.path() + "/conf/db.sqlite3");
+}
+
+TEST(Config, EveryKeyOfTheSpecIsAccepted) {
+  Config c = parse(
+      "pipelines: [A, B]\n"
+      "role: worker\n"
+      "forking: none\n"
+      "database: {adapter: sqlite, path: db.sqlite3}\n"
+      "plugins: {directory: p}\n"
+      "definitions: {directory: d}\n"
+      "job_worker:\n"
+      "  count: {default: 2, A: 3}\n"
+      "  max_retry: {default: 1, A: {default: 2, S: 0}}\n"
+      "  max_crash: {A: {S: 7}}\n"
+      "  polling_timeout: {default: 0.5, B: 0.25}\n"
+      "  retry_delay: 0.1\n"
+      "  shutdown_timeout: 5\n"
+      "pipeline_advancer:\n"
+      "  count: 4\n"
+      "  max_retry: {default: 9, A: 8}\n"
+      "  max_crash: 6\n"
+      "  polling_timeout: 0.2\n"
+      "  shutdown_timeout: 7\n"
+      "  steps: {max_depth: {default: 100, A: {S: -1}}}\n"
+      "supervisor: {polling_timeout: 0.5, reaper_timeout: 60, shutdown_timeout: 9}\n"
+      "logger: {level: warn, format: text}\n");
+  EXPECT_EQ(c.pipelines, (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(c.role, "worker");
+  EXPECT_FALSE(c.forking);
+  EXPECT_EQ(c.database.path, "/base/db.sqlite3");
+  EXPECT_EQ(c.plugins_directory, "/base/p");
+  EXPECT_EQ(c.definitions_directory, "/base/d");
+  EXPECT_EQ(c.job_worker.count.get("A"), 3);
+  EXPECT_EQ(c.job_worker.count.get("B"), 2);
+  EXPECT_EQ(c.job_worker.max_retry.get("A", "S"), 0);
+  EXPECT_EQ(c.job_worker.max_retry.get("A", "T"), 2);
+  EXPECT_EQ(c.job_worker.max_retry.get("B", "S"), 1);
+  EXPECT_EQ(c.job_worker.max_crash.get("A", "S"), 7);
+  EXPECT_EQ(c.job_worker.max_crash.get("A", "T"), 10);
+  EXPECT_DOUBLE_EQ(c.job_worker.polling_timeout.get("A"), 0.5);
+  EXPECT_DOUBLE_EQ(c.job_worker.polling_timeout.get("B"), 0.25);
+  EXPECT_DOUBLE_EQ(c.job_worker.retry_delay, 0.1);
+  EXPECT_DOUBLE_EQ(c.job_worker.shutdown_timeout, 5);
+  EXPECT_EQ(c.pipeline_advancer.count, 4);
+  EXPECT_EQ(c.pipeline_advancer.max_retry.get("A"), 8);
+  EXPECT_EQ(c.pipeline_advancer.max_retry.get("B"), 9);
+  EXPECT_EQ(c.pipeline_advancer.max_crash.get("A"), 6);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout, 0.2);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.shutdown_timeout, 7);
+  EXPECT_EQ(c.pipeline_advancer.max_depth.get("A", "S"), -1);
+  EXPECT_EQ(c.pipeline_advancer.max_depth.get("A", "T"), 100);
+  EXPECT_EQ(c.pipeline_advancer.max_depth.get("B", "S"), 100);
+  EXPECT_DOUBLE_EQ(c.supervisor.polling_timeout, 0.5);
+  EXPECT_DOUBLE_EQ(c.supervisor.reaper_timeout, 60);
+  EXPECT_DOUBLE_EQ(c.supervisor.shutdown_timeout, 9);
+  EXPECT_EQ(c.log_level, LogLevel::kWarn);
+  EXPECT_EQ(c.log_format, Logger::Format::kText);
+}
+
+TEST(Config, RemainingDefaultsFollowTheSpec) {
+  Config c = parse("pipelines: '*'");
+  EXPECT_EQ(c.role, "all");
+  EXPECT_TRUE(c.forking);
+  EXPECT_DOUBLE_EQ(c.job_worker.shutdown_timeout, 20);
+  EXPECT_EQ(c.pipeline_advancer.max_crash.get("P"), 10);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout, 1);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.shutdown_timeout, 20);
+  EXPECT_EQ(c.pipeline_advancer.max_depth.get("P", "S"), -1);
+  EXPECT_DOUBLE_EQ(c.supervisor.polling_timeout, 1);
+  EXPECT_DOUBLE_EQ(c.supervisor.shutdown_timeout, 30);
+  EXPECT_EQ(c.log_level, LogLevel::kInfo);
+  EXPECT_EQ(c.log_format, Logger::Format::kJson);
+  EXPECT_EQ(c.plugins_directory, "/base/plugins");
+  EXPECT_EQ(c.definitions_directory, "/base/pipelines");
+}
+
+TEST(Config, ErrorsSayWhatWasGiven) {
+  EXPECT_EQ(error_of("pipelines: '*'\njob_worker: {count: many}"),
+            "test.yml:2: job_worker.count: expected an integer from 1 to 1000, got \"many\"");
+  EXPECT_EQ(error_of("pipelines: '*'\njob_worker: {retry_delay: -1}"),
+            "test.yml:2: job_worker.retry_delay: expected a duration in seconds (a number from 0 to 31536000, "
+            "fractions allowed), got -1");
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker: {retry_delay: 1e9}").find("got 1e9"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker: {max_retry: 2147483648}").find("got 2147483648"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\npipeline_advancer: {steps: {max_depth: -2}}")
+                .find("pipeline_advancer.steps.max_depth: expected an integer >= -1, got -2"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker: {count: {A: {S: 1}}}")
+                .find("job_worker.count.A: expected an integer from 1 to 1000, got a map"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nrole:").find("role: expected a string, got nothing"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: WordReport").find("(one name is written as [WordReport])"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: [A, '*']").find("pipelines[1]: \"*\" means every pipeline"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: [A, {B: 1}]").find("pipelines[1]: expected a pipeline name, got a map"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\n[a]: 1").find("expected names as keys"), std::string::npos);
+  EXPECT_EQ(error_of("pipelines: '*'\ndatabase: {adapter: postgresql}"),
+            "test.yml:2: database.adapter: adapter postgresql is not supported by this build (only \"sqlite\")");
+}
+
+TEST(Config, TyposGetASuggestion) {
+  EXPECT_EQ(error_of("pipelines: '*'\njob_worker: {cuont: 2}"),
+            "test.yml:2: job_worker.cuont: unknown key, did you mean 'job_worker.count'? (expected one of: count, "
+            "max_crash, max_retry, polling_timeout, retry_delay, shutdown_timeout)");
+  EXPECT_NE(error_of("pipelines: '*'\nsupervisr: {}").find("supervisr: unknown key, did you mean 'supervisor'?"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nrole: advancr").find("did you mean 'advancer'?"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nlogger: {level: Info}").find("did you mean 'info'?"), std::string::npos);
+  EXPECT_EQ(error_of("pipelines: '*'\nzzz: 1").find("did you mean"), std::string::npos);
+}
+
+TEST(Config, SingleAndListStarMeanEveryPipeline) {
+  EXPECT_TRUE(parse("pipelines: '*'").all_pipelines);
+  EXPECT_TRUE(parse("pipelines: ['*']").all_pipelines);
+  EXPECT_FALSE(parse("pipelines: [A]").all_pipelines);
+}
+
+TEST(Config, ADuplicateKeyIsAnError) {
+  EXPECT_NE(error_of("pipelines: '*'\nlogger: {level: info}\nlogger: {level: debug}")
+                .find("test.yml:3: logger: given twice (first on line 2)"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker: {count: {A: 1, A: 2}}").find("job_worker.count.A: given twice"),
+            std::string::npos);
+}
+
+TEST(Config, ReaperTimeoutMustExceedTheHeartbeat) {
+  EXPECT_NE(error_of("pipelines: '*'\nsupervisor: {reaper_timeout: 0.5}")
+                .find("supervisor.reaper_timeout: expected a duration greater than supervisor.polling_timeout (1), got 0.5"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(parse("pipelines: '*'\nsupervisor: {polling_timeout: 0.1, reaper_timeout: 0.5}").supervisor.reaper_timeout,
+                   0.5);
+}
+
+TEST(Config, HttpListenIsCheckedThenRefused) {
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {listen: nowhere}").find("http.listen: expected a \"host:port\" address"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {listen: ':99999'}").find("got \":99999\""), std::string::npos);
+  for (const char* ok : {"127.0.0.1:8080", "[::1]:8080", ":8080", "metrics.local:9394"}) {
+    EXPECT_NE(error_of(std::string("pipelines: '*'\nhttp: {listen: '") + ok + "'}")
+                  .find("http.listen: not supported by this build"),
+              std::string::npos)
+        << ok;
+  }
+  EXPECT_NO_THROW(parse("pipelines: '*'\nhttp: {}"));
+}
+
+TEST(Config, PerPipelineNamesAreRecordedWhereTheyWereWritten) {
+  Config c = parse(
+      "pipelines: '*'\n"
+      "job_worker:\n"
+      "  max_retry: {default: 1, A: {default: 2, S: 0}}\n"
+      "  polling_timeout: {B: 1}\n");
+  ASSERT_EQ(c.scoped_names.size(), 3u);
+  EXPECT_EQ(c.scoped_names[0].where, "test.yml:3");
+  EXPECT_EQ(c.scoped_names[0].key, "job_worker.max_retry");
+  EXPECT_EQ(c.scoped_names[0].pipeline, "A");
+  EXPECT_EQ(c.scoped_names[1].step, "S");
+  EXPECT_EQ(c.scoped_names[2].key, "job_worker.polling_timeout");
+  EXPECT_EQ(c.scoped_names[2].pipeline, "B");
+}
+
+TEST(ConfigCheck, NamesMustBeDefinedPipelinesAndTheirSteps) {
+  Config c = parse(
+      "pipelines: '*'\n"
+      "job_worker:\n"
+      "  count: {Billing: 2, Biling: 3}\n"
+      "  max_retry: {Billing: {ChargeCard: 0, ChargeCrad: 1}, Ghost: {X: 1}}\n"
+      "pipeline_advancer: {steps: {max_depth: {Billing: {Split: 10}}}}\n");
+  PipelineSteps defined{{"Billing", {"ChargeCard", "Split"}}, {"Report", {"Count"}}};
+  std::vector<std::string> problems = check_config_names(c, defined);
+  ASSERT_EQ(problems.size(), 3u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[0],
+            "test.yml:3: job_worker.count.Biling: expected a defined pipeline name, got 'Biling', did you mean "
+            "'Billing'? (defined: Billing, Report)");
+  EXPECT_EQ(problems[1],
+            "test.yml:4: job_worker.max_retry.Billing.ChargeCrad: expected a step class of pipeline Billing, got "
+            "'ChargeCrad', did you mean 'ChargeCard'? (its steps: ChargeCard, Split)");
+  EXPECT_NE(problems[2].find("job_worker.max_retry.Ghost: expected a defined pipeline name"), std::string::npos);
+  EXPECT_TRUE(check_config_names(parse("pipelines: '*'"), {}).empty());
+}
+
+// --- environment overrides --------------------------------------------------
+
+Config with_env(const Environment& env, const std::string& yaml = "pipelines: [A]") {
+  Config c = parse(yaml);
+  apply_environment(env, &c);
+  return c;
+}
+
+std::string env_error(const Environment& env) {
+  try {
+    with_env(env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ConfigEnvironment, OverridesReplaceTheFile) {
+  std::string cwd = std::filesystem::current_path().string();
+  Config c = with_env({{"DUCTWORK_ROLE", "advancer"},
+                       {"DUCTWORK_PLUGINS_DIRECTORY", "/opt/plugins"},
+                       {"DUCTWORK_DEFINITIONS_DIRECTORY", "defs"},
+                       {"DUCTWORK_PIPELINES", "X, Y"},
+                       {"DUCTWORK_FORKING", "none"},
+                       {"DUCTWORK_LOG_LEVEL", "error"},
+                       {"DUCTWORK_LOG_FORMAT", "text"}},
+                      "pipelines: [A]\nrole: worker\nlogger: {level: debug}\n");
+  EXPECT_EQ(c.role, "advancer");
+  EXPECT_EQ(c.plugins_directory, "/opt/plugins");
+  EXPECT_EQ(c.definitions_directory, cwd + "/defs");
+  EXPECT_FALSE(c.all_pipelines);
+  EXPECT_EQ(c.pipelines, (std::vector<std::string>{"X", "Y"}));
+  EXPECT_EQ(c.pipelines_origin, "DUCTWORK_PIPELINES");
+  EXPECT_FALSE(c.forking);
+  EXPECT_EQ(c.log_level, LogLevel::kError);
+  EXPECT_EQ(c.log_format, Logger::Format::kText);
+  EXPECT_TRUE(with_env({{"DUCTWORK_PIPELINES", "*"}}).all_pipelines);
+}
+
+TEST(ConfigEnvironment, EmptyVariablesCountAsUnset) {
+  Config c = with_env({{"DUCTWORK_ROLE", ""}, {"DUCTWORK_DATABASE_URL", ""}, {"DUCTWORK_PIPELINES", ""}});
+  EXPECT_EQ(c.role, "all");
+  EXPECT_EQ(c.database.path, "/base/ductwork.sqlite3");
+  EXPECT_EQ(c.pipelines, std::vector<std::string>{"A"});
+}
+
+TEST(ConfigEnvironment, DatabaseUrlShapes) {
+  std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "sqlite:///var/lib/dw.sqlite3"}}).database.path, "/var/lib/dw.sqlite3");
+  EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "sqlite:data/dw.sqlite3"}}).database.path, cwd + "/data/dw.sqlite3");
+  EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "/srv/dw.db"}}).database.path, "/srv/dw.db");
+  EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "dw.db"}}).database.path, cwd + "/dw.db");
+  EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "data:1.db"}}).database.path, cwd + "/data:1.db");
+  EXPECT_EQ(env_error({{"DUCTWORK_DATABASE_URL", "postgresql://u@db/ductwork"}}),
+            "DUCTWORK_DATABASE_URL (database): adapter postgresql is not supported by this build (only sqlite: a "
+            "path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
+  EXPECT_NE(env_error({{"DUCTWORK_DATABASE_URL", "postgres:dbname=x"}}).find("adapter postgresql"), std::string::npos);
+  EXPECT_NE(env_error({{"DUCTWORK_DATABASE_URL", "redis://x"}}).find("adapter redis is not supported"),
+            std::string::npos);
+  for (const char* bad : {"sqlite:", "sqlite://", "sqlite://host/x.db", "sqlite:///"}) {
+    EXPECT_NE(env_error({{"DUCTWORK_DATABASE_URL", bad}}).find("DUCTWORK_DATABASE_URL (database): expected a SQLite file"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+TEST(ConfigEnvironment, BadValuesNameTheVariableAndTheKey) {
+  EXPECT_EQ(env_error({{"DUCTWORK_ROLE", "wroker"}}),
+            "DUCTWORK_ROLE (role): expected one of: all, advancer, worker, got \"wroker\", did you mean 'worker'?");
+  EXPECT_NE(env_error({{"DUCTWORK_FORKING", "yes"}}).find("DUCTWORK_FORKING (forking): expected fork or none"),
+            std::string::npos);
+  EXPECT_NE(env_error({{"DUCTWORK_LOG_LEVEL", "verbose"}}).find("DUCTWORK_LOG_LEVEL (logger.level)"), std::string::npos);
+  EXPECT_NE(env_error({{"DUCTWORK_LOG_FORMAT", "xml"}}).find("DUCTWORK_LOG_FORMAT (logger.format)"), std::string::npos);
+  for (const char* bad : {"A,,B", "A,", ",A", "A,A", "*,A", " "}) {
+    std::string e = env_error({{"DUCTWORK_PIPELINES", bad}});
+    EXPECT_NE(e.find("DUCTWORK_PIPELINES (pipelines): expected a comma-separated list"), std::string::npos) << bad << ": " << e;
+  }
+}
+
+TEST(ConfigEnvironment, UnknownDuctworkVariablesAreWarnings) {
+  Config c = with_env({{"DUCTWORK_DATABSE_URL", "x"}, {"DUCTWORK_FAULT", "x"}, {"DUCTWORK_CONFIG", "x"}});
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(c.warnings[0],
+            "unknown environment variable DUCTWORK_DATABSE_URL ignored, did you mean 'DUCTWORK_DATABASE_URL'?");
+}
+
+TEST(ConfigEnvironment, LoadConfigAppliesTheEnvironmentAfterTheFile) {
+  testsupport::TempDir dir;
+  std::string path = dir.write("ductwork.yml", "pipelines: [A]\nrole: worker\n");
+  Config c = load_config("", {{"DUCTWORK_CONFIG", path}, {"DUCTWORK_ROLE", "advancer"}});
+  EXPECT_EQ(c.source, path);
+  EXPECT_EQ(c.role, "advancer");
+  // DUCTWORK_PIPELINES stands in for a missing `pipelines`; without it the
+  // key stays required.
+  std::string bare = dir.write("bare.yml", "role: worker\n");
+  EXPECT_THROW(load_config(bare, {}), ConfigError);
+  Config b = load_config(bare, {{"DUCTWORK_PIPELINES", "A,B"}});
+  EXPECT_EQ(b.pipelines, (std::vector<std::string>{"A", "B"}));
+  EXPECT_THROW(load_config(path, {{"DUCTWORK_LOG_LEVEL", "loud"}}), ConfigError);
+}
+
+TEST(Suggest, ClosestMatchIsATypoNotAGuess) {
+  EXPECT_EQ(closest_match("cuont", {"count", "max_crash"}), "count");
+  EXPECT_EQ(closest_match("Count", {"count"}), "count");
+  EXPECT_EQ(closest_match("b", {"A", "B"}), "B");
+  EXPECT_EQ(closest_match("C", {"A", "B"}), "");
+  EXPECT_EQ(closest_match("polling_timout", {"polling_timeout", "shutdown_timeout"}), "polling_timeout");
+  EXPECT_EQ(closest_match("zzz", {"count"}), "");
+  EXPECT_EQ(did_you_mean("infoo", {"info", "warn"}), ", did you mean 'info'?");
 }
 
 }  // namespace
