@@ -59,6 +59,69 @@ TEST(ReviveTest, AStepThatExhaustedItsCrashBudgetIsReRunAfterRevive) {
   EXPECT_EQ(doc["runs"][1]["steps"][1]["output"], 42);
 }
 
+// The advancer-side halt reasons: revive re-creates the halted step as
+// `advancing` and the transition is tried again. max_fanout_exceeded and
+// advancer_retries_exhausted come from definition files; a snapshot without
+// `otherwise` or with an unknown edge type can only be made by editing the
+// stored run, which is what sqlite3 does here (as an operator could).
+TEST(ReviveTest, EveryAdvancerSideHaltReasonRetriesTheTransition) {
+  std::string sqlite = find_on_path("sqlite3");
+  ASSERT_FALSE(sqlite.empty()) << "sqlite3 is installed by packaging/install-deps.sh";
+  auto sql = [&](const Workspace& ws, const std::string& query) {
+    return testsupport::run_process({sqlite, ws.db_path(), query}).out;
+  };
+  ConfigOptions options;
+  options.extra = "pipeline_advancer: {count: 2, polling_timeout: 0.05, max_retry: 2, steps: {max_depth: 2}}\n";
+  Workspace ws(options);
+  // (The generated file already has a pipeline_advancer line; replace it.)
+  std::string text = "database:\n  path: \"" + ws.db_path() + "\"\nplugins:\n  directory: \"" +
+                     DUCTWORK_PLUGIN_DIR + "\"\ndefinitions:\n  directory: \"" + ws.definitions_dir() +
+                     "\"\npipelines: \"*\"\njob_worker: {count: 2, polling_timeout: 0.05, retry_delay: 0.05}\n";
+  ws.write_config_text(text + options.extra);
+  ws.define("fan.yml", "pipeline: Fan\nsteps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n");
+  ws.define("nolist.yml", "pipeline: NoList\nsteps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n");
+  ws.define("route.yml", "pipeline: Route\nsteps:\n  - start: Route\n  - divert: {a: Echo, otherwise: Echo}\n");
+  ws.define("edge.yml", chain_definition("Edge", {"Inc", "Inc"}));
+  std::string fan = ws.trigger("Fan", {"3"});
+  std::string nolist = ws.trigger("NoList", {"5"});
+  std::string route = ws.trigger("Route", {"\"b\""});
+  std::string edge = ws.trigger("Edge", {"1"});
+  sql(ws, "UPDATE runs SET definition = replace(definition, '\"otherwise\"', '\"elsewhere\"') "
+          "WHERE pipeline_klass = 'Route'");
+  sql(ws, "UPDATE runs SET definition = replace(definition, '\"type\":\"chain\"', '\"type\":\"dampen\"') "
+          "WHERE pipeline_klass = 'Edge'");
+  ws.drain();
+  auto reason = [&](const std::string& id, size_t run) -> std::string {
+    json doc = ws.status(id);
+    for (const auto& b : doc["runs"][run]["branches"])
+      if (b["status"] == "halted") return b["halt_reason"];
+    return doc["runs"][run]["status"];
+  };
+  ASSERT_EQ(reason(fan, 0), "max_fanout_exceeded");
+  ASSERT_EQ(reason(nolist, 0), "advancer_retries_exhausted");
+  ASSERT_EQ(reason(route, 0), "condition_unmatched");
+  ASSERT_EQ(reason(edge, 0), "transition_invalid");
+
+  ws.write_config_text(text + "pipeline_advancer: {count: 2, polling_timeout: 0.05, max_retry: 2}\n");
+  for (const auto& id : {fan, nolist, route, edge}) {
+    ProcessResult r = ws.run({"revive", id});
+    ASSERT_EQ(r.exit_code, 0) << id << ": " << r.err;
+  }
+  ws.drain();
+  json doc = ws.status(fan);
+  EXPECT_EQ(doc["status"], "completed") << "max_depth raised: the expand goes through";
+  EXPECT_EQ(doc["runs"][1]["steps"].back()["output"], 6);
+  // Nothing changed for the others: the same transition halts the same way,
+  // with a fresh budget (two more routing errors on the new run).
+  EXPECT_EQ(reason(nolist, 1), "advancer_retries_exhausted");
+  EXPECT_EQ(reason(route, 1), "condition_unmatched");
+  EXPECT_EQ(reason(edge, 1), "transition_invalid");
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM advancements a JOIN transitions t ON t.id = a.transition_id JOIN branches b "
+                    "ON b.id = t.branch_id JOIN runs r ON r.id = b.run_id WHERE r.pipeline_klass = 'NoList' AND "
+                    "a.error_klass IS NOT NULL"),
+            "4\n");
+}
+
 TEST(ReviveTest, RefusesWhatCannotBeRevivedWithExitTwoAndNothingWritten) {
   Workspace ws;
   ws.define("p.yml", chain_definition("P", {"Inc"}));
