@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "config/config.h"
 #include "engine/definition_loader.h"
 #include "engine/trigger.h"
@@ -33,6 +34,7 @@
 
 namespace fs = std::filesystem;
 using namespace ductwork;
+using ductwork::bench::parse_micros;
 
 namespace {
 
@@ -45,17 +47,6 @@ struct Options {
   int advancers = 2;
   int light_chains = 30;
 };
-
-// "YYYY-MM-DD HH:MM:SS.ffffff" (UTC) → microseconds since the epoch.
-int64_t parse_micros(const std::string& text) {
-  std::tm tm{};
-  int micros = 0;
-  std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-              &tm.tm_sec, &micros);
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
-}
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;

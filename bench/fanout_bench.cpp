@@ -28,12 +28,14 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "config/config.h"
 #include "store/sqlite/sqlite_store.h"
 #include "util/json.h"
 
 namespace fs = std::filesystem;
 using ductwork::json;
+using ductwork::bench::parse_micros;
 
 namespace {
 
@@ -74,16 +76,6 @@ int run(const std::vector<std::string>& argv, std::string* out, long* maxrss_kb 
   wait4(pid, &status, 0, &usage);
   if (maxrss_kb) *maxrss_kb = usage.ru_maxrss;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-int64_t parse_micros(const std::string& text) {
-  std::tm tm{};
-  int micros = 0;
-  std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-              &tm.tm_sec, &micros);
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
 }
 
 double median(std::vector<double> v) {

@@ -6,45 +6,13 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/advancer.h"
-#include "engine/job_worker.h"
 #include "process/host_runtime.h"
-#include "store_fixture.h"
+#include "engine_fixture.h"
 
 namespace ductwork {
 namespace {
 
-class EngineTest : public ::testing::Test, public test::StoreFixture {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger));
-    store->register_process(process_id, 1, "m", "all");
-  }
-
-  void configure(const std::string& yaml) { config = parse_config("pipelines: '*'\n" + yaml, "test.yml", "/"); }
-
-  // Runs workers and advancers until neither finds anything to do.
-  void drain(const std::string& pipeline = "P") {
-    JobWorker worker(pipeline, *store, registry, config, logger, wakeups, stats, process_id, cancelled);
-    Advancer advancer({pipeline}, *store, cache, config, logger, wakeups, process_id);
-    for (int idle_rounds = 0, guard = 0; idle_rounds < 2 && guard < 10000; ++guard) {
-      bool worked = worker.run_once();
-      bool advanced = advancer.run_once() == BranchClaimResult::kClaimed;
-      idle_rounds = (worked || advanced) ? 0 : idle_rounds + 1;
-    }
-  }
-
-  json report(const TriggeredPipeline& t) { return *store->pipeline_report(t.pipeline_id); }
-
-  Logger logger{stderr, Logger::Format::kJson, LogLevel::kError};
-  PluginRegistry registry;
-  Config config = parse_config("pipelines: '*'\njob_worker: {retry_delay: 0}", "test.yml", "/");
-  Wakeups wakeups{{"P"}};
-  RuntimeStats stats;
-  DefinitionCache cache;
-  std::atomic<bool> cancelled{false};
-  const std::string process_id = "engine-test";
-};
+class EngineTest : public test::EngineFixture {};
 
 TEST_F(EngineTest, TenStepChainCompletesWithEveryOutput) {
   std::string yaml = "pipeline: P\nsteps:\n  - start: Inc\n";
