@@ -7,6 +7,7 @@
 
 #include "engine/advancer.h"
 #include "engine/job_worker.h"
+#include "engine/error_info.h"
 #include "engine/reaper.h"
 #include "process/machine.h"
 #include "util/uuid.h"
@@ -84,7 +85,7 @@ void HostRuntime::stop() {
   try {
     stores_.open()->remove_process(process_id_);
   } catch (const std::exception& e) {
-    logger_.error("Could not remove the process row", {{"error_message", e.what()}});
+    logger_.error("Could not remove the process row", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
   }
   logger_.info("Host stopped", {{"process_id", process_id_}});
 }
@@ -151,7 +152,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, std::atomic<int64_t>&
       if (worked) continue;
       idle = worker->idle_seconds();
     } catch (const std::exception& e) {
-      logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_message", e.what()}});
+      logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
       idle = kErrorBackoffSeconds;
     }
     if (stopping_.load() && !(worker && worker->has_pending())) break;  // never leave a claim behind
@@ -176,7 +177,7 @@ void HostRuntime::advancer_loop(std::atomic<int64_t>& tick) {
       BranchClaimResult result = advancer->run_once();
       if (result != BranchClaimResult::kIdle) continue;  // claimed or contended: go again at once
     } catch (const std::exception& e) {
-      logger_.error("Pipeline advancer iteration failed", {{"error_message", e.what()}});
+      logger_.error("Pipeline advancer iteration failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
       idle = kErrorBackoffSeconds;
     }
     if (stopping_.load()) break;
@@ -219,7 +220,7 @@ void HostRuntime::heartbeat_loop() {
       }
       if (role_.reaper) reaper->tick(process_id_);
     } catch (const std::exception& e) {
-      logger_.error("Supervisor tick failed", {{"error_message", e.what()}});
+      logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
     }
     stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
   }
@@ -239,7 +240,7 @@ void HostRuntime::change_watch_loop() {
       if (seen_version >= 0 && version != seen_version) wakeups_.wake_everyone();
       seen_version = version;
     } catch (const std::exception& e) {
-      logger_.error("Change watch failed", {{"error_message", e.what()}});
+      logger_.error("Change watch failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
       stop_waker_.wait(seen, std::chrono::duration<double>(kErrorBackoffSeconds));
       continue;
     }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "engine/error_info.h"
 #include "engine/reaper.h"
 #include "process/machine.h"
 #include "util/uuid.h"
@@ -104,7 +105,7 @@ bool Supervisor::reap_child_row(pid_t pid, const char* why) {
       return true;
     }
   } catch (const std::exception& e) {
-    logger_.error("Could not reap child row", {{"child_pid", pid}, {"reason", why}, {"error_message", e.what()}});
+    logger_.error("Could not reap child row", {{"child_pid", pid}, {"reason", why}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
   }
   return false;
 }
@@ -213,14 +214,14 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         }
       }
     } catch (const std::exception& e) {
-      logger_.error("Supervisor tick failed", {{"error_message", e.what()}});
+      logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
     }
   }
   stop_children();
   try {
     store_->remove_process(process_id_);
   } catch (const std::exception& e) {
-    logger_.error("Could not remove the process row", {{"error_message", e.what()}});
+    logger_.error("Could not remove the process row", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
   }
   logger_.info("Supervisor stopped", {{"process_id", process_id_}});
   return 0;
