@@ -63,6 +63,7 @@ int cmd_validate(const Args& args) {
   DefinitionSet defs = load_catalog(boot.config().definitions_directory, boot.plugins(), &problems);
   for (const auto& [name, _] : defs.pipelines) pipelines.push_back(name);
   for (auto& problem : check_steps_resolve(defs, boot.plugins())) problems.push_back(std::move(problem));
+  for (auto& problem : boot.config_problems(defs)) problems.push_back(std::move(problem));
   if (!boot.config().all_pipelines) {
     for (const auto& name : boot.config().pipelines) {
       if (!defs.find(name)) problems.push_back(boot.config().source + ": pipelines: '" + name + "' is not defined");

@@ -138,7 +138,7 @@ void Advancer::after_commit(const BranchClaim& claim, const Effects& effects) {
       }
     } catch (const std::exception& e) {
       logger_.error("on_halt not dispatched", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
-                                               {"error_message", e.what()}});
+                                               {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
     }
   }
 }

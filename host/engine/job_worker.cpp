@@ -57,14 +57,18 @@ void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
   CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
   try {
     if (store_.job_crashed(job, process_id_, cause, policy, &step_failed)) {
-      logger_.warn("Abandoned claim closed as a crash", {{"pipeline", pipeline_}, {"job_id", job.job_id},
-                                                          {"step", job.klass}, {"error_message", cause.message}});
+      logger_.warn("Abandoned claim closed as a crash",
+                   {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
+                    {"job_id", job.job_id}, {"step", job.klass}, {"error_klass", cause.klass},
+                    {"error_message", cause.message}});
       wakeups_.job_enqueued(pipeline_);
       if (step_failed) wakeups_.advancers().notify_one();
     }
   } catch (const std::exception& e) {
-    logger_.error("Could not close an abandoned claim; the reaper will", {{"job_id", job.job_id},
-                                                                          {"error_message", e.what()}});
+    logger_.error("Could not close an abandoned claim; the reaper will",
+                  {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
+                   {"job_id", job.job_id}, {"step", job.klass}, {"error_klass", demangled_type_name(e)},
+                   {"error_message", e.what()}});
   }
 }
 
@@ -88,7 +92,10 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
     // fault, so it costs a crash unit rather than a retry.
     CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
     committed = store_.job_crashed(job, process_id_, outcome.error, policy, &step_failed);
-    logger_.warn("Job stopped by shutdown; recorded as a crash", where());
+    json fields = where();
+    fields["error_klass"] = outcome.error.klass;
+    fields["error_message"] = outcome.error.message;
+    logger_.warn("Job stopped by shutdown; recorded as a crash", fields);
   } else {
     RetryPolicy policy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay};
     committed = store_.job_errored(job, process_id_, outcome.error, policy, &step_failed);

@@ -49,8 +49,8 @@ struct Mistake {
   const char* name;
   std::string body;                  // after the head; replaces `pipelines: "*"` + kFast
   std::vector<std::string> needles;  // all on stderr
-  // Needs the loaded definitions to be seen (checked at `start`; `validate`
-  // needs the change described in ConfigNamesAtValidate below).
+  // Needs the loaded definitions to be seen (checked by `start` and
+  // `validate` once definitions are loaded; `parse_config` alone cannot).
   bool needs_definitions = false;
 };
 
@@ -143,7 +143,7 @@ TEST_P(ConfigMistakeTest, EachKindOfMistakeIsRefusedByStartAndValidateNamingIt) 
     SCOPED_TRACE(m.name);
     ws_.write_config_text(config_text(ws_, m.body));
     expect_refused({"start", "--drain"}, m.needles);
-    if (!m.needs_definitions) expect_refused({"validate"}, m.needles);
+    expect_refused({"validate"}, m.needles);
   }
 }
 
@@ -196,11 +196,9 @@ INSTANTIATE_TEST_SUITE_P(Database, ConfigMistakeTest, ::testing::Values(false, t
                            return info.param ? std::string("Existing") : std::string("Absent");
                          });
 
-// `validate` checks the configuration against the definitions it loads once
-// cmd_validate (host/cli/cmd_admin.cpp) appends Bootstrap::config_problems:
-//   for (auto& problem : boot.config_problems(defs)) problems.push_back(std::move(problem));
-// Disabled until that line lands (the file belongs to another change).
-TEST(ConfigNamesAtValidate, DISABLED_PerPipelineAndPerStepNamesAreCheckedByValidate) {
+// `validate` checks the configuration's pipeline and step names against the
+// definitions it loads (Bootstrap::config_problems), every mistake at once.
+TEST(ConfigNamesAtValidate, PerPipelineAndPerStepNamesAreCheckedByValidate) {
   Workspace ws;
   define_pipelines(ws);
   ws.write_config_text(config_text(ws, fast_with("max_crash: {Bee: 1}, max_retry: {A: {Dobule: 1}}")));
