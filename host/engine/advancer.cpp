@@ -40,8 +40,8 @@ BranchClaimResult Advancer::run_once() {
     std::vector<Store::ClaimedBranch> claimed;
     std::vector<Effects> effects;
     Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claim) {
+      effects.emplace_back();  // one per claim, in claim order (before anything can throw)
       fault_point("after_branch_claim");
-      effects.emplace_back();  // one per claim, in claim order
       advance_claimed(tx, claim, effects.back());
     };
     BranchClaimResult result =
@@ -55,7 +55,16 @@ BranchClaimResult Advancer::run_once() {
           try {
             std::rethrow_exception(claimed[k].error);
           } catch (const std::exception& e) {
-            record_failure(claimed[k].claim, e, effects[k]);
+            try {
+              record_failure(claimed[k].claim, e, effects[k]);
+            } catch (const std::exception& fence_error) {
+              // The claim stays live and is recovered like an abandoned
+              // one; the other claims of the batch still get their effects.
+              logger_.error("Could not record a routing error", {{"pipeline", claimed[k].claim.pipeline},
+                                                                  {"branch_id", claimed[k].claim.branch_id},
+                                                                  {"error_message", fence_error.what()}});
+              effects[k] = Effects{};
+            }
           }
         }
         fault_point("after_branch_advancement");

@@ -1,5 +1,7 @@
 #include "engine/router.h"
 
+#include <algorithm>
+
 #include "util/json.h"
 
 namespace ductwork {
@@ -53,6 +55,34 @@ void fan_out(BranchTx& tx, const BranchClaim& claim, const std::string& type, co
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
   effects.jobs_created = children.size();
+}
+
+// An expand of nothing. SPEC §5 says the branch completes; when the
+// definition has a collapse for this expand, that would silently drop the
+// rest of the pipeline — and inside an enclosing fan-out the outer fan-in
+// would wait forever for this lineage while the run reports `completed`.
+// So the collapse fires at once with an empty list (input [[]]), linked
+// from this branch; with no matching collapse the branch just completes.
+void empty_expand(BranchTx& tx, const Definition& definition, const BranchClaim& claim, AdvanceEffects& effects) {
+  const std::string* collapse_target = nullptr;
+  for (const auto& [node, edge] : definition.edges) {
+    if (edge.type == "collapse" &&
+        std::find(edge.barrier_nodes.begin(), edge.barrier_nodes.end(), claim.step_node) != edge.barrier_nodes.end()) {
+      collapse_target = &edge.to.front();
+      break;
+    }
+  }
+  if (!collapse_target) {
+    end_branch(tx, claim, effects);
+    return;
+  }
+  tx.complete_step(claim.step_id);
+  tx.create_children(claim, "expand", {});  // the barrier, width 0
+  close_transition(tx, claim, "");
+  tx.complete_branch(claim.branch_id);
+  NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, *collapse_target,
+               definition.edge(*collapse_target).klass, "collapse", ""};
+  if (!tx.fire_fan_in(claim.branch_id, step).empty()) effects.jobs_created = 1;
 }
 
 // combine / collapse: the branch arrives at its barrier; the arrival that
@@ -138,7 +168,7 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
                          (items.is_discarded() ? std::string("invalid JSON") : std::string(items.type_name())));
     }
     if (items.empty()) {
-      end_branch(tx, claim, effects);
+      empty_expand(tx, definition, claim, effects);
       return;
     }
     if (exceeds_max_depth(config, claim, items.size())) {

@@ -52,7 +52,8 @@ class BranchTx {
   // barrier's fan-in and counts it on the barrier row.
   virtual ArrivalCount arrive(const Barrier& barrier, const std::string& branch_id, const std::string& step_id) = 0;
   // Fires the barrier's fan-in exactly once: marks the barrier fired and
-  // creates a branch linked from every arrived branch, holding `step`
+  // creates a branch linked from every arrived branch (from the barrier
+  // when nothing arrived: an expand of an empty list), holding `step`
   // (its branch_id and args_json are filled in: args = [the arrived steps'
   // outputs in ordinal order]). Returns the new step id, or "" when the
   // barrier had already fired.

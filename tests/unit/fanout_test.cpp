@@ -37,12 +37,38 @@ TEST_F(FanoutTest, ExpandRunsOneChildPerItemAndCollapseGetsTheirOutputsInItemOrd
   EXPECT_EQ(positions, (std::set<int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
-TEST_F(FanoutTest, AnEmptyExpandCompletesTheBranchAndTheRun) {
-  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({0}));
+TEST_F(FanoutTest, AnEmptyExpandFiresItsCollapseWithAnEmptyList) {
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n  - chain: Inc\n",
+               json::array({0}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  EXPECT_TRUE(steps_of(doc, "Double").empty());
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 1u) << doc.dump(1);
+  EXPECT_EQ(sums[0]["input"], json::array({json::array()}));
+  EXPECT_EQ(steps_of(doc, "Inc")[0]["output"], 1) << "the rest of the pipeline runs";
+}
+
+TEST_F(FanoutTest, AnEmptyExpandWithoutACollapseCompletesTheBranch) {
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n", json::array({0}));
   json doc = report(t);
   EXPECT_EQ(doc["status"], "completed");
-  EXPECT_TRUE(steps_of(doc, "Double").empty());
-  EXPECT_TRUE(steps_of(doc, "Sum").empty());
+  EXPECT_EQ(doc["runs"][0]["steps"].size(), 1u);
+}
+
+TEST_F(FanoutTest, AnEmptyInnerExpandStillReachesTheOuterCollapse) {
+  // Outer items 0,1,2 -> Range(i): [] , [0], [0,1] -> doubled and summed per
+  // item: 0, 0, 2 -> the outer collapse must fire with all three.
+  auto t = run(
+      "steps:\n  - start: Range\n  - expand: Range\n  - expand: Double\n  - collapse: Sum\n"
+      "  - collapse: Sum\n",
+      json::array({3}));
+  json doc = report(t);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 4u) << doc.dump(1);
+  EXPECT_EQ(sums.back()["input"], json::array({json::array({0, 0, 2})}));
+  EXPECT_EQ(sums.back()["output"], 2);
 }
 
 TEST_F(FanoutTest, ExpandOfANonListRetriesThenHaltsAdvancerRetriesExhausted) {

@@ -189,6 +189,7 @@ constexpr int kCheckpointIntervalMs = 500;
 // many WAL pages (~64 MB with 4 KiB pages) the checkpointer runs a TRUNCATE
 // checkpoint instead, which briefly holds writers back until it caught up.
 constexpr int kForceCheckpointPages = 16384;
+constexpr int kForceBackoffSeconds = 5;
 
 }  // namespace
 
@@ -233,19 +234,23 @@ void SharedDatabase::checkpoint_loop() {
   // reads it; until then a checkpoint call returns "not in WAL mode" and
   // does nothing.
   sqlite3_exec(db, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr);
+  std::chrono::steady_clock::time_point next_force{};
   std::unique_lock<std::mutex> lock(checkpoint_mutex_);
   while (!stopping_) {
     checkpoint_cv_.wait_for(lock, std::chrono::milliseconds(kCheckpointIntervalMs),
                             [this] { return stopping_ || wal_grew_; });
     if (stopping_) break;
     wal_grew_ = false;
-    bool force = wal_too_big_;
+    // A TRUNCATE checkpoint holds writers back while it waits for readers;
+    // one that gave up (busy: a long reader) is not tried again for a few
+    // seconds, so a long report cannot throttle every commit to one a second.
+    auto now = std::chrono::steady_clock::now();
+    bool force = wal_too_big_ && now >= next_force;
     wal_too_big_ = false;
     lock.unlock();
-    // A TRUNCATE checkpoint that gives up (busy) is retried on the next
-    // commit that finds the WAL still too big.
-    sqlite3_wal_checkpoint_v2(db, nullptr, force ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE, nullptr,
-                              nullptr);
+    int rc = sqlite3_wal_checkpoint_v2(db, nullptr, force ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE,
+                                       nullptr, nullptr);
+    if (force && rc != SQLITE_OK) next_force = now + std::chrono::seconds(kForceBackoffSeconds);
     lock.lock();
   }
   lock.unlock();

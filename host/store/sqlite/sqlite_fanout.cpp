@@ -175,6 +175,11 @@ std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, Ne
     }
   }
   outputs += ']';
+  if (outputs == "[]") {
+    // A fan-in of nothing (an expand of an empty list): the new branch
+    // descends from the barrier itself, so walks to outer barriers work.
+    links.add({new_uuid_v7(), barrier_branch_id, branch_id, now_, now_});
+  }
   links.flush();
   step.branch_id = branch_id;
   step.args_json = "[" + outputs + "]";
