@@ -44,4 +44,11 @@ class BatchInsert {
   std::vector<Value> pending_;
 };
 
+// branch_links rows: (id, parent_branch_id, child_branch_id, created_at,
+// updated_at). Fan-out, fan-in and revive all write them in bulk.
+inline BatchInsert branch_links_insert(Connection& conn) {
+  return BatchInsert(conn, "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
+                     "(?, ?, ?, ?, ?)", 5);
+}
+
 }  // namespace ductwork::sqlite

@@ -40,9 +40,7 @@ void SqliteBranchTx::create_children(const BranchClaim& parent, const std::strin
                        "INSERT INTO branches (id, run_id, pipeline_klass, status, fanout_index, last_advanced_at, "
                        "started_at, created_at, updated_at) VALUES ",
                        "(?, ?, ?, 'in_progress', ?, ?, ?, ?, ?)", 8);
-  BatchInsert links(conn_,
-                    "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
-                    "(?, ?, ?, ?, ?)", 5);
+  BatchInsert links = branch_links_insert(conn_);
   BatchInsert steps(conn_,
                     "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
                     "started_at, created_at, updated_at) VALUES ",
@@ -157,25 +155,23 @@ std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, Ne
       .bind(3, step.pipeline)
       .bind(4, now_)
       .exec();
-  BatchInsert links(conn_,
-                    "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
-                    "(?, ?, ?, ?, ?)", 5);
+  BatchInsert links = branch_links_insert(conn_);
   std::string outputs = "[";
+  bool any_arrived = false;
   {
     auto arrived = conn_.prepare(
         "SELECT a.branch_id, j.output_payload -> '$.payload' FROM fan_in_arrivals a "
         "JOIN jobs j ON j.step_id = a.step_id WHERE a.barrier_branch_id = ? ORDER BY a.ordinal");
     arrived.bind(1, barrier_branch_id);
-    bool first = true;
     while (arrived.step()) {
-      if (!first) outputs += ',';
-      first = false;
+      if (any_arrived) outputs += ',';
+      any_arrived = true;
       outputs += arrived.is_null(1) ? std::string("null") : arrived.text(1);
       links.add({new_uuid_v7(), arrived.text(0), branch_id, now_, now_});
     }
   }
   outputs += ']';
-  if (outputs == "[]") {
+  if (!any_arrived) {
     // A fan-in of nothing (an expand of an empty list): the new branch
     // descends from the barrier itself, so walks to outer barriers work.
     links.add({new_uuid_v7(), barrier_branch_id, branch_id, now_, now_});

@@ -192,9 +192,7 @@ std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_c
   }
   for (BatchInsert* batch : {&new_steps, &new_jobs, &new_executions, &new_availabilities}) batch->flush();
 
-  BatchInsert links(conn_,
-                    "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
-                    "(?, ?, ?, ?, ?)", 5);
+  BatchInsert links = branch_links_insert(conn_);
   {
     auto l = conn_.prepare(
         "SELECT l.parent_branch_id, l.child_branch_id FROM branch_links l JOIN branches b ON b.id = l.child_branch_id "
