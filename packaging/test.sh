@@ -5,10 +5,11 @@
 #   packaging/test.sh --tsan     ThreadSanitizer build in build-tsan/
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-flags=()
+# Warnings are errors in the project's own test run (never in a user's build).
+flags=(-DDUCTWORK_WERROR=ON)
 case "${1:-}" in
-  --asan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-asan}; flags=(-DDUCTWORK_ASAN=ON) ;;
-  --tsan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-tsan}; flags=(-DDUCTWORK_TSAN=ON) ;;
+  --asan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-asan}; flags+=(-DDUCTWORK_ASAN=ON) ;;
+  --tsan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-tsan}; flags+=(-DDUCTWORK_TSAN=ON) ;;
   "") ;;
   *) echo "usage: packaging/test.sh [--asan|--tsan]" >&2; exit 2 ;;
 esac

@@ -40,6 +40,14 @@ std::vector<std::string> Bootstrap::config_problems(const DefinitionSet& defs) c
   return check_config_names(config_, defined);
 }
 
+namespace {
+
+void throw_thread_budget(const Config& config, const std::vector<std::string>& pipelines) {
+  if (auto problem = thread_budget_problem(config, pipelines)) throw ConfigError(*problem);
+}
+
+}  // namespace
+
 std::vector<std::string> Bootstrap::hosted_pipelines() {
   const DefinitionSet& defs = definitions();
   std::vector<std::string> problems = config_problems(defs);
@@ -52,6 +60,7 @@ std::vector<std::string> Bootstrap::hosted_pipelines() {
   std::vector<std::string> out;
   if (config_.all_pipelines) {
     for (const auto& [name, _] : defs.pipelines) out.push_back(name);
+    throw_thread_budget(config_, out);
     return out;
   }
   for (const auto& name : config_.pipelines) {
@@ -63,6 +72,7 @@ std::vector<std::string> Bootstrap::hosted_pipelines() {
     }
     out.push_back(name);
   }
+  throw_thread_budget(config_, out);
   return out;
 }
 

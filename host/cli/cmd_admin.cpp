@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/bootstrap.h"
+#include "config/config_check.h"
 #include "engine/catalog.h"
 #include "store/store_error.h"
 
@@ -39,7 +40,9 @@ int cmd_plugins(const Args& args) {
     }
     for (const auto& r : registry.refusals()) out["refused"].push_back(r);
     std::printf("%s\n", out.dump().c_str());
-    return kExitOk;
+    // A refused plugin is a problem of the installation, even when no
+    // pipeline needs it yet: it is listed, and the exit code says so.
+    return registry.refusals().empty() ? kExitOk : kExitBadInput;
   }
   std::printf("plugins in %s:\n", boot.config().plugins_directory.c_str());
   for (const auto& p : registry.plugins()) {
@@ -49,7 +52,8 @@ int cmd_plugins(const Args& args) {
                 p->path.c_str(), steps.c_str());
   }
   for (const auto& r : registry.refusals()) std::printf("  refused: %s\n", r.c_str());
-  return kExitOk;
+  for (const auto& r : registry.refusals()) std::fprintf(stderr, "refused plugin: %s\n", r.c_str());
+  return registry.refusals().empty() ? kExitOk : kExitBadInput;
 }
 
 int cmd_validate(const Args& args) {
@@ -62,13 +66,18 @@ int cmd_validate(const Args& args) {
   std::vector<std::string> pipelines;
   DefinitionSet defs = load_catalog(boot.config().definitions_directory, boot.plugins(), &problems);
   for (const auto& [name, _] : defs.pipelines) pipelines.push_back(name);
+  for (const auto& refusal : boot.plugins().refusals()) problems.push_back("refused plugin: " + refusal);
   for (auto& problem : check_steps_resolve(defs, boot.plugins())) problems.push_back(std::move(problem));
   for (auto& problem : boot.config_problems(defs)) problems.push_back(std::move(problem));
+  std::vector<std::string> hosted = pipelines;
   if (!boot.config().all_pipelines) {
+    hosted.clear();
     for (const auto& name : boot.config().pipelines) {
       if (!defs.find(name)) problems.push_back(boot.config().source + ": pipelines: '" + name + "' is not defined");
+      else hosted.push_back(name);
     }
   }
+  if (auto problem = thread_budget_problem(boot.config(), hosted)) problems.push_back(std::move(*problem));
   if (args.flag("json")) {
     json out = {{"ok", problems.empty()}, {"pipelines", pipelines}, {"problems", problems}};
     std::printf("%s\n", out.dump().c_str());

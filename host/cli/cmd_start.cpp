@@ -7,7 +7,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "cli/bootstrap.h"
@@ -19,10 +23,12 @@
 namespace ductwork::cli {
 namespace {
 
-// Waits for SIGINT/SIGTERM in `signals`, calling `tick` every 200 ms; stops
-// early when `tick` returns false. Returns the signal, or 0.
+// Waits for SIGINT/SIGTERM (or, with `reload`, SIGHUP) in `signals`,
+// calling `tick` every 200 ms; stops early when `tick` returns false.
+// Returns the signal, or 0. Without `reload` a SIGHUP is taken and ignored:
+// a hangup reaches a supervisor's children too, and the supervisor decides.
 template <class Tick>
-int wait_for_stop(const sigset_t& signals, Logger& logger, Tick tick) {
+int wait_for_stop(const sigset_t& signals, Logger& logger, bool reload, Tick tick) {
   while (true) {
     timespec wait{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&signals, nullptr, &wait);
@@ -30,8 +36,30 @@ int wait_for_stop(const sigset_t& signals, Logger& logger, Tick tick) {
       logger.info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
       return sig;
     }
+    if (sig == SIGHUP && reload) {
+      logger.info("Reload requested: stopping gracefully, then starting again", {{"signal", "SIGHUP"}});
+      return sig;
+    }
     if (!tick()) return 0;
   }
+}
+
+// What run_threaded returns after a SIGHUP: start again (restart_self).
+constexpr int kRestart = -1;
+
+// SIGHUP on a threaded host: after a graceful stop (every handle closed),
+// the same command runs again in this process (same pid), re-reading
+// ductwork.yml, the definitions and the plugins. Returns only if exec failed.
+int restart_self() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> words;
+  for (std::string word; std::getline(in, word, '\0');) words.push_back(word);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  if (!words.empty()) ::execv("/proc/self/exe", argv.data());
+  std::fprintf(stderr, "ductwork start: reload failed: could not start again: %s\n", std::strerror(errno));
+  return kExitFailure;
 }
 
 int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const sigset_t& signals, bool drain,
@@ -42,7 +70,8 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   std::unique_ptr<ProgressLine> progress;
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
   auto store = stores.open();
-  wait_for_stop(signals, boot.logger(), [&] {
+  const bool supervised = role.supervised;
+  int sig = wait_for_stop(signals, boot.logger(), /*reload=*/!supervised, [&] {
     if (!drain && !progress) return true;
     try {
       Progress totals = store->progress(pipelines);
@@ -61,7 +90,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   });
   progress.reset();
   runtime.stop();
-  return kExitOk;
+  return sig == SIGHUP ? kRestart : kExitOk;
 }
 
 int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::string>& pipelines,
@@ -86,9 +115,19 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
   return rc;
 }
 
+int start_host(const Args& args);
+
 }  // namespace
 
 int cmd_start(const Args& args) {
+  int rc = start_host(args);
+  // Every handle of the stopped host is closed by now.
+  return rc == kRestart ? restart_self() : rc;
+}
+
+namespace {
+
+int start_host(const Args& args) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork start [--drain] [-c CONFIG]");
   const std::string* child = args.option("child");
   // Signals are taken synchronously by this thread, from the very start so a
@@ -98,6 +137,7 @@ int cmd_start(const Args& args) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // reload (docs/cli.md); never an abrupt death
   if (!child) sigaddset(&signals, SIGCHLD);  // a supervisor hears its children die at once
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (child) {
@@ -137,5 +177,7 @@ int cmd_start(const Args& args) {
   role.advancers = boot.config().role != "worker";
   return run_threaded(boot, pipelines, signals, drain, role);
 }
+
+}  // namespace
 
 }  // namespace ductwork::cli

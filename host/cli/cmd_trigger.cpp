@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/bootstrap.h"
+#include "engine/catalog.h"
 #include "engine/trigger.h"
 
 namespace ductwork::cli {
@@ -26,6 +27,15 @@ int cmd_trigger(const Args& args) {
     std::string known;
     for (const auto& [n, _] : boot.definitions().pipelines) known += (known.empty() ? "" : ", ") + n;
     throw BadInput("unknown pipeline '" + name + "' (defined: " + (known.empty() ? "none" : known) + ")");
+  }
+  // A run whose step no loaded plugin exports would wait forever: `start`
+  // refuses to host such a pipeline. Refuse it here too, before writing.
+  std::vector<std::string> only{name};
+  std::vector<std::string> missing = check_steps_resolve(boot.definitions(), boot.plugins(), &only);
+  if (!missing.empty()) {
+    std::string message = "cannot trigger " + name + ": ";
+    for (size_t i = 0; i < missing.size(); ++i) message += (i ? "; " : "") + missing[i];
+    throw BadInput(message);
   }
   auto store = boot.open_store();
   TriggeredPipeline triggered = trigger_pipeline(*store, *definition, trigger_args);

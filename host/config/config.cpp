@@ -23,6 +23,11 @@ namespace {
 // Longer than any sane timeout, short enough that every duration converts to
 // std::chrono nanoseconds without overflow.
 constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+// Below these a loop polls in a busy spin, or supervisors restart healthy
+// children between two heartbeats (a 0.000001 s reaper timeout restarted
+// children 786 times in 30 s and wrote 22 MB of log).
+constexpr double kMinPollingSeconds = 0.01;
+constexpr double kMinReaperSeconds = 0.5;
 // More threads than that per pipeline is a typo, not a plan.
 constexpr long long kMaxCount = 1000;
 
@@ -209,13 +214,16 @@ class Parser {
   }
 
   // Durations are seconds and accept fractions ("0.05").
-  double seconds(const YAML::Node& node, const std::string& key) const {
-    static const std::string shape = "a duration in seconds (a number from 0 to 31536000, fractions allowed)";
+  // A duration from `min` (0 unless a smaller value would spin a loop or
+  // restart processes in a tight cycle) to a year.
+  double seconds(const YAML::Node& node, const std::string& key, double min = 0) const {
+    const std::string shape =
+        "a duration in seconds (a number from " + number_text(min) + " to 31536000, fractions allowed)";
     if (!node.IsScalar()) expected(key, shape, node);
     const std::string& text = node.Scalar();
     char* end = nullptr;
     double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0 ||
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < min ||
         value > kMaxSeconds) {
       expected(key, shape, node);
     }
@@ -268,19 +276,20 @@ class Parser {
     }
   }
 
-  void scoped_seconds(const YAML::Node& node, const std::string& key, Scoped<double>* out, Config* config) const {
+  void scoped_seconds(const YAML::Node& node, const std::string& key, double min, Scoped<double>* out,
+                      Config* config) const {
     if (node.IsScalar()) {
-      out->set_default(seconds(node, key));
+      out->set_default(seconds(node, key, min));
       return;
     }
     auto pipelines = entries(node, key, "a duration in seconds, or a map of default/pipeline name to one");
     for (const auto& [k, v] : pipelines) {
-      if (k.Scalar() == "default") out->set_default(seconds(v, key + ".default"));
+      if (k.Scalar() == "default") out->set_default(seconds(v, key + ".default", min));
     }
     for (const auto& [k, v] : pipelines) {
       if (k.Scalar() == "default") continue;
       remember(config, k, key, k.Scalar());
-      out->set_pipeline(k.Scalar(), seconds(v, key + "." + k.Scalar()));
+      out->set_pipeline(k.Scalar(), seconds(v, key + "." + k.Scalar(), min));
     }
   }
 
@@ -344,7 +353,8 @@ class Parser {
     JobWorkerConfig& c = config->job_worker;
     if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, kMaxCount, false, &c.count, config);
     if (jw["polling_timeout"]) {
-      scoped_seconds(jw["polling_timeout"], "job_worker.polling_timeout", &c.polling_timeout, config);
+      scoped_seconds(jw["polling_timeout"], "job_worker.polling_timeout", kMinPollingSeconds, &c.polling_timeout,
+                     config);
     }
     if (jw["max_retry"]) scoped_int(jw["max_retry"], "job_worker.max_retry", 0, INT_MAX, true, &c.max_retry, config);
     if (jw["max_crash"]) scoped_int(jw["max_crash"], "job_worker.max_crash", 0, INT_MAX, true, &c.max_crash, config);
@@ -356,7 +366,7 @@ class Parser {
     only_keys(pa, "pipeline_advancer", {"count", "polling_timeout", "max_retry", "max_crash", "shutdown_timeout", "steps"});
     PipelineAdvancerConfig& c = config->pipeline_advancer;
     if (pa["count"]) c.count = static_cast<int>(integer(pa["count"], "pipeline_advancer.count", 1, kMaxCount));
-    if (pa["polling_timeout"]) c.polling_timeout = seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout");
+    if (pa["polling_timeout"]) c.polling_timeout = seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout", kMinPollingSeconds);
     if (pa["max_retry"]) {
       scoped_int(pa["max_retry"], "pipeline_advancer.max_retry", 0, INT_MAX, false, &c.max_retry, config);
     }
@@ -378,8 +388,8 @@ class Parser {
   void parse_supervisor(const YAML::Node& sup, Config* config) const {
     only_keys(sup, "supervisor", {"polling_timeout", "reaper_timeout", "shutdown_timeout"});
     SupervisorConfig& c = config->supervisor;
-    if (sup["polling_timeout"]) c.polling_timeout = seconds(sup["polling_timeout"], "supervisor.polling_timeout");
-    if (sup["reaper_timeout"]) c.reaper_timeout = seconds(sup["reaper_timeout"], "supervisor.reaper_timeout");
+    if (sup["polling_timeout"]) c.polling_timeout = seconds(sup["polling_timeout"], "supervisor.polling_timeout", kMinPollingSeconds);
+    if (sup["reaper_timeout"]) c.reaper_timeout = seconds(sup["reaper_timeout"], "supervisor.reaper_timeout", kMinReaperSeconds);
     if (sup["shutdown_timeout"]) c.shutdown_timeout = seconds(sup["shutdown_timeout"], "supervisor.shutdown_timeout");
     // A process heartbeats every polling_timeout; reaping it sooner than
     // that would reap live processes between two heartbeats.

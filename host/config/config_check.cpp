@@ -33,4 +33,19 @@ std::vector<std::string> check_config_names(const Config& config, const Pipeline
   return problems;
 }
 
+std::optional<std::string> thread_budget_problem(const Config& config, const std::vector<std::string>& hosted) {
+  long long total = config.pipeline_advancer.count;
+  std::string detail;
+  for (const auto& p : hosted) {
+    int n = config.job_worker.count.get(p);
+    total += n;
+    if (detail.size() < 200) detail += (detail.empty() ? "" : ", ") + p + ": " + std::to_string(n);
+  }
+  if (total <= kMaxLoopThreads) return std::nullopt;
+  return config.source + ": job_worker.count: the " + std::to_string(hosted.size()) +
+         " hosted pipelines would run " + std::to_string(total) + " loop threads (job workers " + detail +
+         "; advancers " + std::to_string(config.pipeline_advancer.count) + "), at most " +
+         std::to_string(kMaxLoopThreads) + " per host: lower job_worker.count or split the pipelines across hosts";
+}
+
 }  // namespace ductwork

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,5 +22,14 @@ using PipelineSteps = std::map<std::string, std::set<std::string>>;
 // empty when every name resolves. Run once definitions are loaded (`start`,
 // `validate`).
 std::vector<std::string> check_config_names(const Config& config, const PipelineSteps& defined);
+
+// Loop threads one host may run (job workers of every hosted pipeline plus
+// the advancers): each per-pipeline count is capped on its own, but
+// job_worker.count: 1000 over 11 pipelines started 12,048 threads.
+constexpr int kMaxLoopThreads = 1024;
+
+// A message naming job_worker.count when the hosted pipelines would run
+// more than kMaxLoopThreads loop threads; nullopt otherwise.
+std::optional<std::string> thread_budget_problem(const Config& config, const std::vector<std::string>& hosted);
 
 }  // namespace ductwork

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "store/store.h"
+#include "util/suggest.h"
 
 namespace ductwork {
 
@@ -31,12 +32,16 @@ DefinitionSet load_catalog(const std::string& definitions_directory, const Plugi
 std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins,
                                              const std::vector<std::string>* only) {
   std::vector<std::string> problems;
+  std::vector<std::string> exported;
+  for (const auto& plugin : plugins.plugins()) {
+    exported.insert(exported.end(), plugin->step_names.begin(), plugin->step_names.end());
+  }
   for (const auto& [name, definition] : definitions.pipelines) {
     if (only && std::find(only->begin(), only->end(), name) == only->end()) continue;
     for (const auto& klass : definition.step_classes()) {
       if (!plugins.find_step(klass)) {
         problems.push_back(definitions.sources.at(name) + ": pipeline " + name + ": step " + klass +
-                           " is not exported by any loaded plugin");
+                           " is not exported by any loaded plugin" + did_you_mean(klass, exported));
       }
     }
   }

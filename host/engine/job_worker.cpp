@@ -10,7 +10,7 @@ namespace ductwork {
 
 JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
                      Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
-                     const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping)
+                     const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping, LoopHealth* health)
     : pipeline_(std::move(pipeline)),
       store_(store),
       registry_(registry),
@@ -20,7 +20,8 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       stats_(stats),
       process_id_(std::move(process_id)),
       cancelled_(cancelled),
-      stopping_(stopping) {}
+      stopping_(stopping),
+      health_(health) {}
 
 bool JobWorker::run_once() {
   std::optional<ClaimedJob> job;
@@ -39,7 +40,11 @@ bool JobWorker::run_once() {
     fault_point("after_job_claim");
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id};
     fault_point("during_job_execution");
-    StepOutcome outcome = invoke_step(registry_, *job, scope);
+    StepOutcome outcome;
+    {
+      LoopHealth::RunningStep running(health_);
+      outcome = invoke_step(registry_, *job, scope);
+    }
     commit(*job, outcome);
   } catch (const std::exception& e) {
     // The iteration is leaving with a claim it has not committed. Close it

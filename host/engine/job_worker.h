@@ -4,6 +4,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
@@ -18,10 +19,13 @@ namespace ductwork {
 class JobWorker {
  public:
   // `store` is this worker thread's own connection. `cancelled` is raised on
-  // shutdown and shown to the running step.
+  // shutdown and shown to the running step. `health`, when given, is marked
+  // busy while user code runs, so thread-health checks never take a long
+  // step for a stuck loop (SPEC §6).
   JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
             Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
-            const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr);
+            const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr,
+            LoopHealth* health = nullptr);
 
   // Runs at most one job: the one claimed ahead by the previous commit, or a
   // newly claimed one. Returns true when it found one. Unless `stopping` is
@@ -52,6 +56,7 @@ class JobWorker {
   std::string process_id_;
   const std::atomic<bool>& cancelled_;
   const std::atomic<bool>* stopping_;
+  LoopHealth* health_;
   std::optional<ClaimedJob> pending_;
 };
 

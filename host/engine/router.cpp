@@ -32,7 +32,7 @@ void continue_on_branch(BranchTx& tx, const Definition& definition, const Branch
                         AdvanceEffects& effects) {
   tx.complete_step(claim.step_id);
   NewStep step{claim.run_id, claim.branch_id, claim.pipeline, claim.step_id, next,
-               definition.edge(next).klass, to_transition, "[" + output + "]"};
+               definition.edge(next).klass, to_transition, json_list_text(output)};
   std::string step_id = tx.create_step(step);
   close_transition(tx, claim, step_id);
   tx.release_branch(claim.branch_id);
@@ -155,7 +155,7 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
       halt_branch(tx, claim, "max_fanout_exceeded", effects);
       return;
     }
-    std::string args = "[" + tx.step_output_json(claim.step_id) + "]";
+    std::string args = json_list_text(tx.step_output_json(claim.step_id));
     std::vector<NewChild> children;
     for (const auto& target : edge.to) children.push_back(NewChild{target, definition.edge(target).klass, args});
     fan_out(tx, claim, "divide", children, effects);
@@ -179,7 +179,7 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     const std::string& klass = definition.edge(target).klass;
     std::vector<NewChild> children;
     children.reserve(items.size());
-    for (const auto& item : items) children.push_back(NewChild{target, klass, "[" + item.dump() + "]"});
+    for (const auto& item : items) children.push_back(NewChild{target, klass, json_list_text(item.dump())});
     fan_out(tx, claim, "expand", children, effects);
     return;
   }

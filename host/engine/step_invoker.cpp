@@ -52,7 +52,13 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
 
   if (rc != DW_EXECUTE_OK) {
     std::string klass = or_empty(strings.raw.error_klass);
-    outcome.error = make_error_info(klass.empty() ? "ductwork::StepError" : klass, or_empty(strings.raw.error_message),
+    std::string message = or_empty(strings.raw.error_message);
+    // A raw-ABI step may return an error code and nothing else: say which
+    // step failed and how, rather than record an empty message.
+    if (message.empty()) {
+      message = "step " + job.klass + " returned error code " + std::to_string(rc) + " with no message";
+    }
+    outcome.error = make_error_info(klass.empty() ? "ductwork::StepError" : klass, message,
                                     or_empty(strings.raw.error_backtrace));
     return outcome;
   }

@@ -48,19 +48,19 @@ void HostRuntime::start() {
   // Every tick slot exists before any thread starts: the heartbeat thread
   // reads them all, so the vector must not grow under it.
   int advancers = role_.advancers ? config_.pipeline_advancer.count : 0;
-  std::vector<std::pair<std::string, std::atomic<int64_t>*>> workers;
-  std::vector<std::atomic<int64_t>*> advancer_ticks;
-  for (int i = 0; i < advancers; ++i) advancer_ticks.push_back(&new_tick_slot());
+  std::vector<std::pair<std::string, LoopHealth*>> workers;
+  std::vector<LoopHealth*> advancer_slots;
+  for (int i = 0; i < advancers; ++i) advancer_slots.push_back(&new_loop_slot());
   if (role_.workers) {
     for (const auto& pipeline : pipelines_) {
-      for (int i = 0; i < config_.job_worker.count.get(pipeline); ++i) workers.emplace_back(pipeline, &new_tick_slot());
+      for (int i = 0; i < config_.job_worker.count.get(pipeline); ++i) workers.emplace_back(pipeline, &new_loop_slot());
     }
   }
   threads_.emplace_back([this] { heartbeat_loop(); });
   threads_.emplace_back([this] { change_watch_loop(); });
-  for (auto* tick : advancer_ticks) threads_.emplace_back([this, tick] { advancer_loop(*tick); });
-  for (auto& [pipeline, tick] : workers) {
-    threads_.emplace_back([this, pipeline = pipeline, tick = tick] { worker_loop(pipeline, *tick); });
+  for (auto* slot : advancer_slots) threads_.emplace_back([this, slot] { advancer_loop(*slot); });
+  for (auto& [pipeline, slot] : workers) {
+    threads_.emplace_back([this, pipeline = pipeline, slot = slot] { worker_loop(pipeline, *slot); });
   }
 }
 
@@ -96,18 +96,9 @@ void HostRuntime::idle_wait(Waker& waker, uint64_t seen, double seconds) {
   waker.wait(seen, std::chrono::duration<double>(seconds * jitter(rng)));
 }
 
-namespace {
-
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-std::atomic<int64_t>& HostRuntime::new_tick_slot() {
-  ticks_.push_back(std::make_unique<std::atomic<int64_t>>(steady_ms()));
-  return *ticks_.back();
+LoopHealth& HostRuntime::new_loop_slot() {
+  loops_.push_back(std::make_unique<LoopHealth>());
+  return *loops_.back();
 }
 
 double HostRuntime::stuck_after_seconds() const {
@@ -119,25 +110,26 @@ double HostRuntime::stuck_after_seconds() const {
 }
 
 double HostRuntime::oldest_tick_age() const {
-  int64_t now = steady_ms(), oldest = now;
-  for (const auto& t : ticks_) oldest = std::min(oldest, t->load(std::memory_order_relaxed));
-  return static_cast<double>(now - oldest) / 1000.0;
+  int64_t now = LoopHealth::now_ms();
+  double oldest = 0;
+  for (const auto& loop : loops_) oldest = std::max(oldest, loop->stuck_seconds(now));
+  return oldest;
 }
 
-void HostRuntime::worker_loop(const std::string& pipeline, std::atomic<int64_t>& tick) {
+void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
   Waker& waker = *wakeups_.jobs(pipeline);
   std::unique_ptr<Store> store;
   std::unique_ptr<JobWorker> worker;
   const double polling_timeout = config_.job_worker.polling_timeout.get(pipeline);
   while (!stopping_.load() || (worker && worker->has_pending())) {
-    tick.store(steady_ms(), std::memory_order_relaxed);
+    health.tick();
     uint64_t seen = waker.generation();
     double idle = polling_timeout;
     try {
       if (!worker) {
         store = stores_.open();
         worker = std::make_unique<JobWorker>(pipeline, *store, plugins_, config_, logger_, wakeups_, stats_,
-                                             process_id_, cancelled_, &stopping_);
+                                             process_id_, cancelled_, &stopping_, &health);
       }
       bool worked;
       {
@@ -160,12 +152,12 @@ void HostRuntime::worker_loop(const std::string& pipeline, std::atomic<int64_t>&
   }
 }
 
-void HostRuntime::advancer_loop(std::atomic<int64_t>& tick) {
+void HostRuntime::advancer_loop(LoopHealth& health) {
   Waker& waker = wakeups_.advancers();
   std::unique_ptr<Store> store;
   std::unique_ptr<Advancer> advancer;
   while (!stopping_.load()) {
-    tick.store(steady_ms(), std::memory_order_relaxed);
+    health.tick();
     uint64_t seen = waker.generation();
     double idle = config_.pipeline_advancer.polling_timeout;
     try {
@@ -197,7 +189,8 @@ void HostRuntime::heartbeat_loop() {
         reaper = std::make_unique<Reaper>(*store, config_, logger_, &wakeups_);
       }
       // Thread health. A loop that has not ticked within the reaper timeout
-      // is stuck (a step that never returns, a wedged call). A thread cannot
+      // while running no step is stuck (a wedged call). A loop running a
+      // step is busy, however long the step takes (SPEC §6). A thread cannot
       // be killed safely, so the unit of restart is the process: a child
       // stops heartbeating and its supervisor kills it (death confirmed),
       // reaps its claims and starts a fresh one. A threaded host can only

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "engine/catalog.h"
+#include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
@@ -50,8 +51,8 @@ class HostRuntime {
   const RuntimeStats& stats() const { return stats_; }
 
  private:
-  void worker_loop(const std::string& pipeline, std::atomic<int64_t>& tick);
-  void advancer_loop(std::atomic<int64_t>& tick);
+  void worker_loop(const std::string& pipeline, LoopHealth& health);
+  void advancer_loop(LoopHealth& health);
   void heartbeat_loop();
   // Wakes idle loops when another process commits (PRAGMA data_version), so
   // work enqueued by a trigger or a sibling child is taken at once.
@@ -72,11 +73,13 @@ class HostRuntime {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<int> busy_workers_{0};
-  // Thread health: each loop thread stamps its slot (steady-clock ms) at
-  // every iteration, idle or not. Slots are created before threads start.
-  std::vector<std::unique_ptr<std::atomic<int64_t>>> ticks_;
-  std::atomic<int64_t>& new_tick_slot();
-  // The oldest loop stamp, in seconds ago (0 when there are no loops).
+  // Thread health: each loop thread stamps its slot at every iteration, idle
+  // or not, and marks it busy while a step runs. Slots are created before
+  // threads start.
+  std::vector<std::unique_ptr<LoopHealth>> loops_;
+  LoopHealth& new_loop_slot();
+  // How long the most overdue loop that is not running a step has gone
+  // without ticking, in seconds (0 when there is none).
   double oldest_tick_age() const;
   double stuck_after_seconds() const;
   Waker stop_waker_;

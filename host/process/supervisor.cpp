@@ -117,9 +117,15 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
       int status = 0;
       pid_t done = ::waitpid(child.pid, &status, WNOHANG);
       if (done == child.pid) {
-        logger_.warn("Child exited", {{"child", child.spec}, {"child_pid", child.pid}, {"status", describe_status(status)}});
+        json fields = {{"child", child.spec}, {"child_pid", child.pid}, {"status", describe_status(status)}};
+        if (child.reloading) {
+          logger_.info("Child stopped for reload", fields);
+        } else {
+          logger_.warn("Child exited", fields);
+        }
         bool had_started = reap_child_row(child.pid, "exited");
         child.pid = -1;
+        child.reloading = false;
         // Died before registering (cannot load config, plugins, database):
         // pause before the next try instead of spinning.
         if (!had_started) child.not_before = now + std::chrono::seconds(1);
@@ -134,6 +140,14 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
       }
     }
     if (child.pid <= 0 && !stopping && now >= child.not_before) spawn(child);
+  }
+}
+
+void Supervisor::reload_children() {
+  for (auto& child : children_) {
+    if (child.pid <= 0 || child.reloading) continue;
+    child.reloading = true;
+    ::kill(child.pid, SIGTERM);
   }
 }
 
@@ -189,6 +203,12 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     if (sig == SIGINT || sig == SIGTERM) {
       logger_.info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
       break;
+    }
+    if (sig == SIGHUP) {
+      // A hangup (a closed terminal, `systemctl reload`) never kills the
+      // supervisor: its children restart gracefully and pick up changes.
+      logger_.info("Reload requested: restarting children gracefully", {{"signal", "SIGHUP"}});
+      reload_children();
     }
     try {
       // Exits are checked on every wake-up (SIGCHLD); heartbeats, whose

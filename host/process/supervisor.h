@@ -38,7 +38,7 @@ class Supervisor {
              Options options);
 
   // Runs until SIGINT/SIGTERM arrives in `signals` (blocked by the caller,
-  // with SIGCHLD) or, with drain, until the pipelines are drained. Stops the
+  // with SIGCHLD and SIGHUP, which restarts the children gracefully) or, with drain, until the pipelines are drained. Stops the
   // children (shutdown timeout, then SIGKILL), reaps their rows and its own.
   // Returns the exit code.
   int run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress);
@@ -50,6 +50,9 @@ class Supervisor {
     // A child that dies right after starting (say, it cannot open the
     // database) is restarted after a pause, not in a tight loop.
     std::chrono::steady_clock::time_point not_before{};
+    // Asked to stop by a reload (SIGHUP): its exit is expected, and it is
+    // started again at once.
+    bool reloading = false;
   };
 
   void spawn(Child& child);
@@ -58,6 +61,10 @@ class Supervisor {
   bool reap_child_row(pid_t pid, const char* why);
   void check_children(bool stopping, bool check_heartbeats);
   void stop_children();
+  // SIGHUP: a graceful restart of every child. Each finishes its in-flight
+  // steps (shutdown timeout) and is started again, re-reading ductwork.yml,
+  // the definitions and the plugins.
+  void reload_children();
   double child_stale_after() const;
 
   const Config& config_;

@@ -137,11 +137,17 @@ void Logger::log(LogLevel level, std::string_view msg, const json& fields) {
   std::string level_name = log_level_name(level);
   for (auto& c : level_name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   level_name.resize(5, ' ');
-  std::string tail = " " + one_line(msg);
+  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict for
+  // `" " + std::string` (GCC bug 105329).
+  std::string tail(1, ' ');
+  tail += one_line(msg);
   if (fields.is_object()) {
     for (auto it = fields.begin(); it != fields.end(); ++it) {
       if (is_stable_field(it.key())) continue;
-      tail += " " + it.key() + "=" + text_value(it.value());
+      tail += ' ';
+      tail += it.key();
+      tail += '=';
+      tail += text_value(it.value());
     }
   }
   tail.push_back('\n');

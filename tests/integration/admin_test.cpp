@@ -94,7 +94,12 @@ TEST(PluginsTest, ListsGoodPluginsAndExplainsRefusals) {
   Workspace ws(options);
 
   testsupport::ProcessResult r = ws.run({"plugins", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  // Refused plugins are problems: listed, and exit 2 (defect 6).
+  bool some_refused = false;
+  for (const char* f : {"bad_abi", "no_entry", "dup_step"}) {
+    if (std::find(missing.begin(), missing.end(), f) == missing.end()) some_refused = true;
+  }
+  ASSERT_EQ(r.exit_code, some_refused ? 2 : 0) << r.describe();
   json doc = parse_json(r.out, "plugins --json");
   ASSERT_TRUE(doc.is_object());
   expect_testkit(doc);
@@ -118,6 +123,23 @@ TEST(PluginsTest, ListsGoodPluginsAndExplainsRefusals) {
   std::string dup = refusal_for(doc, "libdup_step.so");
   EXPECT_NE(dup.find("Echo"), std::string::npos) << "dup_step refusal: [" << dup << "]";
   EXPECT_NE(dup.find("already registered"), std::string::npos) << "dup_step refusal: [" << dup << "]";
+
+  // validate lists each refusal as a problem, even though no pipeline needs
+  // the refused plugins (it said "valid" with exit 0 before).
+  testsupport::ProcessResult v = ws.run({"validate", "--json"});
+  EXPECT_EQ(v.exit_code, 2) << v.describe();
+  json report = parse_json(v.out, "validate --json");
+  ASSERT_TRUE(report.is_object()) << v.out;
+  EXPECT_EQ(report["ok"], false);
+  int refusals_listed = 0;
+  for (const auto& problem : report["problems"]) {
+    std::string text = problem.get<std::string>();
+    if (text.rfind("refused plugin: ", 0) == 0) ++refusals_listed;
+  }
+  EXPECT_EQ(refusals_listed, 3) << report.dump(2);
+  testsupport::ProcessResult text = ws.run({"plugins"});
+  EXPECT_EQ(text.exit_code, 2) << text.describe();
+  EXPECT_NE(text.err.find("refused plugin: "), std::string::npos) << text.err;
 
   // A refused plugin does not stop the host: a pipeline of the good ones
   // (testkit's Echo, fixture's FixtureHello) still runs.

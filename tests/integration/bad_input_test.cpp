@@ -142,6 +142,18 @@ TEST_P(BadInputTest, DefinitionWithUnknownStepClassCannotStart) {
   expect_bad_input({"start", "--drain"}, {"NoSuchStep"});
 }
 
+// Defect 9: trigger accepted a pipeline whose step no plugin exports (exit
+// 0), and the run then waited forever while start refused the pipeline.
+TEST_P(BadInputTest, TriggerOfAPipelineWithAStepNoPluginExports) {
+  std::string file = ws_.define("typo.yml", chain_definition("Typo", {"Inc", "Dubble"}));
+  expect_bad_input({"trigger", "Typo", "1"},
+                   {"cannot trigger Typo", file, "step Dubble is not exported by any loaded plugin",
+                    "did you mean 'Double'?"});
+  // Other pipelines of the same folder are still triggered.
+  ProcessResult ok = ws_.run({"trigger", "Chain10", "0"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(Database, BadInputTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Existing") : std::string("Absent");

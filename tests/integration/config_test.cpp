@@ -72,6 +72,17 @@ std::vector<Mistake> mistakes() {
       {"OutOfRange", fast_with("count: 5000"), {"job_worker.count: expected an integer from 1 to 1000, got 5000"}},
       {"NegativeDuration", fast_with("shutdown_timeout: -1"),
        {"job_worker.shutdown_timeout: expected a duration in seconds", "got -1"}},
+      {"PollingThatWouldSpin", "pipelines: \"*\"\njob_worker: {polling_timeout: 0}\n",
+       {"job_worker.polling_timeout: expected a duration in seconds (a number from 0.01 to 31536000", "got 0"}},
+      {"AdvancerPollingThatWouldSpin", "pipelines: \"*\"\npipeline_advancer: {polling_timeout: 0.001}\n",
+       {"pipeline_advancer.polling_timeout: expected a duration in seconds (a number from 0.01", "got 0.001"}},
+      {"ReaperThatWouldRestartHealthyChildren",
+       "pipelines: \"*\"\nsupervisor: {polling_timeout: 0.01, reaper_timeout: 0.000001}\n",
+       {"supervisor.reaper_timeout: expected a duration in seconds (a number from 0.5", "got 0.000001"}},
+      {"TooManyThreadsAcrossPipelines", fast_with("count: {A: 1000, B: 1000}"),
+       {"job_worker.count: the 2 hosted pipelines would run 2002 loop threads (job workers A: 1000, B: 1000; "
+        "advancers 2), at most 1024 per host"},
+       true},
       {"ReaperFasterThanHeartbeat", "pipelines: \"*\"\nsupervisor: {polling_timeout: 2, reaper_timeout: 1}\n",
        {"supervisor.reaper_timeout: expected a duration greater than supervisor.polling_timeout (2), got 1"}},
       {"UnknownRole", "pipelines: \"*\"\nrole: wroker\n",
@@ -291,15 +302,19 @@ TEST(ConfigEnvironmentTest, PluginsAndDefinitionsDirectories) {
   EXPECT_EQ(ws.run({"trigger", "C", "0"}).exit_code, 2) << "C is not in the configured directory";
 
   Env env{{"DUCTWORK_DEFINITIONS_DIRECTORY", "other-defs"}};  // relative to the current directory
+  // C is found now, but no plugin of the configured directory exports Inc:
+  // trigger and start both refuse it, naming the step.
   testsupport::ProcessResult t = ws.run_with_env({"trigger", "C", "0"}, env);
-  ASSERT_EQ(t.exit_code, 0) << t.describe() << t.err;
-  std::string id = t.out.substr(0, t.out.find('\n'));
-  // No plugin exports Inc in the configured plugin directory...
+  EXPECT_EQ(t.exit_code, 2) << t.describe();
+  EXPECT_NE(t.err.find("step Inc is not exported"), std::string::npos) << t.err;
   testsupport::ProcessResult r = ws.run_with_env({"start", "--drain"}, env);
   EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("Inc"), std::string::npos) << r.err;
   // ...the variable points at one that does.
   env.emplace_back("DUCTWORK_PLUGINS_DIRECTORY", DUCTWORK_PLUGIN_DIR);
+  t = ws.run_with_env({"trigger", "C", "0"}, env);
+  ASSERT_EQ(t.exit_code, 0) << t.describe() << t.err;
+  std::string id = t.out.substr(0, t.out.find('\n'));
   r = ws.run_with_env({"start", "--drain"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
   testsupport::ProcessResult s = ws.run_with_env({"status", id, "--json"}, env);

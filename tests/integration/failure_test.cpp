@@ -1,4 +1,6 @@
 // Steps that fail: retries that eventually succeed, and retries exhausted.
+#include <filesystem>
+
 #include "harness.h"
 
 namespace ductwork::it {
@@ -99,6 +101,39 @@ TEST(FailureTest, MaxRetryZeroMeansOneExecution) {
   EXPECT_EQ(doc["status"], "halted");
   ASSERT_EQ(doc["runs"][0]["steps"].size(), 1u);
   EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 1u) << doc.dump(2);
+}
+
+}  // namespace
+}  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+// Defect 10: a raw-ABI step that returns an error code and nothing else was
+// recorded as StepError with an empty message.
+TEST(FailureTest, ARawAbiErrorCodeWithNoMessageNamesTheStepAndTheCode) {
+  const std::string raw = std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libraw_abi.so";
+  ASSERT_TRUE(testsupport::file_exists(raw)) << raw << " not built";
+  Workspace probe;
+  std::string dir = probe.file("plugins");
+  std::filesystem::create_directories(dir);
+  for (const std::string& lib : {std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", raw}) {
+    std::filesystem::copy_file(lib, dir + lib.substr(lib.rfind('/')));
+  }
+  ConfigOptions options;
+  options.plugins_directory = dir;
+  options.job_worker_extra = "max_retry: 0";
+  Workspace ws(options);
+  ws.define("raw.yml", chain_definition("Raw", {"Echo", "RawFail"}));
+  std::string id = ws.trigger("Raw", {"1"});
+  ASSERT_FALSE(id.empty());
+  ws.drain();
+  json doc = ws.status(id);
+  ASSERT_EQ(doc["status"], "halted") << doc.dump(2);
+  const json& exec = doc["runs"][0]["steps"][1]["executions"][0];
+  EXPECT_EQ(exec["result_type"], "failure");
+  EXPECT_EQ(exec["error_klass"], "ductwork::StepError");
+  EXPECT_EQ(exec["error_message"], "step RawFail returned error code 7 with no message") << exec.dump(2);
 }
 
 }  // namespace

@@ -231,18 +231,23 @@ TEST(HealthTest, ReportsALiveSupervisorAndADeadOne) {
 namespace ductwork::it {
 namespace {
 
+// A loop wedged outside user code (here: right after its claim, before the
+// step starts) is stuck: the child withholds its heartbeat, the supervisor
+// kills it and its claim is crashed. A loop running a long step is busy
+// instead, and is left alone (long_step_test.cpp).
 TEST(ThreadHealthTest, AChildWithAStuckLoopIsKilledAndItsStepRecovered) {
   ConfigOptions options;
   options.job_worker_extra = "max_crash: 1";
   options.extra = "supervisor: {polling_timeout: 0.1, reaper_timeout: 1}\n";
   Workspace ws(options);
   ws.define("stuck.yml", chain_definition("Stuck", {"Sleep"}));
-  std::string id = ws.trigger("Stuck", {"60000"});  // a step that outlives the reaper timeout
+  std::string id = ws.trigger("Stuck", {"10"});
   ASSERT_FALSE(id.empty());
-  testsupport::ProcessResult r = ws.run({"start", "--drain"}, 60);
+  testsupport::ProcessResult r =
+      ws.run_with_env({"start", "--drain"}, {{"DUCTWORK_FAULT", "after_job_claim:sleep"}}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.out.find("Loop thread stuck; withholding heartbeat"), std::string::npos);
-  EXPECT_NE(r.out.find("Child heartbeat is stale; restarting it"), std::string::npos);
+  EXPECT_NE(r.out.find("Loop thread stuck; withholding heartbeat"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Child heartbeat is stale; restarting it"), std::string::npos) << r.out;
   json doc = ws.status(id);
   ASSERT_EQ(doc["status"], "halted") << doc.dump(2);
   EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "job_crashes_exhausted");

@@ -1,11 +1,16 @@
 #include "store/sqlite/sqlite_connection.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <Poco/Data/SQLite/Connector.h>
 #include <Poco/Data/SQLite/Utility.h>
 #include <Poco/Data/Session.h>
 #include <Poco/Exception.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <ctime>
 
@@ -34,6 +39,45 @@ void dw_now(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%06lld", tm.tm_year + 1900, tm.tm_mon + 1,
                         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(micros % 1000000));
   sqlite3_result_text(ctx, buf, n, SQLITE_TRANSIENT);
+}
+
+// ":memory:" and "file:" URIs name no plain file of ours to prepare.
+bool is_plain_file_path(const std::string& path) {
+  return !path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0;
+}
+
+// Creates the folder that will hold the database file when it is missing
+// (owner-only, like the data it holds), so a fresh path such as
+// var/ductwork.sqlite3 just works. SQLite would otherwise fail to open it,
+// and Poco would retry that failure until its login timeout ran out.
+void ensure_parent_folder(const std::string& path) {
+  if (!is_plain_file_path(path)) return;
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(parent, ec)) return;
+  if (std::filesystem::exists(parent, ec)) {
+    throw StoreError("database " + path + ": cannot open: " + parent.string() + " is not a folder");
+  }
+  std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    throw StoreError("database " + path + ": cannot create its folder " + parent.string() + ": " + ec.message());
+  }
+  std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+}
+
+// A new database file is created owner-only (0600) whatever the umask.
+// SQLite gives its -wal and -shm files the database file's permissions, so
+// they follow. An existing file keeps whatever mode its operator chose.
+void create_private_file(const std::string& path) {
+  if (!is_plain_file_path(path)) return;
+  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::fchmod(fd, 0600);  // umask can only clear bits, but be explicit
+    ::close(fd);
+  }
+  // EEXIST (the usual case) and every other failure are left to SQLite's
+  // open, which reports them with the path.
 }
 
 }  // namespace
@@ -103,8 +147,13 @@ bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, co
 
 Connection::Connection(std::string path) : path_(std::move(path)) {
   std::call_once(register_once, [] { Poco::Data::SQLite::Connector::registerConnector(); });
+  ensure_parent_folder(path_);
+  create_private_file(path_);
   try {
-    session_ = std::make_unique<Poco::Data::Session>("SQLite", path_);
+    // Login timeout 0: opening a file never waits on a lock, so a failure is
+    // final (a missing folder, no permission) and must not be retried for
+    // Poco's default 60 s. Contention is handled by the busy timeout below.
+    session_ = std::make_unique<Poco::Data::Session>("SQLite", path_, 0);
   } catch (const Poco::Exception& e) {
     throw StoreError("database " + path_ + ": cannot open: " + e.displayText());
   }

@@ -12,6 +12,7 @@
 #include "store/sqlite/sqlite_batch_insert.h"
 #include "store/sqlite/sqlite_branch_tx.h"
 #include "store/store_error.h"
+#include "util/json.h"
 #include "util/uuid.h"
 
 namespace ductwork::sqlite {
@@ -178,7 +179,7 @@ std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, Ne
   }
   links.flush();
   step.branch_id = branch_id;
-  step.args_json = "[" + outputs + "]";
+  step.args_json = json_list_text(outputs);
   return store_.insert_step(step, "pending");
 }
 

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace ductwork {
+
+// Liveness of one loop thread, read by the thread-health check (SPEC §6).
+// The loop stamps `tick_ms` (steady clock) at every iteration, idle or not.
+// While it runs user code it is busy, not stuck: a step may legitimately run
+// for hours, and its liveness is the step timeout's business. Killing a busy
+// worker would re-run a long step forever.
+struct LoopHealth {
+  static int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  std::atomic<int64_t> tick_ms{now_ms()};
+  std::atomic<bool> running_step{false};
+
+  void tick() { tick_ms.store(now_ms(), std::memory_order_relaxed); }
+
+  // Seconds since the last tick, or 0 while a step runs.
+  double stuck_seconds(int64_t now) const {
+    if (running_step.load(std::memory_order_acquire)) return 0;
+    return static_cast<double>(now - tick_ms.load(std::memory_order_relaxed)) / 1000.0;
+  }
+
+  // Marks the loop busy for its lifetime. On leaving it stamps a fresh tick
+  // before clearing the flag, so a check between the step's end and the next
+  // iteration does not see the stamp taken before the step began.
+  class RunningStep {
+   public:
+    explicit RunningStep(LoopHealth* health) : health_(health) {
+      if (health_) health_->running_step.store(true, std::memory_order_release);
+    }
+    ~RunningStep() {
+      if (!health_) return;
+      health_->tick();
+      health_->running_step.store(false, std::memory_order_release);
+    }
+    RunningStep(const RunningStep&) = delete;
+    RunningStep& operator=(const RunningStep&) = delete;
+
+   private:
+    LoopHealth* health_;
+  };
+};
+
+}  // namespace ductwork

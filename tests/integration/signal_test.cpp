@@ -1,0 +1,99 @@
+// SIGHUP (a closed terminal, `systemctl reload`) reloads instead of killing
+// the host. Before, it killed the supervisor at once (exit 129) and left a
+// stale process row and a step `advancing`.
+#include <signal.h>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+int64_t process_rows(const Workspace& ws) {
+  auto r = testsupport::run_process({find_on_path("sqlite3"), ws.db_path(), "SELECT COUNT(*) FROM processes"});
+  return r.exit_code == 0 ? std::stoll(r.out) : -1;
+}
+
+// The step of `id` is running (its job was claimed and not finished).
+bool step_running(const Workspace& ws, const std::string& id) {
+  json doc = ws.status(id);
+  return doc.is_object() && doc["runs"][0]["steps"][0]["status"] == "in_progress";
+}
+
+void expect_one_success(const Workspace& ws, const std::string& id) {
+  json doc = ws.status(id);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+  const json& executions = doc["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 1u) << "the step in flight at the reload was not allowed to finish:\n"
+                                   << executions.dump(2);
+  EXPECT_EQ(executions[0]["result_type"], "success");
+}
+
+// Forking: the supervisor stays, its children stop gracefully (the running
+// step finishes) and are started again.
+TEST(SignalTest, SighupRestartsTheChildrenOfAForkingHostGracefully) {
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
+  std::string id = ws.trigger("Slow", {"1500"});
+  ASSERT_FALSE(id.empty());
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(15, [&] { return step_running(ws, id); })) << host.stdout_so_far();
+
+  host.signal(SIGHUP);
+  ASSERT_TRUE(eventually(20, [&] { return ws.status(id)["status"] == "completed"; })) << host.stdout_so_far();
+  // Work triggered after the reload runs on the new children.
+  std::string after = ws.trigger("Slow", {"10"});
+  ASSERT_TRUE(eventually(20, [&] { return ws.status(after)["status"] == "completed"; })) << host.stdout_so_far();
+
+  std::string logs = host.stdout_so_far();
+  EXPECT_EQ(count_of(logs, "Reload requested"), 1u) << logs;
+  EXPECT_GE(count_of(logs, "Child stopped for reload"), 2u) << "advancer and worker children: " << logs;
+  EXPECT_EQ(count_of(logs, "Child exited"), 0u) << "no child died unexpectedly: " << logs;
+  EXPECT_EQ(count_of(logs, "Supervisor started"), 1u) << "the supervisor itself stays: " << logs;
+
+  host.signal(SIGTERM);
+  ProcessResult stopped = host.wait(30);
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.describe();
+  expect_one_success(ws, id);
+  EXPECT_EQ(process_rows(ws), 0) << "a clean stop leaves no process row";
+}
+
+// Threaded: the host stops gracefully and starts again in the same process,
+// picking up a definition added meanwhile.
+TEST(SignalTest, SighupRestartsAThreadedHostInPlaceAndReadsNewDefinitions) {
+  ConfigOptions options;
+  options.extra = "forking: none\nsupervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
+  std::string id = ws.trigger("Slow", {"1500"});
+  ASSERT_FALSE(id.empty());
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(15, [&] { return step_running(ws, id); })) << host.stdout_so_far();
+
+  ws.define("added.yml", chain_definition("Added", {"Inc", "Double"}));
+  host.signal(SIGHUP);
+  ASSERT_TRUE(eventually(20, [&] { return count_of(host.stdout_so_far(), "\"Host started\"") == 2; }))
+      << host.stdout_so_far();
+  std::string added = ws.trigger("Added", {"20"});
+  ASSERT_TRUE(eventually(20, [&] { return ws.status(added)["status"] == "completed"; })) << host.stdout_so_far();
+  EXPECT_EQ(ws.status(added)["runs"][0]["steps"][1]["output"], 42);
+
+  host.signal(SIGTERM);
+  ProcessResult stopped = host.wait(30);
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.describe();
+  std::string logs = stopped.out;
+  EXPECT_EQ(count_of(logs, "Reload requested"), 1u) << logs;
+  EXPECT_EQ(count_of(logs, "\"Host stopped\""), 2u) << logs;
+  expect_one_success(ws, id);
+  EXPECT_EQ(process_rows(ws), 0);
+}
+
+}  // namespace
+}  // namespace ductwork::it
