@@ -4,24 +4,38 @@
 #include "cli/bootstrap.h"
 #include "engine/catalog.h"
 #include "engine/trigger.h"
+#include "util/json_limits.h"
 
 namespace ductwork::cli {
 
 int cmd_trigger(const Args& args) {
   if (args.positionals.empty()) throw BadInput("usage: ductwork trigger PIPELINE [ARG_JSON ...]");
   const std::string& name = args.positionals[0];
-  // Every argument is checked before anything is opened, so a malformed one
-  // leaves the database untouched.
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  // Every argument is checked before the database is opened, so a malformed
+  // one leaves it untouched. Size and depth are checked before parsing: a
+  // deeply nested argument must never reach a recursive parser.
+  const long long max_bytes = boot.config().job_worker.max_output_bytes;
   json trigger_args = json::array();
+  size_t total_bytes = 0;
   for (size_t i = 1; i < args.positionals.size(); ++i) {
+    const std::string& text = args.positionals[i];
+    std::string what = "argument " + std::to_string(i);
+    if (auto problem = json_limit_problem(text, static_cast<size_t>(max_bytes), what)) throw BadInput(*problem);
+    total_bytes += text.size();
     try {
-      trigger_args.push_back(json::parse(args.positionals[i]));
-    } catch (const json::parse_error& e) {
-      throw BadInput("argument " + std::to_string(i) + " ('" + args.positionals[i] +
-                     "') is not valid JSON: " + e.what());
+      trigger_args.push_back(parse_exact_json(text));
+    } catch (const json::exception& e) {
+      std::string shown = text.size() > 80 ? text.substr(0, 77) + "..." : text;
+      throw BadInput(what + " ('" + shown + "') is not valid JSON: " + e.what());
+    } catch (const InexactNumber& e) {
+      throw BadInput(what + ": " + e.what());
     }
   }
-  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  if (total_bytes > static_cast<size_t>(max_bytes)) {
+    throw BadInput("the arguments are " + std::to_string(total_bytes) + " bytes of JSON together, more than the limit of " +
+                   std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
+  }
   const Definition* definition = boot.definitions().find(name);
   if (!definition) {
     std::string known;

@@ -349,7 +349,8 @@ class Parser {
   }
 
   void parse_job_worker(const YAML::Node& jw, Config* config) const {
-    only_keys(jw, "job_worker", {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout"});
+    only_keys(jw, "job_worker",
+              {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout", "max_output_bytes"});
     JobWorkerConfig& c = config->job_worker;
     if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, kMaxCount, false, &c.count, config);
     if (jw["polling_timeout"]) {
@@ -360,6 +361,11 @@ class Parser {
     if (jw["max_crash"]) scoped_int(jw["max_crash"], "job_worker.max_crash", 0, INT_MAX, true, &c.max_crash, config);
     if (jw["retry_delay"]) c.retry_delay = seconds(jw["retry_delay"], "job_worker.retry_delay");
     if (jw["shutdown_timeout"]) c.shutdown_timeout = seconds(jw["shutdown_timeout"], "job_worker.shutdown_timeout");
+    // Up to 512 MiB: a row value must stay well inside SQLite's 1 GB limit,
+    // whose "string or blob too big" would otherwise surface mid-commit.
+    if (jw["max_output_bytes"]) {
+      c.max_output_bytes = integer(jw["max_output_bytes"], "job_worker.max_output_bytes", 1024, 512LL << 20);
+    }
   }
 
   void parse_pipeline_advancer(const YAML::Node& pa, Config* config) const {

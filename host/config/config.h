@@ -82,6 +82,9 @@ struct JobWorkerConfig {
   Scoped<double> polling_timeout{1.0};
   double retry_delay = 10.0;
   double shutdown_timeout = 20.0;
+  // Largest JSON text a step may return or store as a context value, and
+  // the largest argument list `trigger` accepts (bytes).
+  long long max_output_bytes = 16LL << 20;
 };
 
 struct PipelineAdvancerConfig {

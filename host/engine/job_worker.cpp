@@ -38,7 +38,8 @@ bool JobWorker::run_once() {
   }
   try {
     fault_point("after_job_claim");
-    StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id};
+    StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
+                        static_cast<std::size_t>(config_.job_worker.max_output_bytes)};
     fault_point("during_job_execution");
     StepOutcome outcome;
     {

@@ -2,6 +2,7 @@
 
 #include "engine/error_info.h"
 #include "util/json.h"
+#include "util/json_limits.h"
 
 namespace ductwork {
 namespace {
@@ -67,8 +68,21 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
     outcome.output_json = "null";
     return outcome;
   }
+  // A value too large for a row (or for anyone to read back) is the step's
+  // failure, counted against its retries, never a crash of the process
+  // that tried to store it (which re-ran the step forever).
+  std::string_view output(strings.raw.output_json);
+  if (output.size() > scope.max_value_bytes) {
+    outcome.error = make_error_info("ductwork::OutputTooLarge",
+                                    *json_limit_problem(output, scope.max_value_bytes, "the output of step " + job.klass));
+    return outcome;
+  }
+  if (auto problem = json_limit_problem(output, scope.max_value_bytes, "the output of step " + job.klass)) {
+    outcome.error = make_error_info("ductwork::InvalidOutput", *problem);
+    return outcome;
+  }
   // Normalise and validate: what is stored must be valid JSON.
-  json parsed = json::parse(strings.raw.output_json, nullptr, false);
+  json parsed = json::parse(output, nullptr, false);
   if (parsed.is_discarded()) {
     outcome.error = make_error_info("ductwork::InvalidOutput", "step " + job.klass + " returned invalid JSON");
     return outcome;

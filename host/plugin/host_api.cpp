@@ -1,5 +1,7 @@
 #include "plugin/host_api.h"
 
+#include "util/json_limits.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -65,6 +67,11 @@ int context_set(void* handle, const char* key, const char* value_json, int overw
     return DW_CONTEXT_ERROR;
   }
   try {
+    std::string what = std::string("context value for key '") + key + "'";
+    if (auto problem = json_limit_problem(value_json, scope->max_value_bytes, what)) {
+      set_error(error_out, *problem);
+      return DW_CONTEXT_ERROR;
+    }
     json parsed = json::parse(value_json, nullptr, false);
     if (parsed.is_discarded()) {
       set_error(error_out, std::string("context_set: value for key '") + key + "' is not valid JSON");

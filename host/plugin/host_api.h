@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <string>
 
 #include "ductwork/abi.h"
@@ -20,6 +21,9 @@ struct StepCallScope {
   std::string pipeline;
   std::string step;
   std::string job_id;
+  // job_worker.max_output_bytes: the largest output or context value the
+  // step may hand back (JSON text).
+  std::size_t max_value_bytes = 16u << 20;
 };
 
 // The table of host functions handed to every plugin at init.
