@@ -21,7 +21,8 @@ class Reaper {
   void tick(const std::string& own_process_id);
   // Reaps one process; `force` skips the staleness re-check (the caller
   // has proof of death). Returns false when nothing was reaped.
-  bool reap(const std::string& process_id, bool force);
+  // `death` says how the caller saw it die (see Store::reap_process).
+  bool reap(const std::string& process_id, bool force, const std::string& death = std::string());
 
  private:
   CrashPolicyLookup policy() const;

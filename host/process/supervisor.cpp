@@ -20,9 +20,26 @@ extern char** environ;
 namespace ductwork {
 namespace {
 
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("signal ") + std::to_string(WTERMSIG(status));
+  if (WIFSIGNALED(status)) return signal_name(WTERMSIG(status));
+  return "stopped";
+}
+
+// How a child was seen to die, for the crashed executions' messages:
+// "worker pid 42 killed by SIGSEGV" (+ " while running step X").
+std::string describe_death(const std::string& spec, pid_t pid, const std::string& how) {
+  return spec.substr(0, spec.find(':')) + " pid " + std::to_string(pid) + " " + how;
+}
+
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status)) return "killed by " + signal_name(WTERMSIG(status));
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   return "stopped";
 }
 
@@ -98,10 +115,10 @@ void Supervisor::spawn(Child& child) {
   logger_.info("Child started", {{"child", child.spec}, {"child_pid", pid}});
 }
 
-bool Supervisor::reap_child_row(pid_t pid, const char* why) {
+bool Supervisor::reap_child_row(pid_t pid, const char* why, const std::string& death) {
   try {
     if (auto row = store_->find_process(pid, machine_)) {
-      Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true);
+      Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true, death);
       return true;
     }
   } catch (const std::exception& e) {
@@ -123,7 +140,8 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         } else {
           logger_.warn("Child exited", fields);
         }
-        bool had_started = reap_child_row(child.pid, "exited");
+        bool had_started =
+            reap_child_row(child.pid, "exited", describe_death(child.spec, child.pid, how_it_ended(status)));
         child.pid = -1;
         child.reloading = false;
         // Died before registering (cannot load config, plugins, database):
@@ -135,7 +153,8 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         logger_.warn("Child heartbeat is stale; restarting it", {{"child", child.spec}, {"child_pid", child.pid}});
         ::kill(child.pid, SIGKILL);
         ::waitpid(child.pid, &status, 0);
-        reap_child_row(child.pid, "stale heartbeat");
+        reap_child_row(child.pid, "stale heartbeat",
+                       describe_death(child.spec, child.pid, "stopped heartbeating and was killed by SIGKILL"));
         child.pid = -1;
       }
     }
@@ -164,7 +183,8 @@ void Supervisor::stop_children() {
       if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
         // A child that stopped cleanly removed its own row; one that had
         // crashed just before the shutdown did not: recover its claims.
-        reap_child_row(child.pid, "exited during shutdown");
+        reap_child_row(child.pid, "exited during shutdown",
+                       describe_death(child.spec, child.pid, how_it_ended(status) + " during shutdown"));
         child.pid = -1;
       } else {
         any = true;
@@ -178,7 +198,9 @@ void Supervisor::stop_children() {
     logger_.warn("Child did not stop in time; killing it", {{"child", child.spec}, {"child_pid", child.pid}});
     ::kill(child.pid, SIGKILL);
     ::waitpid(child.pid, nullptr, 0);
-    reap_child_row(child.pid, "killed at shutdown");
+    reap_child_row(child.pid, "killed at shutdown",
+                   describe_death(child.spec, child.pid,
+                                  "did not stop within supervisor.shutdown_timeout and was killed by SIGKILL"));
     child.pid = -1;
   }
 }

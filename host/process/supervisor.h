@@ -58,7 +58,8 @@ class Supervisor {
   void spawn(Child& child);
   // Reaps the row of a child that is gone (force: we saw it die). False
   // when the child never registered a row.
-  bool reap_child_row(pid_t pid, const char* why);
+  // `death` names how it died, for the crashed executions' messages.
+  bool reap_child_row(pid_t pid, const char* why, const std::string& death);
   void check_children(bool stopping, bool check_heartbeats);
   void stop_children();
   // SIGHUP: a graceful restart of every child. Each finishes its in-flight

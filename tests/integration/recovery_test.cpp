@@ -149,7 +149,14 @@ TEST(SupervisorTest, AStepThatAlwaysSegfaultsEndsJobCrashesExhausted) {
   EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "job_crashes_exhausted");
   const json& executions = doc["runs"][0]["steps"][0]["executions"];
   ASSERT_EQ(executions.size(), 3u) << "max_crash + 1 executions";
-  for (const auto& e : executions) EXPECT_EQ(e["result_type"], "process_crashed");
+  for (const auto& e : executions) {
+    EXPECT_EQ(e["result_type"], "process_crashed");
+    EXPECT_EQ(e["error_klass"], "ProcessCrash");
+    // What the user sees names the signal and the step (issue 9, defect 7).
+    const std::string message = e["error_message"].get<std::string>();
+    EXPECT_EQ(message.rfind("worker pid ", 0), 0u) << message;
+    EXPECT_NE(message.find(" killed by SIGSEGV while running step Segfault"), std::string::npos) << message;
+  }
   EXPECT_EQ(executions[2]["crash_count"], 2);
 }
 
@@ -176,6 +183,8 @@ TEST(SupervisorTest, AKilledWorkerChildIsRestartedAndItsStepRecovered) {
   const json& executions = doc["runs"][0]["steps"][0]["executions"];
   ASSERT_EQ(executions.size(), 2u);
   EXPECT_EQ(executions[0]["error_klass"], "ProcessCrash");
+  EXPECT_EQ(executions[0]["error_message"], "worker pid " + std::to_string(std::stoi(pid.out)) +
+                                                " killed by SIGKILL while running step Sleep");
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 1001);
 }
 
@@ -253,7 +262,13 @@ TEST(ThreadHealthTest, AChildWithAStuckLoopIsKilledAndItsStepRecovered) {
   EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "job_crashes_exhausted");
   const json& executions = doc["runs"][0]["steps"][0]["executions"];
   ASSERT_EQ(executions.size(), 2u);
-  for (const auto& e : executions) EXPECT_EQ(e["error_klass"], "ProcessCrash");
+  for (const auto& e : executions) {
+    EXPECT_EQ(e["error_klass"], "ProcessCrash");
+    EXPECT_NE(e["error_message"].get<std::string>().find(
+                  " stopped heartbeating and was killed by SIGKILL while running step Sleep"),
+              std::string::npos)
+        << e.dump(2);
+  }
   EXPECT_LT(r.seconds, 20.0);
 }
 
