@@ -30,6 +30,15 @@ class Reader {
   }
 
   Definition read() {
+    if (strict_) {
+      // A name that is not plain text broke every command that printed it
+      // (invalid UTF-8) or restarted workers forever (a NUL byte).
+      try {
+        detail::check_pipeline_name(def_.pipeline);
+      } catch (const PipelineError& e) {
+        throw DefinitionError(source_ + ": " + e.what());
+      }
+    }
     if (!doc_.is_object()) throw fail("the definition must be an object");
     read_nodes();
     for (const auto& node : def_.nodes) def_.edges.emplace(node, read_edge(node));
@@ -45,7 +54,7 @@ class Reader {
 
  private:
   DefinitionError fail(const std::string& rule) const {
-    return DefinitionError(source_ + ": pipeline " + def_.pipeline + ": " + rule);
+    return DefinitionError(source_ + ": pipeline " + detail::shown_name(def_.pipeline) + ": " + rule);
   }
   DefinitionError fail_at(const std::string& node, const std::string& rule) const {
     return fail("node " + node + ": " + rule);

@@ -35,6 +35,7 @@ class Compiler {
       fail(root, "'pipeline' must name the pipeline");
     }
     pipeline_ = root["pipeline"].Scalar();
+    guarded(root["pipeline"], [&] { detail::check_pipeline_name(pipeline_); });
     const YAML::Node steps = root["steps"];
     if (!steps || !steps.IsSequence() || steps.size() == 0) {
       fail(steps ? steps : root, "'steps' must be a non-empty list starting with '- start: StepName'");
@@ -69,7 +70,7 @@ class Compiler {
     std::ostringstream msg;
     msg << source_;
     if (at.IsDefined() && at.Mark().line >= 0) msg << ":" << at.Mark().line + 1;
-    if (!pipeline_.empty()) msg << ": pipeline " << pipeline_;
+    if (!pipeline_.empty()) msg << ": pipeline " << detail::shown_name(pipeline_);
     msg << ": " << rule;
     throw DefinitionError(msg.str());
   }
@@ -219,13 +220,36 @@ Definition compile_definition_text(const std::string& text, const std::string& s
 DefinitionSet load_definition_directory(const std::string& directory, std::vector<std::string>* problems) {
   DefinitionSet set;
   std::error_code ec;
-  if (!fs::is_directory(directory, ec)) return set;
+  if (!fs::is_directory(directory, ec)) {
+    // Missing is fine (no definitions); unreadable (a symlink loop, no
+    // permission) is a mistake to name, not a filesystem exception.
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      throw DefinitionError(directory + ": cannot read the definitions folder: " + ec.message());
+    }
+    return set;
+  }
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(directory)) {
+  std::vector<std::pair<fs::path, std::string>> unreadable;
+  fs::directory_iterator it(directory, ec);
+  if (ec) throw DefinitionError(directory + ": cannot read the definitions folder: " + ec.message());
+  for (const auto& entry : it) {
     auto ext = entry.path().extension().string();
-    if (entry.is_regular_file() && (ext == ".yml" || ext == ".yaml" || ext == ".json")) files.push_back(entry.path());
+    if (ext != ".yml" && ext != ".yaml" && ext != ".json") continue;
+    std::error_code file_ec;
+    bool regular = entry.is_regular_file(file_ec);
+    if (file_ec) {
+      unreadable.emplace_back(entry.path(), file_ec.message());  // e.g. a symlink loop
+    } else if (regular) {
+      files.push_back(entry.path());
+    }
   }
   std::sort(files.begin(), files.end());
+  std::sort(unreadable.begin(), unreadable.end());
+  for (const auto& [file, why] : unreadable) {
+    DefinitionError error(file.string() + ": cannot read the definition file: " + why);
+    if (!problems) throw error;
+    problems->push_back(error.what());
+  }
   for (const auto& file : files) {
     try {
       std::ifstream in(file);

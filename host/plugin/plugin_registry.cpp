@@ -1,5 +1,7 @@
 #include "plugin/plugin_registry.h"
 
+#include <ductwork/pipeline.hpp>
+
 #include <boost/dll/import.hpp>
 
 #include <algorithm>
@@ -20,14 +22,33 @@ bool PluginRegistry::refuse(const std::string& path, const std::string& reason, 
 void PluginRegistry::load_directory(const std::string& directory, Logger& logger) {
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
-    logger.warn("Plugin directory not found", {{"directory", directory}});
+    if (ec && ec != std::errc::no_such_file_or_directory) {
+      refuse(directory, "cannot read the plugins folder: " + ec.message(), logger);  // e.g. a symlink loop
+    } else {
+      logger.warn("Plugin directory not found", {{"directory", directory}});
+    }
     return;
   }
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(directory)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".so") files.push_back(entry.path());
+  std::vector<std::pair<std::string, std::string>> unreadable;
+  fs::directory_iterator it(directory, ec);
+  if (ec) {
+    refuse(directory, "cannot read the plugins folder: " + ec.message(), logger);
+    return;
+  }
+  for (const auto& entry : it) {
+    if (entry.path().extension() != ".so") continue;
+    std::error_code file_ec;
+    bool regular = entry.is_regular_file(file_ec);
+    if (file_ec) {
+      unreadable.emplace_back(entry.path().string(), file_ec.message());  // e.g. a symlink loop
+    } else if (regular) {
+      files.push_back(entry.path());
+    }
   }
   std::sort(files.begin(), files.end());
+  std::sort(unreadable.begin(), unreadable.end());
+  for (const auto& [path, why] : unreadable) refuse(path, "cannot be read: " + why, logger);
   for (const auto& file : files) load_file(file.string(), logger);
 }
 
@@ -61,13 +82,34 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
   plugin->abi_version = table->abi_version;
   plugin->name = table->name;
   plugin->version = table->version ? table->version : "";
+  // Names are printed in JSON documents and logs and stored in rows: plain
+  // text only (invalid UTF-8 broke every command that printed it).
+  try {
+    detail::check_name("plugin", plugin->name);
+  } catch (const PipelineError& e) {
+    return refuse(path, e.what(), logger);
+  }
+  if (plugin->version.size() > 64 ||
+      std::any_of(plugin->version.begin(), plugin->version.end(), [](unsigned char c) { return c < 0x20 || c >= 0x7f; })) {
+    return refuse(path, "version '" + detail::shown_name(plugin->version) + "' is not printable text of at most 64 characters",
+                  logger);
+  }
   std::set<std::string> own;
   for (size_t i = 0; i < table->step_count; ++i) {
     const dw_step_class* cls = table->steps[i];
-    if (!cls || !cls->name || !cls->create || !cls->execute || !cls->destroy) {
-      return refuse(path, "step #" + std::to_string(i) + " is malformed (missing name or function)", logger);
+    // struct_size says which fields the plugin's struct has: fields are only
+    // appended, so anything smaller than this ABI's is malformed.
+    if (!cls || cls->struct_size < offsetof(dw_step_class, destroy) + sizeof(cls->destroy) || !cls->name ||
+        !cls->create || !cls->execute || !cls->destroy) {
+      return refuse(path, "step #" + std::to_string(i) + " is malformed (too small, or missing name or function)",
+                    logger);
     }
     std::string name = cls->name;
+    try {
+      detail::check_step_name(name);
+    } catch (const PipelineError& e) {
+      return refuse(path, "step #" + std::to_string(i) + ": " + e.what(), logger);
+    }
     if (!own.insert(name).second) return refuse(path, "step " + name + " is exported twice", logger);
     auto taken = steps_.find(name);
     if (taken != steps_.end()) {

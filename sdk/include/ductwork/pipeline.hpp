@@ -63,17 +63,47 @@ using Routes = std::vector<std::pair<std::string, std::string>>;
 
 namespace detail {
 
-// Letters, digits, '_', ':' and '-': what a step class name may contain.
-inline void check_step_name(const std::string& klass) {
-  if (klass.empty()) throw PipelineError("a step name may not be empty");
-  for (unsigned char c : klass) {
+// A name as it may be shown in a message: printable ASCII kept, every other
+// byte (control characters, NUL, invalid or non-ASCII UTF-8) as \xNN, so an
+// error about a bad name is itself always valid, printable text.
+inline std::string shown_name(const std::string& name) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : name.substr(0, 200)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (name.size() > 200) out += "...";
+  return out;
+}
+
+inline constexpr std::size_t kMaxNameLength = 128;
+
+// Letters, digits, '_', ':' and '-', at most kMaxNameLength bytes: what a
+// step class or pipeline name may contain (`what` is "step" or "pipeline").
+inline void check_name(const char* what, const std::string& name) {
+  if (name.empty()) throw PipelineError(std::string("a ") + what + " name may not be empty");
+  if (name.size() > kMaxNameLength) {
+    throw PipelineError(std::string(what) + " name '" + shown_name(name) + "' is longer than " +
+                        std::to_string(kMaxNameLength) + " characters");
+  }
+  for (unsigned char c : name) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
               c == ':' || c == '-';
     if (!ok) {
-      throw PipelineError("step name '" + klass + "' may only contain letters, digits, '_', ':' and '-'");
+      throw PipelineError(std::string(what) + " name '" + shown_name(name) +
+                          "' may only contain letters, digits, '_', ':' and '-'");
     }
   }
 }
+
+inline void check_step_name(const std::string& klass) { check_name("step", klass); }
+inline void check_pipeline_name(const std::string& name) { check_name("pipeline", name); }
 
 inline std::uint32_t fnv1a_32(const std::string& text) {
   std::uint32_t hash = 2166136261u;
