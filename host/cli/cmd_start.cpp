@@ -72,6 +72,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   auto store = stores.open();
   const bool supervised = role.supervised;
   int sig = wait_for_stop(signals, boot.logger(), /*reload=*/!supervised, [&] {
+    if (runtime.database_unusable()) return false;
     if (!drain && !progress) return true;
     try {
       Progress totals = store->progress(pipelines);
@@ -90,6 +91,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   });
   progress.reset();
   runtime.stop();
+  if (runtime.database_unusable()) return kExitFailure;
   return sig == SIGHUP ? kRestart : kExitOk;
 }
 

@@ -9,6 +9,7 @@
 #include "engine/job_worker.h"
 #include "engine/error_info.h"
 #include "engine/reaper.h"
+#include "store/store_error.h"
 #include "process/machine.h"
 #include "util/uuid.h"
 
@@ -96,6 +97,20 @@ void HostRuntime::idle_wait(Waker& waker, uint64_t seen, double seconds) {
   waker.wait(seen, std::chrono::duration<double>(seconds * jitter(rng)));
 }
 
+bool HostRuntime::stop_if_database_unusable(const std::exception& e) {
+  if (!is_database_unusable(e)) return false;
+  // Said once, whichever loop noticed first; then every loop stops. Going on
+  // would only fail every iteration (1,142 failures a minute, forever).
+  if (!database_unusable_.exchange(true)) {
+    logger_.error("Database is not usable; this host stops claiming work and exits",
+                  {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+  }
+  stopping_.store(true);
+  wakeups_.wake_everyone();
+  stop_waker_.notify_all();
+  return true;
+}
+
 LoopHealth& HostRuntime::new_loop_slot() {
   loops_.push_back(std::make_unique<LoopHealth>());
   return *loops_.back();
@@ -144,6 +159,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
       if (worked) continue;
       idle = worker->idle_seconds();
     } catch (const std::exception& e) {
+      if (stop_if_database_unusable(e)) break;  // its claim cannot be committed anywhere
       logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
       idle = kErrorBackoffSeconds;
     }
@@ -169,6 +185,7 @@ void HostRuntime::advancer_loop(LoopHealth& health) {
       BranchClaimResult result = advancer->run_once();
       if (result != BranchClaimResult::kIdle) continue;  // claimed or contended: go again at once
     } catch (const std::exception& e) {
+      if (stop_if_database_unusable(e)) break;
       logger_.error("Pipeline advancer iteration failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
       idle = kErrorBackoffSeconds;
     }
@@ -206,6 +223,9 @@ void HostRuntime::heartbeat_loop() {
           continue;
         }
       }
+      // A database file replaced or a -wal deleted under us fails no
+      // statement of ours (we keep the old file open); look for it.
+      store->check_storage();
       if (!store->heartbeat(process_id_)) {
         // Our row was reaped (e.g. after a suspend): adopt a fresh one.
         logger_.warn("Process row was reaped; re-adopting", {{"process_id", process_id_}});
@@ -213,6 +233,7 @@ void HostRuntime::heartbeat_loop() {
       }
       if (role_.reaper) reaper->tick(process_id_);
     } catch (const std::exception& e) {
+      if (stop_if_database_unusable(e)) break;
       logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
     }
     stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
@@ -233,6 +254,7 @@ void HostRuntime::change_watch_loop() {
       if (seen_version >= 0 && version != seen_version) wakeups_.wake_everyone();
       seen_version = version;
     } catch (const std::exception& e) {
+      if (stop_if_database_unusable(e)) break;
       logger_.error("Change watch failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
       stop_waker_.wait(seen, std::chrono::duration<double>(kErrorBackoffSeconds));
       continue;

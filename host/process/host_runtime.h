@@ -49,6 +49,10 @@ class HostRuntime {
   const std::string& process_id() const { return process_id_; }
   Wakeups& wakeups() { return wakeups_; }
   const RuntimeStats& stats() const { return stats_; }
+  // True once a loop found the database unusable (corrupt, not a database,
+  // an I/O error, the file replaced or its -wal deleted): every loop has
+  // stopped and the host must stop and exit non-zero.
+  bool database_unusable() const { return database_unusable_.load(); }
 
  private:
   void worker_loop(const std::string& pipeline, LoopHealth& health);
@@ -59,6 +63,9 @@ class HostRuntime {
   void change_watch_loop();
   // Sleeps on `waker` for `seconds` ± 25 % jitter (re-rolled every time).
   void idle_wait(Waker& waker, uint64_t seen, double seconds);
+  // For a loop's catch: when `e` says the database is unusable, logs it
+  // once, stops every loop and returns true (the loop must exit).
+  bool stop_if_database_unusable(const std::exception& e);
 
   const Config& config_;
   StoreFactory& stores_;
@@ -72,6 +79,7 @@ class HostRuntime {
   std::string process_id_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> database_unusable_{false};
   std::atomic<int> busy_workers_{0};
   // Thread health: each loop thread stamps its slot at every iteration, idle
   // or not, and marks it busy while a step runs. Slots are created before

@@ -13,12 +13,16 @@
 #include "engine/error_info.h"
 #include "engine/reaper.h"
 #include "process/machine.h"
+#include "store/store_error.h"
 #include "util/uuid.h"
 
 extern char** environ;
 
 namespace ductwork {
 namespace {
+
+// `start`'s exit code when it stopped because the database is unusable.
+constexpr int kExitDatabaseUnusable = 1;
 
 std::string signal_name(int sig) {
   const char* abbrev = ::sigabbrev_np(sig);
@@ -217,6 +221,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
   std::string results_cursor;
   auto next_tick = std::chrono::steady_clock::now();
   check_children(false, false);
+  int rc = 0;
   while (true) {
     // SIGCHLD ends the wait at once: a dead child is noticed immediately,
     // not after a heartbeat timeout.
@@ -241,6 +246,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       if (tick) {
         next_tick = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(config_.supervisor.polling_timeout));
+        store_->check_storage();
         if (!store_->heartbeat(process_id_)) {
           logger_.warn("Supervisor row was reaped; re-adopting", {{"process_id", process_id_}});
           store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
@@ -256,6 +262,14 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         }
       }
     } catch (const std::exception& e) {
+      if (is_database_unusable(e)) {
+        // Children fail the same way and exit; restarting them, or going
+        // on, would only spin. Stop everything and say so, exit 1.
+        logger_.error("Database is not usable; stopping the host",
+                      {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        rc = kExitDatabaseUnusable;
+        break;
+      }
       logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
     }
   }
@@ -266,7 +280,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     logger_.error("Could not remove the process row", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
   }
   logger_.info("Supervisor stopped", {{"process_id", process_id_}});
-  return 0;
+  return rc;
 }
 
 }  // namespace ductwork

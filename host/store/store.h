@@ -125,6 +125,11 @@ class Store {
   // A number that changes whenever another connection (another process)
   // commits to the database: idle loops are woken when it moves.
   virtual int64_t data_version() = 0;
+  // Throws StoreError(kUnusable) when the database this store opened is no
+  // longer the one at its path: the file was removed or replaced, or (SQLite)
+  // its -wal file was deleted while connections were open, so commits in it
+  // are invisible to every process that opens the path from now on.
+  virtual void check_storage() = 0;
   // Successful executions recorded since *cursor (an opaque position,
   // updated); for the progress line of a supervisor, which has no
   // in-process counters.

@@ -1,16 +1,38 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
 
 namespace ductwork {
+
+// What kind of database failure a StoreError is, so loops can tell a
+// passing fault from a database that will never work again.
+enum class StoreFault {
+  kOther,     // a statement was rejected, a migration failed, ...
+  kBusy,      // contention that outlasted the busy timeout
+  kFull,      // the disk (or the database's size limit) is full
+  kUnusable,  // corrupt, not a database, I/O error, or the file vanished or
+              // was replaced under the process: no retry will succeed
+};
 
 // A database failure the caller cannot fix by retrying the same call: the
 // file is not a database, a migration failed, a statement was rejected.
 // what() names the database and the operation.
 class StoreError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit StoreError(const std::string& what, StoreFault fault = StoreFault::kOther)
+      : std::runtime_error(what), fault_(fault) {}
+  StoreFault fault() const { return fault_; }
+
+ private:
+  StoreFault fault_;
 };
+
+// True when `e` says the database can no longer be used by this process.
+inline bool is_database_unusable(const std::exception& e) {
+  const auto* store = dynamic_cast<const StoreError*>(&e);
+  return store && store->fault() == StoreFault::kUnusable;
+}
 
 // A revive the store refused because of the pipeline's state (unknown, not
 // halted, no run); nothing was written.

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 
 #include "store/store_error.h"
@@ -78,6 +79,24 @@ void create_private_file(const std::string& path) {
   }
   // EEXIST (the usual case) and every other failure are left to SQLite's
   // open, which reports them with the path.
+}
+
+// The engine's view of a SQLite result code.
+StoreFault classify(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return StoreFault::kBusy;
+    case SQLITE_FULL:
+      return StoreFault::kFull;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      return StoreFault::kUnusable;
+    default:
+      return StoreFault::kOther;
+  }
 }
 
 }  // namespace
@@ -171,6 +190,11 @@ Connection::Connection(std::string path) : path_(std::move(path)) {
   exec_script(
       "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
       "PRAGMA cache_size=-65536;");
+  struct stat st {};
+  if (is_plain_file_path(path_) && ::stat(path_.c_str(), &st) == 0) {
+    device_ = st.st_dev;
+    inode_ = st.st_ino;
+  }
 }
 
 Connection::~Connection() {
@@ -179,8 +203,50 @@ Connection::~Connection() {
 }
 
 void Connection::fail(int rc, const std::string& what) const {
-  throw StoreError("database " + path_ + ": " + what + ": " + sqlite3_errstr(rc) + " (" +
-                   sqlite3_errmsg(db_) + ")");
+  throw StoreError("database " + path_ + ": " + what + ": " + sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_) + ")",
+                   classify(rc));
+}
+
+void Connection::check_files() const {
+  if (inode_ == 0) return;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    throw StoreError("database " + path_ + ": the file was removed while this process had it open",
+                     StoreFault::kUnusable);
+  }
+  if (st.st_dev != device_ || st.st_ino != inode_) {
+    throw StoreError("database " + path_ + ": the file was replaced while this process had it open",
+                     StoreFault::kUnusable);
+  }
+  // A file overwritten in place keeps its inode, and this process may go on
+  // serving pages from its cache: read the header ourselves, through
+  // SQLite's own file handle. (Opening and closing another descriptor would
+  // drop every POSIX lock this process holds on the file, letting another
+  // process believe it is the last connection and delete the -wal.)
+  sqlite3_file* file = nullptr;
+  if (sqlite3_file_control(db_, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK || !file ||
+      !file->pMethods) {
+    return;
+  }
+  sqlite3_int64 size = 0;
+  if (file->pMethods->xFileSize(file, &size) != SQLITE_OK) {
+    throw StoreError("database " + path_ + ": cannot read the file's size", StoreFault::kUnusable);
+  }
+  // An empty file is a new database whose pages are all still in the WAL.
+  char header[16] = {};
+  if (size != 0 && (size < static_cast<sqlite3_int64>(sizeof header) ||
+                    file->pMethods->xRead(file, header, sizeof header, 0) != SQLITE_OK ||
+                    std::memcmp(header, "SQLite format 3", 16) != 0)) {
+    throw StoreError("database " + path_ + ": the file is no longer a SQLite database (overwritten or truncated)",
+                     StoreFault::kUnusable);
+  }
+  // While a connection is open, SQLite never deletes the -wal file; one
+  // that is gone was deleted from outside, taking every commit since the
+  // last checkpoint with it for any process that opens the path anew.
+  if (::stat((path_ + "-wal").c_str(), &st) != 0) {
+    throw StoreError("database " + path_ + ": its -wal file was deleted while this process had it open",
+                     StoreFault::kUnusable);
+  }
 }
 
 Statement Connection::prepare(const std::string& sql) {
@@ -201,7 +267,7 @@ void Connection::exec_script(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string message = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw StoreError("database " + path_ + ": " + message);
+    throw StoreError("database " + path_ + ": " + message, classify(sqlite3_errcode(db_)));
   }
 }
 

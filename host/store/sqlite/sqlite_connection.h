@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 #include <optional>
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -73,9 +75,15 @@ class Connection {
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
   [[noreturn]] void fail(int rc, const std::string& what) const;
+  // Throws StoreError(kUnusable) when the file at path() is no longer the
+  // one this connection opened, or its -wal file is gone.
+  void check_files() const;
 
  private:
   std::string path_;
+  // The database file this connection opened (0/0 for ":memory:" and URIs).
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;

@@ -124,6 +124,11 @@ std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filte
   return out;
 }
 
+void SqliteStore::check_storage() {
+  auto held = lock();
+  conn_.check_files();
+}
+
 int64_t SqliteStore::data_version() {
   auto held = lock();
   auto stmt = conn_.prepare("PRAGMA data_version");

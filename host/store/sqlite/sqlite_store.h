@@ -30,6 +30,7 @@ class SqliteStore final : public Store {
   RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) override;
   std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
   int64_t data_version() override;
+  void check_storage() override;
   std::vector<ProcessInfo> processes() override;
   int64_t successes_since(std::string* cursor) override;
 

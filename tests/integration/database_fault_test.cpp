@@ -1,0 +1,96 @@
+// A database that stops being usable under a running host: overwritten,
+// replaced, or its -wal deleted. The host says so once, stops claiming, and
+// exits 1 after its shutdown; it never spins. (Before: `start --drain`
+// failed 1,142 iterations a minute forever after a corruption, and a host
+// whose -wal was deleted went on running on a database that no longer
+// opened.) docs/recovery.md says what an operator does next.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+enum class Fault { kOverwritten, kReplaced, kWalDeleted };
+
+void damage(const Workspace& ws, Fault fault) {
+  const std::string db = ws.db_path();
+  switch (fault) {
+    case Fault::kOverwritten: {
+      // Same inode, every byte garbage.
+      auto size = std::filesystem::file_size(db);
+      std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+      f << std::string(size, '\x5a');
+      break;
+    }
+    case Fault::kReplaced: {
+      std::string other = ws.write("garbage", "this is not a database\n");
+      std::filesystem::rename(other, db);
+      break;
+    }
+    case Fault::kWalDeleted:
+      std::filesystem::remove(db + "-wal");
+      break;
+  }
+}
+
+struct Case {
+  const char* name;
+  Fault fault;
+  bool forking;
+  const char* needle;
+};
+
+class DatabaseFaultTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DatabaseFaultTest, TheHostSaysSoOnceStopsAndExitsNonZero) {
+  const Case& c = GetParam();
+  ConfigOptions options;
+  options.job_worker_extra = "shutdown_timeout: 1";
+  options.extra = std::string(c.forking ? "" : "forking: none\n") +
+                  "supervisor: {polling_timeout: 0.1, shutdown_timeout: 2}\n";
+  Workspace ws(options);
+  ws.define("inc.yml", chain_definition("Inc2", {"Inc", "Inc"}));
+  std::string id = ws.trigger("Inc2", {"1"});
+  ASSERT_FALSE(id.empty());
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(15, [&] { return ws.status(id)["status"] == "completed"; })) << host.stdout_so_far();
+  ASSERT_TRUE(testsupport::file_exists(ws.db_path() + "-wal"));
+
+  damage(ws, c.fault);
+  auto start = std::chrono::steady_clock::now();
+  ProcessResult r = host.wait(30);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(r.timed_out) << "the host went on running on an unusable database";
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_LT(seconds, 15.0);
+  EXPECT_NE(r.out.find(c.needle), std::string::npos) << r.out;
+  // Said once per process, not once per failed iteration.
+  size_t said = count_of(r.out, "Database is not usable");
+  EXPECT_GE(said, 1u) << r.out;
+  EXPECT_LE(said, 3u) << "one line per process (supervisor, advancer, worker): " << r.out;
+  EXPECT_LT(count_of(r.out, "iteration failed"), 10u) << "a loop spun on the broken database: " << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, DatabaseFaultTest,
+    ::testing::Values(Case{"OverwrittenThreaded", Fault::kOverwritten, false, "is no longer a SQLite database"},
+                      Case{"OverwrittenForking", Fault::kOverwritten, true, "is no longer a SQLite database"},
+                      Case{"ReplacedThreaded", Fault::kReplaced, false, "the file was replaced"},
+                      Case{"ReplacedForking", Fault::kReplaced, true, "the file was replaced"},
+                      Case{"WalDeletedThreaded", Fault::kWalDeleted, false, "its -wal file was deleted"},
+                      Case{"WalDeletedForking", Fault::kWalDeleted, true, "its -wal file was deleted"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace ductwork::it
