@@ -15,12 +15,6 @@
 namespace ductwork::it {
 namespace {
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
 enum class Fault { kOverwritten, kReplaced, kWalDeleted };
 
 void damage(const Workspace& ws, Fault fault) {

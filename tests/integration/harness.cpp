@@ -167,4 +167,22 @@ bool is_single_uuid_line(const std::string& text) {
   return std::regex_match(text, uuid_line);
 }
 
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+int64_t process_rows(const Workspace& ws) {
+  std::string sqlite = find_on_path("sqlite3");
+  if (sqlite.empty()) return -1;
+  if (!testsupport::file_exists(ws.db_path())) return -1;
+  auto r = testsupport::run_process({sqlite, ws.db_path(), "SELECT COUNT(*) FROM processes"});
+  try {
+    return std::stoll(r.out);
+  } catch (const std::exception&) {
+    return -1;  // not migrated yet
+  }
+}
+
 }  // namespace ductwork::it

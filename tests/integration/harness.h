@@ -103,6 +103,13 @@ bool eventually(double seconds, F ready) {
   return ready();
 }
 
+// How many times `needle` occurs in `text` (e.g. a log message in a log).
+size_t count_of(const std::string& text, const std::string& needle);
+
+// Rows in the workspace database's processes table; -1 when there is no
+// database (or it is not migrated yet).
+int64_t process_rows(const Workspace& ws);
+
 // True when stdout is exactly one UUID followed by a newline.
 bool is_single_uuid_line(const std::string& text);
 

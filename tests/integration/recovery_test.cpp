@@ -30,18 +30,6 @@ ConfigOptions forking() {
   return options;
 }
 
-int64_t process_rows(const Workspace& ws) {
-  std::string sqlite = find_on_path("sqlite3");
-  if (sqlite.empty()) return -1;
-  if (!testsupport::file_exists(ws.db_path())) return -1;
-  auto r = testsupport::run_process({sqlite, ws.db_path(), "SELECT COUNT(*) FROM processes"});
-  try {
-    return std::stoll(r.out);
-  } catch (const std::exception&) {
-    return -1;  // not migrated yet
-  }
-}
-
 TEST(RecoveryTest, HostKilledMidStepIsRecoveredByTheNextHost) {
   Workspace ws(fast_reaper());
   ws.define("sleepy.yml", chain_definition("Sleepy", {"Sleep", "Inc"}));

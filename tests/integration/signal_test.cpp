@@ -8,21 +8,17 @@
 namespace ductwork::it {
 namespace {
 
-size_t count_of(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-int64_t process_rows(const Workspace& ws) {
-  auto r = testsupport::run_process({find_on_path("sqlite3"), ws.db_path(), "SELECT COUNT(*) FROM processes"});
-  return r.exit_code == 0 ? std::stoll(r.out) : -1;
-}
-
 // The step of `id` is running (its job was claimed and not finished).
 bool step_running(const Workspace& ws, const std::string& id) {
   json doc = ws.status(id);
   return doc.is_object() && doc["runs"][0]["steps"][0]["status"] == "in_progress";
+}
+
+// Writes the Slow pipeline and triggers it with a 1.5 s first step; returns
+// the pipeline id ("" after recording a failure).
+std::string trigger_slow_step(Workspace& ws) {
+  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
+  return ws.trigger("Slow", {"1500"});
 }
 
 void expect_one_success(const Workspace& ws, const std::string& id) {
@@ -40,8 +36,7 @@ TEST(SignalTest, SighupRestartsTheChildrenOfAForkingHostGracefully) {
   ConfigOptions options;
   options.extra = "supervisor: {polling_timeout: 0.1}\n";
   Workspace ws(options);
-  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
-  std::string id = ws.trigger("Slow", {"1500"});
+  std::string id = trigger_slow_step(ws);
   ASSERT_FALSE(id.empty());
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
   ASSERT_TRUE(eventually(15, [&] { return step_running(ws, id); })) << host.stdout_so_far();
@@ -71,8 +66,7 @@ TEST(SignalTest, SighupRestartsAThreadedHostInPlaceAndReadsNewDefinitions) {
   ConfigOptions options;
   options.extra = "forking: none\nsupervisor: {polling_timeout: 0.1}\n";
   Workspace ws(options);
-  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
-  std::string id = ws.trigger("Slow", {"1500"});
+  std::string id = trigger_slow_step(ws);
   ASSERT_FALSE(id.empty());
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
   ASSERT_TRUE(eventually(15, [&] { return step_running(ws, id); })) << host.stdout_so_far();
