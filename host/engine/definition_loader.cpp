@@ -11,6 +11,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "util/json_limits.h"
+
+
 namespace ductwork {
 namespace fs = std::filesystem;
 namespace {
@@ -203,12 +206,56 @@ void DefinitionSet::add(Definition definition, const std::string& source) {
   pipelines.emplace(name, std::move(definition));
 }
 
+namespace {
+
+// Every command loads every definition file, so one file must never cost
+// much: a 2 KB YAML alias bomb took `validate` 38 s and 2.5 GB, and a 5 MB
+// file 8.6 s. A real definition is a few hundred nodes.
+constexpr size_t kMaxDefinitionBytes = 1 << 20;
+constexpr int kMaxDefinitionDepth = 128;
+constexpr size_t kMaxDefinitionNodes = 100000;
+
+// Counts the nodes of `node` as the compiler will walk them, an alias once
+// per use, giving up past the budget; false when the budget or the depth is
+// exceeded. Aliases are shared nodes in yaml-cpp, so the walk costs at most
+// the budget however large the expansion would be.
+bool within_budget(const YAML::Node& node, int depth, size_t* nodes) {
+  if (++*nodes > kMaxDefinitionNodes || depth > kMaxDefinitionDepth) return false;
+  if (node.IsSequence()) {
+    for (const auto& child : node) {
+      if (!within_budget(child, depth + 1, nodes)) return false;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      if (!within_budget(kv.first, depth + 1, nodes) || !within_budget(kv.second, depth + 1, nodes)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Definition compile_definition_text(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxDefinitionBytes) {
+    throw DefinitionError(source + ": the file is " + std::to_string(text.size()) +
+                          " bytes; a definition file may be at most " + std::to_string(kMaxDefinitionBytes) + " bytes");
+  }
+  // Flow collections nest by recursion in the YAML parser: bound them
+  // before it runs.
+  if (json_nesting_depth(text, kMaxDefinitionDepth) > kMaxDefinitionDepth) {
+    throw DefinitionError(source + ": brackets nest deeper than " + std::to_string(kMaxDefinitionDepth) + " levels");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw DefinitionError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML/JSON: " + e.msg);
+  }
+  size_t nodes = 0;
+  if (!within_budget(root, 0, &nodes)) {
+    throw DefinitionError(source + ": the definition expands to more than " + std::to_string(kMaxDefinitionNodes) +
+                          " YAML nodes or nests deeper than " + std::to_string(kMaxDefinitionDepth) +
+                          " levels (YAML aliases repeat what they name; write the steps out)");
   }
   try {
     return Compiler(source).compile(root);

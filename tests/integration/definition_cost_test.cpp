@@ -1,0 +1,75 @@
+// A definition file must never cost much: every command loads every file.
+// Before: a 2 KB YAML alias bomb made `validate` take 38 s and 2.5 GB, and
+// every `trigger` of another pipeline ran out of memory; a 5 MB file took
+// 8.6 s. Such files are refused within a second, naming them, and the
+// existing rule holds: a broken definition file stops trigger and validate.
+#include <chrono>
+#include <sstream>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+// Ten levels of ten-fold aliases, each a valid branch that divides into ten
+// copies of the level below: 10^10 steps if expanded. Under 1 KB.
+std::string alias_bomb() {
+  std::ostringstream y;
+  y << "pipeline: Bomb\nsteps:\n  - start: Inc\n  - divide:\n";
+  y << "    - &a0 [Inc, Inc, Inc, Inc, Inc, Inc, Inc, Inc, Inc, Inc]\n";
+  for (int i = 1; i < 10; ++i) {
+    y << "    - &a" << i << " [Inc, {divide: [";
+    for (int j = 0; j < 10; ++j) y << (j ? ", " : "") << "*a" << i - 1;
+    y << "]}, {combine: Sum}]\n";
+  }
+  y << "  - combine: Sum\n";
+  return y.str();
+}
+
+double timed(const Workspace& ws, const std::vector<std::string>& args, ProcessResult* out) {
+  auto start = std::chrono::steady_clock::now();
+  *out = ws.run(args, 60);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void expect_refused_fast(const Workspace& ws, const std::string& file, const std::string& needle) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"validate"}, {"trigger", "Good", "1"}}) {
+    SCOPED_TRACE(args[0]);
+    ProcessResult r;
+    double seconds = timed(ws, args, &r);
+    EXPECT_LT(seconds, 2.0) << "refusing the file took too long";
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "nothing may be written";
+}
+
+TEST(DefinitionCostTest, AYamlAliasBombIsRefusedAtOnce) {
+  Workspace ws;
+  ws.define("good.yml", chain_definition("Good", {"Inc"}));
+  std::string bomb = alias_bomb();
+  ASSERT_LT(bomb.size(), 2048u);
+  std::string file = ws.define("bomb.yml", bomb);
+  expect_refused_fast(ws, file, "expands to more than 100000 YAML nodes");
+}
+
+TEST(DefinitionCostTest, AHugeDefinitionFileIsRefusedAtOnce) {
+  Workspace ws;
+  ws.define("good.yml", chain_definition("Good", {"Inc"}));
+  std::string big = chain_definition("Big", std::vector<std::string>(250000, "Inc"));  // about 3.5 MB
+  ASSERT_GT(big.size(), 2u << 20);
+  std::string file = ws.define("big.yml", big);
+  expect_refused_fast(ws, file, "a definition file may be at most 1048576 bytes");
+}
+
+TEST(DefinitionCostTest, DeeplyNestedFlowCollectionsAreRefusedBeforeParsing) {
+  Workspace ws;
+  ws.define("good.yml", chain_definition("Good", {"Inc"}));
+  std::string file =
+      ws.define("deep.yml", "pipeline: Deep\nsteps: " + std::string(100000, '[') + std::string(100000, ']') + "\n");
+  expect_refused_fast(ws, file, "brackets nest deeper than 128 levels");
+}
+
+}  // namespace
+}  // namespace ductwork::it
