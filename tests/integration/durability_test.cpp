@@ -46,11 +46,15 @@ TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
     for (int k = 0; k < 3; ++k) {
       EXPECT_EQ(steps[k]["output"], 10 * i + k + 1);
       int successes = 0;
+      int crashes_before = 0;
       for (const auto& e : steps[k]["executions"]) {
+        // Each crash re-runs the step with crash_count + 1, never a retry.
+        EXPECT_EQ(e["crash_count"], crashes_before) << steps[k].dump(2);
+        EXPECT_EQ(e["retry_count"], 0) << steps[k].dump(2);
         if (e["result_type"] == "success") ++successes;
         if (e["result_type"] == "process_crashed") {
           EXPECT_TRUE(e["error_klass"].is_string() && !e["error_klass"].get<std::string>().empty());
-          EXPECT_GE(e["crash_count"].get<int>(), 0);
+          ++crashes_before;
         }
       }
       EXPECT_EQ(successes, 1) << steps[k].dump(2);

@@ -81,7 +81,18 @@ TEST(ShutdownTest, SigtermCancelsALongStepAfterTheShutdownTimeout) {
   json doc = ws.status(id);
   ASSERT_TRUE(doc.is_object());
   EXPECT_NE(doc["status"], "completed") << doc.dump(2);
-  EXPECT_EQ(doc["runs"][0]["steps"].size(), 1u) << doc.dump(2);
+  ASSERT_EQ(doc["runs"][0]["steps"].size(), 1u) << doc.dump(2);
+  // The cut-short execution is recorded as a crash (not the step's fault, so
+  // no retry is spent) and a fresh execution is queued to run it again.
+  const json& executions = doc["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 2u) << executions.dump(2);
+  EXPECT_EQ(executions[0]["result_type"], "process_crashed");
+  EXPECT_NE(executions[0]["error_klass"].get<std::string>().find("Cancelled"), std::string::npos)
+      << executions[0].dump(2);
+  EXPECT_EQ(executions[0]["crash_count"], 0);
+  EXPECT_TRUE(executions[1]["result_type"].is_null()) << executions[1].dump(2);
+  EXPECT_EQ(executions[1]["crash_count"], 1);
+  EXPECT_EQ(executions[1]["retry_count"], 0);
 }
 
 }  // namespace
