@@ -9,6 +9,7 @@ packages=(
   libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev
   jq
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

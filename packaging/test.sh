@@ -16,3 +16,7 @@ esac
 "$root/packaging/build.sh" "${flags[@]}"
 cd "${DUCTWORK_BUILD_DIR:-$root/build}"
 ctest --output-on-failure -j2 --timeout 300
+# A short fuzzing smoke of every target (docs/fuzzing.md), in the plain run.
+if [[ -z ${1:-} ]]; then
+  "$root/packaging/fuzz.sh" "${DUCTWORK_FUZZ_SECONDS:-15}"
+fi
