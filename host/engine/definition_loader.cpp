@@ -259,6 +259,11 @@ Definition compile_definition_text(const std::string& text, const std::string& s
   }
   try {
     return Compiler(source).compile(root);
+  } catch (const JsonError& e) {
+    // Text the definition's JSON cannot hold; every rule should have caught
+    // it first, but never let it escape as something other than this file's
+    // error.
+    throw DefinitionError(source + ": " + e.what());
   } catch (const YAML::Exception& e) {
     throw DefinitionError(source + ":" + std::to_string(e.mark.line + 1) + ": not a definition: " + e.msg);
   }

@@ -660,3 +660,17 @@ TEST(Definition, DirectoryLoadCanCollectEveryBrokenFile) {
 
 }  // namespace
 }  // namespace ductwork
+
+namespace ductwork {
+namespace {
+
+// Found by fuzz_definition (fuzz/regressions/definition/): a divert routing
+// key that is not UTF-8 escaped the compiler as a JSON printing error.
+TEST(Definition, ADivertRoutingKeyMustBeText) {
+  std::string text = std::string("pipeline: P\nsteps:\n  - start: A\n  - divert:\n      \"k\xff\": B\n") +
+                     "      otherwise: C\n  - converge: D\n";
+  EXPECT_EQ(error_of(text), "defs/p.yml:4: pipeline P: 'divert' routing key 'k\\xff' is not valid UTF-8 text");
+}
+
+}  // namespace
+}  // namespace ductwork

@@ -41,6 +41,8 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "ductwork/detail/utf8.hpp"
 #include <vector>
 
 #include "ductwork/json.hpp"
@@ -408,7 +410,19 @@ inline void Cursor::divert(PipelineGraph& g, const Routes& routes, const BranchB
   std::set<std::string> keys;
   for (const auto& [key, klass] : routes) {
     if (key.empty()) throw PipelineError("a 'divert' routing key may not be empty");
-    if (!keys.insert(key).second) throw PipelineError("'divert' has the routing key '" + key + "' twice");
+    // A key is compared with a step's output string, and is stored in the
+    // definition's JSON: it must be text (found by fuzzing: invalid UTF-8
+    // made the canonical JSON impossible to print).
+    for (std::size_t i = 0; i < key.size();) {
+      std::size_t length = utf8_sequence_length(key, i);
+      if (length == 0) {
+        throw PipelineError("'divert' routing key '" + shown_name(key) + "' is not valid UTF-8 text");
+      }
+      i += length;
+    }
+    if (!keys.insert(key).second) {
+      throw PipelineError("'divert' has the routing key '" + shown_name(key) + "' twice");
+    }
     check_step_name(klass);
   }
   if (!keys.count("otherwise")) throw PipelineError("'divert' needs an 'otherwise' target");
