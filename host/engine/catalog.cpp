@@ -39,10 +39,20 @@ std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, c
   for (const auto& [name, definition] : definitions.pipelines) {
     if (only && std::find(only->begin(), only->end(), name) == only->end()) continue;
     for (const auto& klass : definition.step_classes()) {
-      if (!plugins.find_step(klass)) {
-        problems.push_back(definitions.sources.at(name) + ": pipeline " + name + ": step " + klass +
-                           " is not exported by any loaded plugin" + did_you_mean(klass, exported));
+      if (plugins.find_step(klass)) continue;
+      std::string where = definitions.sources.at(name) + ": pipeline " + name + ": step " + klass;
+      auto exporters = plugins.exporters(klass);
+      if (exporters.size() > 1) {
+        std::string which, qualified;
+        for (size_t i = 0; i < exporters.size(); ++i) {
+          const char* sep = i == 0 ? "" : i + 1 == exporters.size() ? " and " : ", ";
+          which += sep + exporters[i]->name + " (" + exporters[i]->path + ")";
+          qualified += std::string(i == 0 ? "" : " or ") + exporters[i]->name + ":" + klass;
+        }
+        problems.push_back(where + " is ambiguous: exported by plugins " + which + "; name it " + qualified);
+        continue;
       }
+      problems.push_back(where + " is not exported by any loaded plugin" + did_you_mean(klass, exported));
     }
   }
   return problems;

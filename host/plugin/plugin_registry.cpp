@@ -111,20 +111,20 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
       return refuse(path, "step #" + std::to_string(i) + ": " + e.what(), logger);
     }
     if (!own.insert(name).second) return refuse(path, "step " + name + " is exported twice", logger);
-    auto taken = steps_.find(name);
-    if (taken != steps_.end()) {
-      return refuse(path,
-                    "step " + name + " is already registered by plugin " + taken->second.plugin->name + " (" +
-                        taken->second.plugin->path + ")",
-                    logger);
-    }
     plugin->step_names.push_back(name);
   }
   for (size_t i = 0; i < table->pipeline_count; ++i) {
     if (table->pipelines_json && table->pipelines_json[i]) plugin->pipelines_json.emplace_back(table->pipelines_json[i]);
   }
+  for (const auto& loaded : plugins_) {
+    if (loaded->name == plugin->name) {
+      return refuse(path, "plugin name " + plugin->name + " is already taken by " + loaded->path +
+                              " (plugin:Step names must say which plugin they mean)",
+                    logger);
+    }
+  }
   for (size_t i = 0; i < table->step_count; ++i) {
-    steps_.emplace(table->steps[i]->name, StepClass{table->steps[i], plugin.get()});
+    steps_[table->steps[i]->name].push_back(StepClass{table->steps[i], plugin.get()});
   }
   logger.info("Plugin loaded", {{"plugin", plugin->name},
                                 {"version", plugin->version},
@@ -136,7 +136,25 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
 
 const StepClass* PluginRegistry::find_step(const std::string& name) const {
   auto it = steps_.find(name);
-  return it == steps_.end() ? nullptr : &it->second;
+  if (it != steps_.end()) return it->second.size() == 1 ? &it->second.front() : nullptr;
+  // plugin:Step (a step name may itself contain ':', so every split is tried).
+  for (size_t colon = name.find(':'); colon != std::string::npos; colon = name.find(':', colon + 1)) {
+    auto bare = steps_.find(name.substr(colon + 1));
+    if (bare == steps_.end()) continue;
+    for (const auto& step : bare->second) {
+      if (step.plugin->name == std::string_view(name).substr(0, colon)) return &step;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<const LoadedPlugin*> PluginRegistry::exporters(const std::string& name) const {
+  std::vector<const LoadedPlugin*> out;
+  auto it = steps_.find(name);
+  if (it != steps_.end()) {
+    for (const auto& step : it->second) out.push_back(step.plugin);
+  }
+  return out;
 }
 
 }  // namespace ductwork

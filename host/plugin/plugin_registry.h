@@ -33,8 +33,11 @@ struct StepClass {
 
 // The plugins of plugins.directory and the step classes they export. Loading
 // never fails as a whole: a plugin with an unsupported ABI version, no entry
-// point, or a step name another plugin already registered is refused with
-// one log line and the rest load. Must outlive every execution that uses it.
+// point, or a malformed table is refused with one log line and the rest
+// load. Two plugins may export the same step name: a definition then names
+// the one it means as `plugin:Step`, and the bare name is ambiguous (it
+// resolves to nothing, and validation names both plugins). Must outlive
+// every execution that uses it.
 class PluginRegistry {
  public:
   PluginRegistry() = default;
@@ -47,7 +50,12 @@ class PluginRegistry {
   // Loads one library; returns false (and logs why) when it is refused.
   bool load_file(const std::string& path, Logger& logger);
 
+  // The step `name` resolves to: a bare name exported by exactly one plugin,
+  // or `plugin:Step`. nullptr when nothing, or more than one plugin, matches.
   const StepClass* find_step(const std::string& name) const;
+  // Every plugin exporting the bare step name `name` (two or more: the bare
+  // name is ambiguous).
+  std::vector<const LoadedPlugin*> exporters(const std::string& name) const;
   const std::vector<std::unique_ptr<LoadedPlugin>>& plugins() const { return plugins_; }
   // "path: reason" for every refused plugin.
   const std::vector<std::string>& refusals() const { return refusals_; }
@@ -56,7 +64,7 @@ class PluginRegistry {
   bool refuse(const std::string& path, const std::string& reason, Logger& logger);
 
   std::vector<std::unique_ptr<LoadedPlugin>> plugins_;
-  std::map<std::string, StepClass> steps_;
+  std::map<std::string, std::vector<StepClass>> steps_;  // bare name -> its exporters
   std::vector<std::string> refusals_;
 };
 

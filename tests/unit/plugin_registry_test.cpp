@@ -51,13 +51,25 @@ TEST_F(PluginRegistryTest, RefusesALibraryWithoutEntryPoints) {
   EXPECT_NE(registry.refusals().at(0).find("missing entry point"), std::string::npos);
 }
 
-TEST_F(PluginRegistryTest, RefusesADuplicateStepNameAndKeepsTheFirst) {
+// Two plugins exporting Echo both load: the bare name is ambiguous, and
+// plugin:Step names the one meant (it used to keep the first and refuse the
+// second plugin whole).
+TEST_F(PluginRegistryTest, ASharedStepNameIsAmbiguousAndPluginQualifiedNamesResolveIt) {
   ASSERT_TRUE(registry.load_file(plugin("libductwork_testkit.so"), logger));
-  EXPECT_FALSE(registry.load_file(fixture("libdup_step.so"), logger));
-  EXPECT_NE(registry.refusals().at(0).find("step Echo is already registered by plugin testkit"), std::string::npos)
-      << registry.refusals().at(0);
-  EXPECT_EQ(registry.find_step("Echo")->plugin->name, "testkit");
-  EXPECT_EQ(registry.plugins().size(), 1u);
+  ASSERT_TRUE(registry.load_file(fixture("libdup_step.so"), logger));
+  EXPECT_TRUE(registry.refusals().empty());
+  EXPECT_EQ(registry.find_step("Echo"), nullptr) << "a bare name two plugins export resolves to neither";
+  ASSERT_EQ(registry.exporters("Echo").size(), 2u);
+  EXPECT_EQ(registry.exporters("Echo")[0]->name, "testkit");
+  EXPECT_EQ(registry.exporters("Echo")[1]->name, "dupstep");
+  ASSERT_NE(registry.find_step("testkit:Echo"), nullptr);
+  EXPECT_EQ(registry.find_step("testkit:Echo")->plugin->name, "testkit");
+  ASSERT_NE(registry.find_step("dupstep:Echo"), nullptr);
+  EXPECT_EQ(registry.find_step("dupstep:Echo")->plugin->name, "dupstep");
+  EXPECT_EQ(registry.find_step("Inc")->plugin->name, "testkit") << "unshared names stay bare";
+  EXPECT_EQ(registry.find_step("testkit:Inc")->plugin->name, "testkit") << "and may be qualified";
+  EXPECT_EQ(registry.find_step("nosuch:Echo"), nullptr);
+  EXPECT_EQ(registry.find_step("dupstep:Inc"), nullptr);
 }
 
 TEST_F(PluginRegistryTest, DirectoryLoadGoesOnPastRefusals) {
@@ -70,11 +82,12 @@ TEST_F(PluginRegistryTest, DirectoryLoadGoesOnPastRefusals) {
   registry.load_directory(dir.path(), logger);
   std::vector<std::string> names;
   for (const auto& p : registry.plugins()) names.push_back(p->name);
-  // Name order: libbad_abi (refused), libductwork_testkit (owns Echo),
-  // libdup_step (refused: Echo taken), libfixture_good, libno_entry (refused).
-  EXPECT_EQ(names, (std::vector<std::string>{"testkit", "fixture"}));
-  ASSERT_EQ(registry.refusals().size(), 3u);
-  EXPECT_NE(registry.refusals()[1].find("libdup_step.so: step Echo is already registered"), std::string::npos);
+  // Name order: libbad_abi (refused), libductwork_testkit, libdup_step
+  // (shares Echo), libfixture_good, libno_entry (refused).
+  EXPECT_EQ(names, (std::vector<std::string>{"testkit", "dupstep", "fixture"}));
+  ASSERT_EQ(registry.refusals().size(), 2u);
+  EXPECT_NE(registry.refusals()[0].find("libbad_abi.so"), std::string::npos);
+  EXPECT_NE(registry.refusals()[1].find("libno_entry.so"), std::string::npos);
   EXPECT_NE(registry.find_step("FixtureHello"), nullptr);
 }
 
