@@ -4,7 +4,11 @@
 
 #include <boost/dll/import.hpp>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -52,11 +56,36 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
   for (const auto& file : files) load_file(file.string(), logger);
 }
 
+namespace {
+
+// Loads `path` from a private copy: an operator who copies a new build over
+// the file (same inode, rewritten in place) would otherwise change code
+// under a running worker (it segfaulted) and mix versions in one run. The
+// copy lives in a fresh folder that is removed as soon as the library is
+// mapped (the mapping outlives the unlinked file), so a killed process
+// leaves nothing behind.
+void load_private_copy(boost::dll::shared_library& library, const std::string& path) {
+  std::string folder = (fs::temp_directory_path() / "ductwork-plugin-XXXXXX").string();
+  if (!::mkdtemp(folder.data())) throw std::runtime_error(std::string("cannot make a private copy: ") + std::strerror(errno));
+  struct Cleanup {
+    const std::string& folder;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(folder, ec);
+    }
+  } cleanup{folder};
+  fs::path copy = fs::path(folder) / fs::path(path).filename();
+  fs::copy_file(path, copy);
+  library.load(copy.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+}
+
+}  // namespace
+
 bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
   auto plugin = std::make_unique<LoadedPlugin>();
   plugin->path = path;
   try {
-    plugin->library.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    load_private_copy(plugin->library, path);
   } catch (const std::exception& e) {
     return refuse(path, std::string("cannot be loaded: ") + e.what(), logger);
   }

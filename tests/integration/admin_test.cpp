@@ -1,6 +1,7 @@
 // `ductwork plugins`, `validate` and `migrate`.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -315,6 +316,48 @@ TEST(PluginsTest, AStepNameTwoPluginsExportMustBeQualified) {
   EXPECT_EQ(doc["runs"][0]["steps"][0]["klass"], "dupstep:Echo");
   EXPECT_EQ(doc["runs"][0]["steps"][0]["output"], "dupstep") << "dupstep's Echo ran";
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], "dupstep") << "testkit's Echo returned its input";
+}
+
+}  // namespace
+}  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+// Defect 4: copying a new build over a plugin file while the host runs
+// rewrote the code under a running worker (it segfaulted). Plugins are
+// loaded from a private copy, so the running host keeps the code it loaded.
+TEST(PluginsTest, OverwritingAPluginFileUnderARunningHostChangesNothingItRuns) {
+  Workspace probe;
+  std::string dir = probe.file("plugins");
+  fs::create_directories(dir);
+  const std::string installed = dir + "/libductwork_testkit.so";
+  fs::copy_file(testkit_library(), installed);
+  ConfigOptions options;
+  options.plugins_directory = dir;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc", "Sleep"}));
+  std::string id = ws.trigger("Slow", {"800"});
+  ASSERT_FALSE(id.empty());
+  testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(15, [&] { return ws.status(id)["runs"][0]["steps"][0]["status"] == "in_progress"; }))
+      << host.stdout_so_far();
+  // In place, like `cp new.so old.so` (same inode): garbage where code was.
+  {
+    auto size = fs::file_size(installed);
+    std::fstream f(installed, std::ios::in | std::ios::out | std::ios::binary);
+    f << std::string(size, '\xcc');
+  }
+  ProcessResult r = host.wait(60);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  json doc = ws.status(id);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+  for (const auto& step : doc["runs"][0]["steps"]) {
+    EXPECT_EQ(step["executions"].size(), 1u) << "a worker crashed:\n" << step.dump(2);
+  }
+  EXPECT_EQ(doc["runs"][0]["steps"][2]["output"], 801);
+  EXPECT_EQ(count_of(r.out, "Child exited"), 0u) << r.out;
 }
 
 }  // namespace
