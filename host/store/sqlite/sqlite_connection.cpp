@@ -190,6 +190,12 @@ Connection::Connection(std::string path) : path_(std::move(path)) {
   exec_script(
       "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
       "PRAGMA cache_size=-65536;");
+  {
+    // A file system without shared memory keeps the rollback journal: then
+    // there is no -wal file to watch for.
+    Statement mode = prepare("PRAGMA journal_mode");
+    wal_ = mode.step() && mode.text(0) == "wal";
+  }
   struct stat st {};
   if (is_plain_file_path(path_) && ::stat(path_.c_str(), &st) == 0) {
     device_ = st.st_dev;
@@ -243,7 +249,7 @@ void Connection::check_files() const {
   // While a connection is open, SQLite never deletes the -wal file; one
   // that is gone was deleted from outside, taking every commit since the
   // last checkpoint with it for any process that opens the path anew.
-  if (::stat((path_ + "-wal").c_str(), &st) != 0) {
+  if (wal_ && ::stat((path_ + "-wal").c_str(), &st) != 0) {
     throw StoreError("database " + path_ + ": its -wal file was deleted while this process had it open",
                      StoreFault::kUnusable);
   }

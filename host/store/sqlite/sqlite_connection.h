@@ -84,6 +84,7 @@ class Connection {
   // The database file this connection opened (0/0 for ":memory:" and URIs).
   dev_t device_ = 0;
   ino_t inode_ = 0;
+  bool wal_ = false;  // the file is in WAL mode (it has a -wal while open)
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
   std::unordered_map<std::string, sqlite3_stmt*> cache_;
