@@ -20,6 +20,16 @@ std::string fixture_library(const std::string& name) {
   return std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/lib" + name + ".so";
 }
 
+// A plugins folder inside `probe` holding the testkit and the named fixture
+// plugins (lib<name>.so); returns its path.
+std::string plugins_folder(const Workspace& probe, const std::vector<std::string>& fixtures) {
+  std::string dir = probe.file("plugins");
+  fs::create_directories(dir);
+  fs::copy_file(testkit_library(), dir + "/libductwork_testkit.so");
+  for (const auto& f : fixtures) fs::copy_file(fixture_library(f), dir + "/lib" + f + ".so");
+  return dir;
+}
+
 const json* find_plugin(const json& doc, const std::string& name) {
   for (const auto& p : doc["plugins"]) {
     if (p.value("name", "") == name) return &p;
@@ -283,11 +293,8 @@ namespace {
 // naming both plugins, and testkit:Echo / dupstep:Echo say which one.
 TEST(PluginsTest, AStepNameTwoPluginsExportMustBeQualified) {
   Workspace probe;
-  std::string dir = probe.file("plugins");
-  fs::create_directories(dir);
-  fs::copy_file(testkit_library(), dir + "/libductwork_testkit.so");
   ASSERT_TRUE(testsupport::file_exists(fixture_library("dup_step")));
-  fs::copy_file(fixture_library("dup_step"), dir + "/libdup_step.so");
+  const std::string dir = plugins_folder(probe, {"dup_step"});
   ConfigOptions options;
   options.plugins_directory = dir;
   Workspace ws(options);
@@ -329,10 +336,8 @@ namespace {
 // loaded from a private copy, so the running host keeps the code it loaded.
 TEST(PluginsTest, OverwritingAPluginFileUnderARunningHostChangesNothingItRuns) {
   Workspace probe;
-  std::string dir = probe.file("plugins");
-  fs::create_directories(dir);
+  const std::string dir = plugins_folder(probe, {});
   const std::string installed = dir + "/libductwork_testkit.so";
-  fs::copy_file(testkit_library(), installed);
   ConfigOptions options;
   options.plugins_directory = dir;
   options.extra = "supervisor: {polling_timeout: 0.1}\n";
