@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "harness.h"
 
@@ -85,6 +86,42 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"WalDeletedThreaded", Fault::kWalDeleted, false, "its -wal file was deleted"},
                       Case{"WalDeletedForking", Fault::kWalDeleted, true, "its -wal file was deleted"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+// Issue 9, item 23: `migrate` racing `start` and `trigger` on a database
+// that does not exist yet. Every command succeeds, each migration is applied
+// exactly once, and the triggered run completes.
+TEST(DatabaseRaceTest, MigrateRacingStartAndTriggerOnAFreshFile) {
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("inc.yml", chain_definition("Inc2", {"Inc", "Inc"}));
+  std::vector<std::unique_ptr<testsupport::Subprocess>> racers;
+  for (int i = 0; i < 4; ++i) {
+    racers.push_back(std::make_unique<testsupport::Subprocess>(ws.command({"migrate"}), ws.process_options(60)));
+  }
+  racers.push_back(std::make_unique<testsupport::Subprocess>(ws.command({"start", "--drain"}), ws.process_options(60)));
+  racers.push_back(std::make_unique<testsupport::Subprocess>(ws.command({"trigger", "Inc2", "40"}),
+                                                             ws.process_options(60)));
+  std::string id;
+  for (size_t i = 0; i < racers.size(); ++i) {
+    ProcessResult r = racers[i]->wait(60);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    if (i + 1 == racers.size()) id = r.out.substr(0, r.out.find('\n'));
+  }
+  ASSERT_TRUE(is_single_uuid_line(id + "\n")) << id;
+  ProcessResult drained = ws.run({"start", "--drain"}, 60);
+  EXPECT_EQ(drained.exit_code, 0) << drained.describe();
+  EXPECT_EQ(ws.status(id)["runs"][0]["steps"][1]["output"], 42);
+  auto rows = testsupport::run_process(
+      {find_on_path("sqlite3"), ws.db_path(), "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations"});
+  EXPECT_EQ(rows.out, "3|3\n") << "each migration recorded once";
+}
 
 }  // namespace
 }  // namespace ductwork::it
