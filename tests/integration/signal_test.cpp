@@ -3,6 +3,8 @@
 // stale process row and a step `advancing`.
 #include <signal.h>
 
+#include <memory>
+
 #include "harness.h"
 
 namespace ductwork::it {
@@ -14,13 +16,6 @@ bool step_running(const Workspace& ws, const std::string& id) {
   return doc.is_object() && doc["runs"][0]["steps"][0]["status"] == "in_progress";
 }
 
-// Writes the Slow pipeline and triggers it with a 1.5 s first step; returns
-// the pipeline id ("" after recording a failure).
-std::string trigger_slow_step(Workspace& ws) {
-  ws.define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
-  return ws.trigger("Slow", {"1500"});
-}
-
 void expect_one_success(const Workspace& ws, const std::string& id) {
   json doc = ws.status(id);
   ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
@@ -30,16 +25,33 @@ void expect_one_success(const Workspace& ws, const std::string& id) {
   EXPECT_EQ(executions[0]["result_type"], "success");
 }
 
+class SignalTest : public ::testing::Test {
+ protected:
+  // A workspace configured with `extra`, the Slow pipeline triggered with a
+  // 1.5 s first step, and `ductwork start` running that step.
+  void start_with_running_step(const std::string& extra) {
+    ConfigOptions options;
+    options.extra = extra + "supervisor: {polling_timeout: 0.1}\n";
+    ws_ = std::make_unique<Workspace>(options);
+    ws_->define("slow.yml", chain_definition("Slow", {"Sleep", "Inc"}));
+    id_ = ws_->trigger("Slow", {"1500"});
+    ASSERT_FALSE(id_.empty());
+    host_ = std::make_unique<testsupport::Subprocess>(ws_->command({"start"}), ws_->process_options(60));
+    ASSERT_TRUE(eventually(15, [&] { return step_running(*ws_, id_); })) << host_->stdout_so_far();
+  }
+
+  std::unique_ptr<Workspace> ws_;
+  std::string id_;
+  std::unique_ptr<testsupport::Subprocess> host_;
+};
+
 // Forking: the supervisor stays, its children stop gracefully (the running
 // step finishes) and are started again.
-TEST(SignalTest, SighupRestartsTheChildrenOfAForkingHostGracefully) {
-  ConfigOptions options;
-  options.extra = "supervisor: {polling_timeout: 0.1}\n";
-  Workspace ws(options);
-  std::string id = trigger_slow_step(ws);
-  ASSERT_FALSE(id.empty());
-  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
-  ASSERT_TRUE(eventually(15, [&] { return step_running(ws, id); })) << host.stdout_so_far();
+TEST_F(SignalTest, SighupRestartsTheChildrenOfAForkingHostGracefully) {
+  ASSERT_NO_FATAL_FAILURE(start_with_running_step(""));
+  Workspace& ws = *ws_;
+  const std::string& id = id_;
+  testsupport::Subprocess& host = *host_;
 
   host.signal(SIGHUP);
   ASSERT_TRUE(eventually(20, [&] { return ws.status(id)["status"] == "completed"; })) << host.stdout_so_far();
@@ -62,14 +74,11 @@ TEST(SignalTest, SighupRestartsTheChildrenOfAForkingHostGracefully) {
 
 // Threaded: the host stops gracefully and starts again in the same process,
 // picking up a definition added meanwhile.
-TEST(SignalTest, SighupRestartsAThreadedHostInPlaceAndReadsNewDefinitions) {
-  ConfigOptions options;
-  options.extra = "forking: none\nsupervisor: {polling_timeout: 0.1}\n";
-  Workspace ws(options);
-  std::string id = trigger_slow_step(ws);
-  ASSERT_FALSE(id.empty());
-  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
-  ASSERT_TRUE(eventually(15, [&] { return step_running(ws, id); })) << host.stdout_so_far();
+TEST_F(SignalTest, SighupRestartsAThreadedHostInPlaceAndReadsNewDefinitions) {
+  ASSERT_NO_FATAL_FAILURE(start_with_running_step("forking: none\n"));
+  Workspace& ws = *ws_;
+  const std::string& id = id_;
+  testsupport::Subprocess& host = *host_;
 
   ws.define("added.yml", chain_definition("Added", {"Inc", "Double"}));
   host.signal(SIGHUP);
