@@ -12,14 +12,11 @@ class ExactNumbers : public nlohmann::json_sax<json> {
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
   bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t value) override {
-    if (value > static_cast<number_unsigned_t>(std::numeric_limits<std::int64_t>::max())) {
-      refuse(std::to_string(value));
-    }
-    return true;
-  }
+  // Every integer from INT64_MIN to UINT64_MAX is kept exactly (the SDK's
+  // Json holds the ones above INT64_MAX as uint64).
+  bool number_unsigned(number_unsigned_t) override { return true; }
   bool number_float(number_float_t, const string_t& text) override {
-    // An integer literal too large for 64 bits arrives here as a double.
+    // An integer literal outside [INT64_MIN, UINT64_MAX] arrives here as a double.
     if (text.find_first_of(".eE") == string_t::npos) refuse(text);
     return true;
   }
@@ -37,7 +34,8 @@ class ExactNumbers : public nlohmann::json_sax<json> {
   [[noreturn]] static void refuse(const std::string& literal) {
     std::string shown = literal.size() > 40 ? literal.substr(0, 37) + "..." : literal;
     throw InexactNumber("the integer " + shown +
-                        " does not fit in a signed 64-bit integer and would not be kept exactly; pass it as a "
+                        " does not fit in 64 bits (from -9223372036854775808 to 18446744073709551615) and would not be kept "
+                        "exactly; pass it as a "
                         "string (\"" + shown + "\")");
   }
 };

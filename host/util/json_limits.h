@@ -32,15 +32,16 @@ int json_nesting_depth(std::string_view text, int stop_after = kMaxJsonDepth);
 // `max_bytes`. nullopt when it may be parsed.
 std::optional<std::string> json_limit_problem(std::string_view text, std::size_t max_bytes, const std::string& what);
 
-// An integer literal the engine cannot keep exactly: outside the signed
-// 64-bit range that steps read numbers in (the SDK's Json::as_int), it would
-// come back from a step as a rounded double. Refused instead of changed.
+// An integer literal the engine cannot keep exactly: outside the 64-bit
+// range that steps read numbers in (INT64_MIN..UINT64_MAX, the SDK's
+// Json::as_int / as_uint), it would come back from a step as a rounded
+// double. Refused instead of changed.
 class InexactNumber : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// json::parse, but refusing integer literals outside the int64 range
+// json::parse, but refusing integer literals outside INT64_MIN..UINT64_MAX
 // (InexactNumber naming the literal). Numbers with a fraction or an
 // exponent are doubles and are kept as such; one outside the double range
 // (1e309) is a json::exception, as for any malformed text.

@@ -22,11 +22,18 @@ inline const Json& require_number(const Json& value, std::string_view step) {
   return value;
 }
 
+// An integer argument as int64; ArgumentError for one above INT64_MAX (the
+// SDK keeps those exactly as uint64, but this arithmetic is signed).
+inline std::int64_t signed_operand(const Json& n, std::string_view step) {
+  if (n.is_int64()) return n.as_int();
+  throw ArgumentError(std::string(step) + ": integer overflow (" + n.dump() + " is above the int64 range)");
+}
+
 // a + b. Throws ArgumentError when two integers overflow int64.
 inline Json add(const Json& a, const Json& b, std::string_view step) {
   if (a.is_int() && b.is_int()) {
     std::int64_t sum = 0;
-    if (__builtin_add_overflow(a.as_int(), b.as_int(), &sum)) {
+    if (__builtin_add_overflow(signed_operand(a, step), signed_operand(b, step), &sum)) {
       throw ArgumentError(std::string(step) + ": integer overflow");
     }
     return sum;
@@ -38,7 +45,7 @@ inline Json add(const Json& a, const Json& b, std::string_view step) {
 inline Json multiply(const Json& n, std::int64_t factor, std::string_view step) {
   if (n.is_int()) {
     std::int64_t product = 0;
-    if (__builtin_mul_overflow(n.as_int(), factor, &product)) {
+    if (__builtin_mul_overflow(signed_operand(n, step), factor, &product)) {
       throw ArgumentError(std::string(step) + ": integer overflow");
     }
     return product;

@@ -70,11 +70,14 @@ TEST_F(LimitsTest, SixtyFourBitIntegersRoundTripExactly) {
   EXPECT_EQ(echoed("-9223372036854775808").dump(), "-9223372036854775808");
   EXPECT_EQ(echoed("[9007199254740993]").dump(), "[9007199254740993]") << "2^53 + 1 is not a double";
   EXPECT_EQ(echoed("0.1").dump(), "0.1");
+  EXPECT_EQ(echoed("18446744073709551615").dump(), "18446744073709551615") << "UINT64_MAX";
+  EXPECT_EQ(echoed("{\"a\": [9223372036854775808]}").dump(), "{\"a\":[9223372036854775808]}") << "2^63";
 }
 
 TEST_F(LimitsTest, NumbersThatCannotBeKeptExactlyAreRefused) {
-  expect_refused("18446744073709551615", {"argument 1", "the integer 18446744073709551615 does not fit",
+  expect_refused("18446744073709551616", {"argument 1", "the integer 18446744073709551616 does not fit in 64 bits",
                                           "pass it as a string"});
+  expect_refused("-9223372036854775809", {"the integer -9223372036854775809 does not fit"});
   expect_refused("{\"a\": [99999999999999999999999]}", {"the integer 99999999999999999999999 does not fit"});
   expect_refused("1e309", {"argument 1", "is not valid JSON", "number overflow"});
 }

@@ -37,9 +37,14 @@ TEST(JsonParseTest, ScalarsAndWhitespace) {
 TEST(JsonParseTest, BigIntegers) {
   EXPECT_EQ(Json::parse("9223372036854775807").as_int(), std::numeric_limits<std::int64_t>::max());
   EXPECT_EQ(Json::parse("-9223372036854775808").as_int(), std::numeric_limits<std::int64_t>::min());
-  Json too_big = Json::parse("9223372036854775808");
-  ASSERT_TRUE(too_big.is_double());  // beyond int64: falls back to double
-  EXPECT_EQ(too_big.as_double(), 9223372036854775808.0);
+  Json unsigned_big = Json::parse("9223372036854775808");
+  ASSERT_TRUE(unsigned_big.is_int());  // beyond int64 but within uint64: exact
+  EXPECT_EQ(unsigned_big.as_uint(), 9223372036854775808ULL);
+  EXPECT_EQ(Json::parse("18446744073709551615").dump(), "18446744073709551615");
+  Json too_big = Json::parse("18446744073709551616");
+  ASSERT_TRUE(too_big.is_double());  // beyond uint64: falls back to double
+  EXPECT_EQ(too_big.as_double(), 18446744073709551616.0);
+  EXPECT_TRUE(Json::parse("-9223372036854775809").is_double());
   EXPECT_TRUE(Json::parse("123456789012345678901234567890").is_double());
 }
 

@@ -115,9 +115,35 @@ TEST(JsonTest, AsIntAcceptsOnlyIntegralDoublesInRange) {
   EXPECT_EQ(Json(3).as_double(), 3.0);
 }
 
-TEST(JsonTest, UnsignedAboveInt64Throws) {
-  EXPECT_THROW(Json{std::numeric_limits<std::uint64_t>::max()}, JsonError);
+TEST(JsonTest, UnsignedAboveInt64IsKeptExactly) {
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  Json big{max};
+  EXPECT_TRUE(big.is_int());
+  EXPECT_FALSE(big.is_int64());
+  EXPECT_TRUE(Json(-1).is_int64());
+  EXPECT_EQ(big.type(), Json::Type::kInt);
+  EXPECT_EQ(big.as_uint(), max);
+  EXPECT_EQ(big.dump(), "18446744073709551615");
+  EXPECT_THROW((void)big.as_int(), JsonError);
+  EXPECT_EQ(big.as_double(), 18446744073709551615.0);
   EXPECT_EQ(Json(std::uint64_t{9223372036854775807ULL}).as_int(), 9223372036854775807LL);
+  EXPECT_EQ(Json(std::uint64_t{9223372036854775808ULL}).as_uint(), 9223372036854775808ULL);
+  EXPECT_EQ(Json(5).as_uint(), 5u);
+  EXPECT_THROW((void)Json(-5).as_uint(), JsonError);
+  EXPECT_EQ(Json(4.0).as_uint(), 4u);
+  EXPECT_THROW((void)Json(18446744073709551616.0).as_uint(), JsonError);
+  EXPECT_THROW((void)Json("5").as_uint(), JsonError);
+}
+
+TEST(JsonTest, BigUnsignedEquality) {
+  const std::uint64_t big = 9223372036854775808ULL;  // 2^63
+  EXPECT_EQ(Json(big), Json(big));
+  EXPECT_NE(Json(big), Json(big + 1));
+  EXPECT_EQ(Json(big), Json(9223372036854775808.0));
+  EXPECT_EQ(Json(9223372036854775808.0), Json(big));
+  EXPECT_NE(Json(big), Json(std::numeric_limits<std::int64_t>::max()));
+  EXPECT_NE(Json(big), Json("9223372036854775808"));
+  EXPECT_EQ(Json::parse("18446744073709551615"), Json(std::numeric_limits<std::uint64_t>::max()));
 }
 
 TEST(JsonTest, EqualityIsDeepAndNumeric) {

@@ -37,12 +37,14 @@ TEST(JsonLimitProblem, NamesWhatAndWhy) {
 TEST(ParseExactJson, KeepsSixtyFourBitIntegersAndDoubles) {
   EXPECT_EQ(parse_exact_json("9223372036854775807").get<int64_t>(), INT64_MAX);
   EXPECT_EQ(parse_exact_json("-9223372036854775808").get<int64_t>(), INT64_MIN);
+  EXPECT_EQ(parse_exact_json("18446744073709551615").get<uint64_t>(), UINT64_MAX);
+  EXPECT_EQ(parse_exact_json("[1, {\"a\": 18446744073709551615}]").dump(), "[1,{\"a\":18446744073709551615}]");
   EXPECT_EQ(parse_exact_json("[0.5, 1e300]").dump(), "[0.5,1e+300]");
 }
 
-TEST(ParseExactJson, RefusesIntegersOutsideInt64) {
-  EXPECT_THROW(parse_exact_json("9223372036854775808"), InexactNumber);
-  EXPECT_THROW(parse_exact_json("[1, {\"a\": 18446744073709551615}]"), InexactNumber);
+TEST(ParseExactJson, RefusesIntegersOutsideSixtyFourBits) {
+  EXPECT_THROW(parse_exact_json("18446744073709551616"), InexactNumber);
+  EXPECT_THROW(parse_exact_json("-9223372036854775809"), InexactNumber);
   EXPECT_THROW(parse_exact_json("-99999999999999999999"), InexactNumber);
   try {
     parse_exact_json("99999999999999999999999");

@@ -3,9 +3,12 @@
 // plugin author installs nothing besides a compiler.
 //
 // Representation choices:
-//   - Numbers keep their kind: text without '.'/exponent parses to an int64
-//     (a value outside int64 falls back to double), anything else to double.
-//     dump() writes doubles so they parse back as doubles ("2.0", not "2").
+//   - Numbers keep their kind: text without '.'/exponent parses to an
+//     integer, kept exactly from INT64_MIN to UINT64_MAX (a value outside
+//     that range falls back to double), anything else to double. dump()
+//     writes doubles so they parse back as doubles ("2.0", not "2").
+//   - An integer above INT64_MAX is held as uint64: is_int() is true,
+//     as_uint() reads it, as_int() refuses it (it does not fit).
 //   - Objects are a std::map with sorted keys, so dump() is canonical: equal
 //     values always produce identical text (pipeline definitions are hashed).
 //   - No initializer_list constructor: arrays and objects are built with
@@ -50,10 +53,18 @@ class Json {
   Json() noexcept = default;  // null
   Json(std::nullptr_t) noexcept {}
   Json(bool b) noexcept : value_(std::in_place_index<1>, b) {}
-  // Every integral type except bool; throws JsonError above INT64_MAX.
+  // Every integral type except bool, kept exactly (up to UINT64_MAX).
   template <class T,
             std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  Json(T n) : value_(std::in_place_index<2>, checked_int(n)) {}
+  Json(T n) noexcept {
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+      if (n > static_cast<T>(std::numeric_limits<std::int64_t>::max())) {
+        value_.template emplace<7>(static_cast<std::uint64_t>(n));
+        return;
+      }
+    }
+    value_.template emplace<2>(static_cast<std::int64_t>(n));
+  }
   template <class T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Json(T d) noexcept : value_(std::in_place_index<3>, static_cast<double>(d)) {}
   Json(const char* s) : value_(std::in_place_index<4>, s == nullptr ? "" : s) {}  // NULL -> ""
@@ -85,11 +96,15 @@ class Json {
   std::string dump() const;
   void dump_to(std::string& out) const;
 
-  Type type() const noexcept { return static_cast<Type>(value_.index()); }
+  Type type() const noexcept {
+    return value_.index() == kBigUint ? Type::kInt : static_cast<Type>(value_.index());
+  }
   static const char* type_name(Type type) noexcept;
   bool is_null() const noexcept { return type() == Type::kNull; }
   bool is_bool() const noexcept { return type() == Type::kBool; }
   bool is_int() const noexcept { return type() == Type::kInt; }
+  // An integer that as_int() reads: every integer except those above INT64_MAX.
+  bool is_int64() const noexcept { return value_.index() == 2; }
   bool is_double() const noexcept { return type() == Type::kDouble; }
   bool is_number() const noexcept { return is_int() || is_double(); }
   bool is_string() const noexcept { return type() == Type::kString; }
@@ -100,6 +115,8 @@ class Json {
   bool as_bool() const { return get_as<bool>("a bool"); }
   // Also accepts a double with an integral value inside the int64 range.
   std::int64_t as_int() const;
+  // A non-negative integer up to UINT64_MAX (or such an integral double).
+  std::uint64_t as_uint() const;
   // Accepts an int (converted) or a double.
   double as_double() const;
   const std::string& as_string() const { return get_as<std::string>("a string"); }
@@ -136,15 +153,8 @@ class Json {
   friend bool operator!=(const Json& a, const Json& b) { return !(a == b); }
 
  private:
-  template <class T>
-  static std::int64_t checked_int(T n) {
-    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
-      if (n > static_cast<T>(std::numeric_limits<std::int64_t>::max())) {
-        throw JsonError("integer " + std::to_string(n) + " does not fit in int64");
-      }
-    }
-    return static_cast<std::int64_t>(n);
-  }
+  // Variant index of an integer above INT64_MAX (reported as Type::kInt).
+  static constexpr std::size_t kBigUint = 7;
 
   template <class T>
   const T& get_as(const char* wanted) const {
@@ -160,7 +170,7 @@ class Json {
     return JsonError(std::string("JSON value is ") + type_name(type()) + ", expected " + wanted);
   }
 
-  std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, Array, Object> value_;
+  std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, Array, Object, std::uint64_t> value_;
 };
 
 inline const char* Json::type_name(Type type) noexcept {
@@ -178,6 +188,9 @@ inline const char* Json::type_name(Type type) noexcept {
 
 inline std::int64_t Json::as_int() const {
   if (const auto* n = std::get_if<std::int64_t>(&value_)) return *n;
+  if (const auto* u = std::get_if<std::uint64_t>(&value_)) {
+    throw JsonError("JSON number " + std::to_string(*u) + " is not an integer in int64 range (use as_uint)");
+  }
   if (const auto* d = std::get_if<double>(&value_)) {
     // 2^63 is exactly representable; the range is [-2^63, 2^63).
     constexpr double kLimit = 9223372036854775808.0;
@@ -189,8 +202,23 @@ inline std::int64_t Json::as_int() const {
   throw type_error("an integer");
 }
 
+inline std::uint64_t Json::as_uint() const {
+  if (const auto* u = std::get_if<std::uint64_t>(&value_)) return *u;
+  if (const auto* n = std::get_if<std::int64_t>(&value_)) {
+    if (*n >= 0) return static_cast<std::uint64_t>(*n);
+    throw JsonError("JSON number " + std::to_string(*n) + " is negative, expected an unsigned integer");
+  }
+  if (const auto* d = std::get_if<double>(&value_)) {
+    constexpr double kLimit = 18446744073709551616.0;  // 2^64, exactly representable
+    if (std::trunc(*d) == *d && *d >= 0 && *d < kLimit) return static_cast<std::uint64_t>(*d);
+    throw JsonError("JSON number " + std::to_string(*d) + " is not an integer in uint64 range");
+  }
+  throw type_error("an unsigned integer");
+}
+
 inline double Json::as_double() const {
   if (const auto* n = std::get_if<std::int64_t>(&value_)) return static_cast<double>(*n);
+  if (const auto* u = std::get_if<std::uint64_t>(&value_)) return static_cast<double>(*u);
   return get_as<double>("a number");
 }
 
@@ -240,6 +268,18 @@ inline void Json::push_back(Json value) {
 }
 
 inline bool operator==(const Json& a, const Json& b) {
+  // An integer above INT64_MAX is only ever held as uint64, so it never
+  // equals an int64; it equals a double holding exactly its value.
+  const std::size_t big = Json::kBigUint;
+  if ((a.value_.index() == big) != (b.value_.index() == big) && a.is_number() && b.is_number()) {
+    const Json& u = a.value_.index() == big ? a : b;
+    const Json& d = a.value_.index() == big ? b : a;
+    if (!d.is_double()) return false;
+    double value = std::get<double>(d.value_);
+    constexpr double kLimit = 18446744073709551616.0;
+    return std::trunc(value) == value && value >= 0 && value < kLimit &&
+           static_cast<std::uint64_t>(value) == std::get<std::uint64_t>(u.value_);
+  }
   if (a.is_number() && b.is_number() && a.type() != b.type()) {
     const Json& d = a.is_double() ? a : b;
     const Json& i = a.is_double() ? b : a;

@@ -91,7 +91,13 @@ inline void Json::dump_to(std::string& out) const {
   switch (type()) {
     case Type::kNull: out += "null"; break;
     case Type::kBool: out += std::get<bool>(value_) ? "true" : "false"; break;
-    case Type::kInt: out += std::to_string(std::get<std::int64_t>(value_)); break;
+    case Type::kInt:
+      if (const auto* big = std::get_if<std::uint64_t>(&value_)) {
+        out += std::to_string(*big);
+      } else {
+        out += std::to_string(std::get<std::int64_t>(value_));
+      }
+      break;
     case Type::kDouble: detail::dump_double(std::get<double>(value_), out); break;
     case Type::kString: detail::dump_string(std::get<std::string>(value_), out); break;
     case Type::kArray: {

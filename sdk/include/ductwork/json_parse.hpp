@@ -251,7 +251,12 @@ class JsonParser {
       std::int64_t n = 0;
       auto result = std::from_chars(token.data(), token.data() + token.size(), n);
       if (result.ec == std::errc()) return Json(n);
-      // Out of int64 range: keep going as a double, like most JSON readers.
+      if (token[0] != '-') {
+        std::uint64_t u = 0;
+        auto big = std::from_chars(token.data(), token.data() + token.size(), u);
+        if (big.ec == std::errc()) return Json(u);
+      }
+      // Outside [INT64_MIN, UINT64_MAX]: a double, like most JSON readers.
     }
     double d = 0;
 #if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L
