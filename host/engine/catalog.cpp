@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/compiled_definition_cache.h"
 #include "store/store.h"
 #include "util/suggest.h"
 
@@ -9,7 +10,8 @@ namespace ductwork {
 
 DefinitionSet load_catalog(const std::string& definitions_directory, const PluginRegistry& plugins,
                            std::vector<std::string>* problems) {
-  DefinitionSet set = load_definition_directory(definitions_directory, problems);
+  CompiledDefinitionCache cache(CompiledDefinitionCache::default_folder());
+  DefinitionSet set = load_definition_directory(definitions_directory, problems, &cache);
   for (const auto& plugin : plugins.plugins()) {
     // Every error names the plugin: from_json prefixes its messages with it.
     std::string source = "plugin " + plugin->name + " (" + plugin->path + ")";

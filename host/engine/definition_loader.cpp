@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/compiled_definition_cache.h"
 #include "util/json_limits.h"
 
 
@@ -233,6 +234,26 @@ bool within_budget(const YAML::Node& node, int depth, size_t* nodes) {
   return true;
 }
 
+// The definition of a file's text: from the cache when an entry for this
+// text is there and reads back, else compiled (and then cached).
+Definition compile_cached(const std::string& text, const std::string& source, const CompiledDefinitionCache* cache) {
+  if (cache == nullptr) return compile_definition_text(text, source);
+  std::string key = cache->key(text);
+  if (auto stored = cache->get(key)) {
+    json doc = json::parse(*stored, nullptr, false);
+    if (doc.is_object() && doc.contains("pipeline") && doc["pipeline"].is_string() && doc.contains("definition")) {
+      try {
+        return Definition::from_json(doc["definition"], doc["pipeline"].get<std::string>(), source);
+      } catch (const std::exception&) {
+        // A damaged entry: compile again and overwrite it.
+      }
+    }
+  }
+  Definition definition = compile_definition_text(text, source);
+  cache->put(key, json{{"pipeline", definition.pipeline}, {"definition", definition.to_json()}}.dump());
+  return definition;
+}
+
 }  // namespace
 
 Definition compile_definition_text(const std::string& text, const std::string& source) {
@@ -269,7 +290,8 @@ Definition compile_definition_text(const std::string& text, const std::string& s
   }
 }
 
-DefinitionSet load_definition_directory(const std::string& directory, std::vector<std::string>* problems) {
+DefinitionSet load_definition_directory(const std::string& directory, std::vector<std::string>* problems,
+                                        const CompiledDefinitionCache* cache) {
   DefinitionSet set;
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
@@ -308,7 +330,7 @@ DefinitionSet load_definition_directory(const std::string& directory, std::vecto
       if (!in) throw DefinitionError(file.string() + ": cannot read the definition file");
       std::stringstream text;
       text << in.rdbuf();
-      set.add(compile_definition_text(text.str(), file.string()), file.string());
+      set.add(compile_cached(text.str(), file.string(), cache), file.string());
     } catch (const DefinitionError& e) {
       if (!problems) throw;
       problems->push_back(e.what());

@@ -8,6 +8,8 @@
 
 namespace ductwork {
 
+class CompiledDefinitionCache;
+
 // The pipelines a host knows, by name, with where each was defined.
 struct DefinitionSet {
   std::map<std::string, Definition> pipelines;
@@ -37,8 +39,10 @@ Definition compile_definition_text(const std::string& text, const std::string& s
 // Loads every *.yml, *.yaml and *.json file of `directory` (sorted by name).
 // A missing directory yields an empty set. A broken file (or a name defined
 // twice) throws; with `problems`, it is appended there instead and skipped,
-// so `validate` can report every broken file at once.
+// so `validate` can report every broken file at once. With `cache`, a file
+// whose text was compiled before is read back from it instead.
 DefinitionSet load_definition_directory(const std::string& directory,
-                                        std::vector<std::string>* problems = nullptr);
+                                        std::vector<std::string>* problems = nullptr,
+                                        const CompiledDefinitionCache* cache = nullptr);
 
 }  // namespace ductwork

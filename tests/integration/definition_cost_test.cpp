@@ -4,6 +4,7 @@
 // 8.6 s. Such files are refused within a second, naming them, and the
 // existing rule holds: a broken definition file stops trigger and validate.
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 
 #include "harness.h"
@@ -69,6 +70,76 @@ TEST(DefinitionCostTest, DeeplyNestedFlowCollectionsAreRefusedBeforeParsing) {
   std::string file =
       ws.define("deep.yml", "pipeline: Deep\nsteps: " + std::string(100000, '[') + std::string(100000, ']') + "\n");
   expect_refused_fast(ws, file, "brackets nest deeper than 128 levels");
+}
+
+// Compiled definitions are cached by the text of their file, so an
+// unchanged file is not compiled again by the next command.
+class CompiledCacheTest : public ::testing::Test {
+ protected:
+  std::string folder() const { return ws_.dir() + "/.cache/ductwork/definitions"; }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(folder())) found.push_back(e.path().string());
+    return found;
+  }
+  // validate --json's list of pipelines.
+  json validated() const {
+    ProcessResult r = ws_.run({"validate", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    return json::parse(r.out)["pipelines"];
+  }
+  Workspace ws_;
+};
+
+TEST_F(CompiledCacheTest, TheNextCommandReadsTheCompiledFileBack) {
+  ws_.define("good.yml", chain_definition("Good", {"Inc", "Double"}));
+  EXPECT_EQ(validated(), json::array({"Good"}));
+  std::vector<std::string> stored = entries();
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(std::filesystem::status(stored[0]).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  json entry = json::parse(testsupport::read_file(stored[0]));
+  EXPECT_EQ(entry["pipeline"], "Good");
+  // Rename the pipeline in the entry only: what the next command sees
+  // proves it read the entry instead of compiling the file.
+  entry["pipeline"] = "FromCache";
+  testsupport::write_file(stored[0], entry.dump());
+  EXPECT_EQ(validated(), json::array({"FromCache"}));
+}
+
+TEST_F(CompiledCacheTest, ADamagedEntryIsCompiledAgainAndRewritten) {
+  ws_.define("good.yml", chain_definition("Good", {"Inc"}));
+  EXPECT_EQ(validated(), json::array({"Good"}));
+  ASSERT_EQ(entries().size(), 1u);
+  std::string entry = entries()[0];
+  for (std::string damage : {std::string("{\"definition\": {\"nodes\": 7}, \"pipeline\": \"Good\"}"),
+                             std::string("not json at all"), std::string()}) {
+    SCOPED_TRACE(damage);
+    testsupport::write_file(entry, damage);
+    EXPECT_EQ(validated(), json::array({"Good"}));
+    EXPECT_EQ(json::parse(testsupport::read_file(entry))["pipeline"], "Good");
+  }
+  std::string id = ws_.trigger("Good", {"1"});
+  EXPECT_FALSE(id.empty());
+}
+
+TEST_F(CompiledCacheTest, AFileThatBreaksAfterCachingIsStillRefused) {
+  std::string file = ws_.define("good.yml", chain_definition("Good", {"Inc"}));
+  EXPECT_EQ(validated(), json::array({"Good"}));
+  ws_.define("good.yml", "pipeline: Good\nsteps:\n  - chain: Inc\n");
+  for (std::vector<std::string> args : {std::vector<std::string>{"validate"}, {"trigger", "Good", "1"}}) {
+    ProcessResult r = ws_.run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find(file + ":3: pipeline Good: the first entry must be 'start'"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(entries().size(), 1u) << "a broken file is not cached";
+}
+
+TEST_F(CompiledCacheTest, NoUsableCacheFolderMeansCompilingEveryTime) {
+  ws_.define("good.yml", chain_definition("Good", {"Inc"}));
+  testsupport::write_file(ws_.dir() + "/.cache", "a file where the cache folder would go");
+  EXPECT_EQ(validated(), json::array({"Good"}));
+  EXPECT_FALSE(ws_.trigger("Good", {"1"}).empty());
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ testsupport::ProcessOptions Workspace::process_options(double timeout_seconds) c
   options.unset_env = {"DUCTWORK_CONFIG",         "DUCTWORK_ROLE",     "DUCTWORK_DATABASE_URL",
                        "DUCTWORK_PLUGINS_DIRECTORY", "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES",
                        "DUCTWORK_FORKING",        "DUCTWORK_LOG_LEVEL", "DUCTWORK_LOG_FORMAT"};
+  // Compiled definitions are cached in the workspace, not the user's home.
+  options.env.emplace_back("XDG_CACHE_HOME", dir() + "/.cache");
   options.timeout_seconds = timeout_seconds;
   return options;
 }
