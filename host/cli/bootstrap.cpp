@@ -4,6 +4,7 @@
 
 #include "config/config_check.h"
 #include "engine/catalog.h"
+#include "plugin/plugin_probe.h"
 #include "store/store_error.h"
 #include "util/suggest.h"
 
@@ -18,10 +19,26 @@ Bootstrap::Bootstrap(const Args& args, std::FILE* log_out, LogLevel min_level)
 
 PluginRegistry& Bootstrap::plugins() {
   if (!plugins_) {
-    plugins_ = std::make_unique<PluginRegistry>();
-    plugins_->load_directory(config_.plugins_directory, *logger_);
+    auto registry = std::make_unique<PluginRegistry>();
+    if (plugins_in_process_) {
+      registry->load_directory(config_.plugins_directory, *logger_);
+    } else {
+      probe_plugins(std::filesystem::read_symlink("/proc/self/exe").string(), config_.plugins_directory,
+                    config_.plugins_load_timeout, *registry, *logger_, stop_check_);
+    }
+    plugins_ = std::move(registry);
   }
   return *plugins_;
+}
+
+PluginRegistry& Bootstrap::runnable_plugins() {
+  PluginRegistry& checked = plugins();
+  if (plugins_in_process_) return checked;
+  if (!runnable_) {
+    runnable_ = std::make_unique<PluginRegistry>();
+    runnable_->load_directory(config_.plugins_directory, *logger_);
+  }
+  return *runnable_;
 }
 
 const DefinitionSet& Bootstrap::definitions() {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,19 @@ class Bootstrap {
   Config& config() { return config_; }
   Logger& logger() { return *logger_; }
 
-  // Loads every plugin of plugins.directory.
+  // What the plugins of plugins.directory export. By default they are
+  // loaded in a probe process (plugin_probe.h), bounded by
+  // plugins.load_timeout, so no plugin code runs in this one; a plugin that
+  // hangs, exits or crashes while loading is a PluginLoadError naming it.
   PluginRegistry& plugins();
+  // Plugins whose steps can run here: loaded in this process (after the
+  // probe has shown they load, unless load_plugins_in_process()).
+  PluginRegistry& runnable_plugins();
+  // A worker child: load plugins here directly, no probe (the supervisor
+  // probed them).
+  void load_plugins_in_process() { plugins_in_process_ = true; }
+  // Polled while the probe runs; true gives up (PluginProbeInterrupted).
+  void set_stop_check(std::function<bool()> check) { stop_check_ = std::move(check); }
   // Loads definition files and plugin pipelines (plugins first). Throws
   // DefinitionError for a broken definition.
   const DefinitionSet& definitions();
@@ -57,6 +69,9 @@ class Bootstrap {
   Config config_;
   std::unique_ptr<Logger> logger_;
   std::unique_ptr<PluginRegistry> plugins_;
+  std::unique_ptr<PluginRegistry> runnable_;
+  bool plugins_in_process_ = false;
+  std::function<bool()> stop_check_;
   std::unique_ptr<DefinitionSet> definitions_;
   std::unique_ptr<StoreFactory> stores_;
 };

@@ -17,6 +17,7 @@
 #include "cli/bootstrap.h"
 #include "cli/progress_line.h"
 #include "engine/catalog.h"
+#include "plugin/plugin_probe.h"
 #include "process/host_runtime.h"
 #include "process/supervisor.h"
 
@@ -65,7 +66,7 @@ int restart_self() {
 int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const sigset_t& signals, bool drain,
                  RuntimeRole role) {
   StoreFactory& stores = boot.stores();
-  HostRuntime runtime(boot.config(), stores, boot.plugins(), boot.logger(), pipelines, role);
+  HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
   runtime.start();
   std::unique_ptr<ProgressLine> progress;
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
@@ -151,7 +152,24 @@ int start_host(const Args& args) {
 
   Bootstrap boot(args, stdout, LogLevel::kDebug);
   boot.logger().set_role(child ? child->substr(0, child->find(':')) : boot.config().forking ? "supervisor" : "host");
-  std::vector<std::string> pipelines = boot.hosted_pipelines();
+  if (child) {
+    boot.load_plugins_in_process();
+  } else {
+    // The plugins load in a probe process: a SIGINT/SIGTERM meanwhile
+    // (blocked here, so pending) stops start-up at once.
+    boot.set_stop_check([] {
+      sigset_t pending;
+      sigpending(&pending);
+      return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1;
+    });
+  }
+  std::vector<std::string> pipelines;
+  try {
+    pipelines = boot.hosted_pipelines();
+  } catch (const PluginProbeInterrupted&) {
+    boot.logger().info("Shutdown requested while loading plugins");
+    return kExitOk;
+  }
   auto problems = check_steps_resolve(boot.definitions(), boot.plugins(), &pipelines);
   if (!problems.empty()) {
     std::string all;

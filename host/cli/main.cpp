@@ -1,6 +1,7 @@
 // ductwork — the command-line face of the host. Parses the command and hands
 // off to cli/cmd_*.cpp; maps failures to the documented exit codes.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -8,6 +9,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "engine/definition.h"
+#include "plugin/plugin_probe.h"
 #include "store/store_error.h"
 
 namespace {
@@ -42,6 +44,10 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
+  // Internal: the process that loads plugins for a command (plugin_probe.h).
+  if (command == "__probe-plugins" && argc == 5) {
+    return ductwork::run_plugin_probe(argv[2], std::atoi(argv[3]), std::atol(argv[4]));
+  }
   try {
     if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
     if (command == "start") return cmd_start(parse_args(argc, argv, {"drain"}, {"child"}));
@@ -59,6 +65,9 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   } catch (const ductwork::ConfigError& e) {
     std::fprintf(stderr, "ductwork %s: bad configuration: %s\n", command.c_str(), e.what());
+    return kExitBadInput;
+  } catch (const ductwork::PluginLoadError& e) {
+    std::fprintf(stderr, "ductwork %s: %s\n", command.c_str(), e.what());
     return kExitBadInput;
   } catch (const ductwork::DefinitionError& e) {
     std::fprintf(stderr, "ductwork %s: bad pipeline definition: %s\n", command.c_str(), e.what());

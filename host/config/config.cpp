@@ -27,6 +27,8 @@ constexpr double kMaxSeconds = 365.0 * 24 * 3600;
 // children between two heartbeats (a 0.000001 s reaper timeout restarted
 // children 786 times in 30 s and wrote 22 MB of log).
 constexpr double kMinPollingSeconds = 0.01;
+// A plugin gets at least this long to load (less would refuse slow disks).
+constexpr double kMinPluginLoadSeconds = 0.5;
 constexpr double kMinReaperSeconds = 0.5;
 // More threads than that per pipeline is a typo, not a plan.
 constexpr long long kMaxCount = 1000;
@@ -95,8 +97,11 @@ class Parser {
     }
     if (auto db = root["database"]) parse_database(db, &config);
     if (auto plugins = root["plugins"]) {
-      only_keys(plugins, "plugins", {"directory"});
+      only_keys(plugins, "plugins", {"directory", "load_timeout"});
       if (plugins["directory"]) config.plugins_directory = path(plugins["directory"], "plugins.directory");
+      if (plugins["load_timeout"]) {
+        config.plugins_load_timeout = seconds(plugins["load_timeout"], "plugins.load_timeout", kMinPluginLoadSeconds);
+      }
     }
     if (auto defs = root["definitions"]) {
       only_keys(defs, "definitions", {"directory"});

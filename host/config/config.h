@@ -110,6 +110,9 @@ struct Config {
   std::string source = "(built-in defaults)";
   DatabaseConfig database;
   std::string plugins_directory = "plugins";
+  // How long loading the plugins may take (plugins.load_timeout, seconds):
+  // a plugin hanging in its initialisation fails the command past it.
+  double plugins_load_timeout = 60;
   std::string definitions_directory = "pipelines";
   bool all_pipelines = true;           // pipelines: "*"
   std::vector<std::string> pipelines;  // when !all_pipelines

@@ -1,5 +1,7 @@
 #include "engine/step_invoker.h"
 
+#include <stdexcept>
+
 #include "engine/error_info.h"
 #include "util/json.h"
 #include "util/json_limits.h"
@@ -29,6 +31,10 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
     outcome.error = make_error_info("ductwork::UnknownStep",
                                     "step class " + job.klass + " is not exported by any loaded plugin");
     return outcome;
+  }
+  if (step->abi == nullptr) {
+    // A metadata-only registry (plugin_probe) reached a worker: a bug.
+    throw std::logic_error("step class " + job.klass + " was probed, not loaded, in this process");
   }
   dw_step_context ctx{};
   ctx.struct_size = sizeof ctx;

@@ -19,11 +19,13 @@ namespace fs = std::filesystem;
 
 bool PluginRegistry::refuse(const std::string& path, const std::string& reason, Logger& logger) {
   refusals_.push_back(path + ": " + reason);
+  refused_.emplace_back(path, reason);
   logger.error("Plugin refused", {{"plugin_path", path}, {"reason", reason}});
   return false;
 }
 
-void PluginRegistry::load_directory(const std::string& directory, Logger& logger) {
+void PluginRegistry::load_directory(const std::string& directory, Logger& logger,
+                                    const std::function<void(const std::string&)>& before_each) {
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
     if (ec && ec != std::errc::no_such_file_or_directory) {
@@ -53,8 +55,18 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
   std::sort(files.begin(), files.end());
   std::sort(unreadable.begin(), unreadable.end());
   for (const auto& [path, why] : unreadable) refuse(path, "cannot be read: " + why, logger);
-  for (const auto& file : files) load_file(file.string(), logger);
+  for (const auto& file : files) {
+    if (before_each) before_each(file.string());
+    load_file(file.string(), logger);
+  }
 }
+
+void PluginRegistry::adopt(std::unique_ptr<LoadedPlugin> plugin) {
+  metadata_only_ = true;
+  for (const auto& name : plugin->step_names) steps_[name].push_back(StepClass{nullptr, plugin.get()});
+  plugins_.push_back(std::move(plugin));
+}
+
 
 namespace {
 

@@ -2,6 +2,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -13,7 +14,9 @@
 namespace ductwork {
 
 // One plugin the host accepted. The library stays mapped for the plugin's
-// lifetime; every pointer taken from its table is valid only that long.
+// lifetime; every pointer taken from its table is valid only that long. A
+// plugin adopted from a probe (PluginRegistry::adopt) has its metadata only:
+// no library and a null table.
 struct LoadedPlugin {
   std::string path;
   std::string name;
@@ -25,7 +28,8 @@ struct LoadedPlugin {
   boost::dll::shared_library library;
 };
 
-// A step class and the plugin that provides it.
+// A step class and the plugin that provides it (`abi` is null in a
+// metadata-only registry: such a step can be named, not run).
 struct StepClass {
   const dw_step_class* abi = nullptr;
   const LoadedPlugin* plugin = nullptr;
@@ -45,8 +49,10 @@ class PluginRegistry {
   PluginRegistry& operator=(const PluginRegistry&) = delete;
 
   // Loads every "*.so" of `directory` in name order. A missing directory is
-  // logged and yields no plugins.
-  void load_directory(const std::string& directory, Logger& logger);
+  // logged and yields no plugins. `before_each` is told each file's path
+  // before it is loaded (the plugin probe reports progress with it).
+  void load_directory(const std::string& directory, Logger& logger,
+                      const std::function<void(const std::string&)>& before_each = {});
   // Loads one library; returns false (and logs why) when it is refused.
   bool load_file(const std::string& path, Logger& logger);
 
@@ -59,6 +65,18 @@ class PluginRegistry {
   const std::vector<std::unique_ptr<LoadedPlugin>>& plugins() const { return plugins_; }
   // "path: reason" for every refused plugin.
   const std::vector<std::string>& refusals() const { return refusals_; }
+  // The same, as (path, reason) pairs.
+  const std::vector<std::pair<std::string, std::string>>& refused() const { return refused_; }
+
+  // Metadata of a plugin another process loaded (plugin_probe): its steps
+  // can be found and named, never run. Checked like a loaded plugin's.
+  void adopt(std::unique_ptr<LoadedPlugin> plugin);
+  // A refusal another process made; logged here as if made here.
+  void adopt_refusal(const std::string& path, const std::string& reason, Logger& logger) {
+    refuse(path, reason, logger);
+  }
+  // True when every plugin was adopted: nothing of theirs can run here.
+  bool metadata_only() const { return metadata_only_; }
 
  private:
   bool refuse(const std::string& path, const std::string& reason, Logger& logger);
@@ -66,6 +84,8 @@ class PluginRegistry {
   std::vector<std::unique_ptr<LoadedPlugin>> plugins_;
   std::map<std::string, std::vector<StepClass>> steps_;  // bare name -> its exporters
   std::vector<std::string> refusals_;
+  std::vector<std::pair<std::string, std::string>> refused_;
+  bool metadata_only_ = false;
 };
 
 }  // namespace ductwork

@@ -15,6 +15,7 @@
 #include "process/machine.h"
 #include "store/store_error.h"
 #include "util/uuid.h"
+#include "util/wait_status.h"
 
 extern char** environ;
 
@@ -23,11 +24,6 @@ namespace {
 
 // `start`'s exit code when it stopped because the database is unusable.
 constexpr int kExitDatabaseUnusable = 1;
-
-std::string signal_name(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
@@ -39,12 +35,6 @@ std::string describe_status(int status) {
 // "worker pid 42 killed by SIGSEGV" (+ " while running step X").
 std::string describe_death(const std::string& spec, pid_t pid, const std::string& how) {
   return spec.substr(0, spec.find(':')) + " pid " + std::to_string(pid) + " " + how;
-}
-
-std::string how_it_ended(int status) {
-  if (WIFSIGNALED(status)) return "killed by " + signal_name(WTERMSIG(status));
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  return "stopped";
 }
 
 }  // namespace

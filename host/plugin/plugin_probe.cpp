@@ -1,0 +1,215 @@
+#include "plugin/plugin_probe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "util/json.h"
+#include "util/wait_status.h"
+
+extern char** environ;
+
+namespace ductwork {
+namespace {
+
+bool write_all(int fd, const std::string& text) {
+  const char* data = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+json describe(const LoadedPlugin& plugin) {
+  return json{{"path", plugin.path},           {"name", plugin.name},
+              {"version", plugin.version},     {"abi_version", plugin.abi_version},
+              {"steps", plugin.step_names},    {"pipelines", plugin.pipelines_json}};
+}
+
+std::unique_ptr<LoadedPlugin> metadata(const json& doc) {
+  auto plugin = std::make_unique<LoadedPlugin>();
+  plugin->path = doc.at("path").get<std::string>();
+  plugin->name = doc.at("name").get<std::string>();
+  plugin->version = doc.at("version").get<std::string>();
+  plugin->abi_version = doc.at("abi_version").get<uint32_t>();
+  plugin->step_names = doc.at("steps").get<std::vector<std::string>>();
+  plugin->pipelines_json = doc.at("pipelines").get<std::vector<std::string>>();
+  return plugin;
+}
+
+// The running probe: its pid, the read end of its pipe, and what it said.
+class Probe {
+ public:
+  Probe(const std::string& executable, const std::string& directory) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) throw PluginLoadError(std::string("cannot start the plugin probe: ") + std::strerror(errno));
+    read_fd_ = fds[0];
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    // The protocol goes to fd 3; what plugins print goes to stderr, never
+    // into a command's output.
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 3);
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigset_t all_default;
+    sigfillset(&all_default);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all_default);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    std::vector<std::string> args = {executable, "__probe-plugins", directory, "3", std::to_string(::getpid())};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int rc = posix_spawn(&pid_, executable.c_str(), &actions, &attr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    ::close(fds[1]);
+    if (rc != 0) {
+      ::close(read_fd_);
+      throw PluginLoadError("cannot start the plugin probe " + executable + ": " + std::strerror(rc));
+    }
+  }
+  ~Probe() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    ::close(read_fd_);
+  }
+  Probe(const Probe&) = delete;
+  Probe& operator=(const Probe&) = delete;
+
+  // Reads what is there within `wait_ms`; false at end of output.
+  bool read_some(int wait_ms) {
+    pollfd p{read_fd_, POLLIN, 0};
+    int n = ::poll(&p, 1, wait_ms);
+    if (n <= 0) return true;
+    char buffer[65536];
+    ssize_t got = ::read(read_fd_, buffer, sizeof buffer);
+    if (got < 0) return errno == EINTR || errno == EAGAIN;
+    if (got == 0) return false;
+    text_.append(buffer, static_cast<std::size_t>(got));
+    return true;
+  }
+  // Waits for the probe to end (after its output ended); its wait status.
+  int reap() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return status;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  pid_t pid_ = -1;
+  int read_fd_ = -1;
+  std::string text_;
+};
+
+// The last line of `text` that parses as a JSON object (or null), and the
+// plugin file it was loading when it stopped.
+struct Report {
+  json done;
+  std::string loading;
+};
+
+Report read_report(const std::string& text) {
+  Report report;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a line cut short: the probe died writing it
+    json line = json::parse(text.substr(start, end - start), nullptr, false);
+    start = end + 1;
+    if (!line.is_object()) continue;
+    if (line.contains("loading") && line["loading"].is_string()) report.loading = line["loading"].get<std::string>();
+    if (line.value("done", false)) report.done = line;
+  }
+  return report;
+}
+
+std::string culprit(const Report& report, const std::string& directory) {
+  return report.loading.empty() ? "the plugins of " + directory : "plugin " + report.loading;
+}
+
+}  // namespace
+
+void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
+                   PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop) {
+  Probe probe(executable, directory);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  bool open = true;
+  while (open) {
+    if (should_stop && should_stop()) throw PluginProbeInterrupted("stopped while loading plugins");
+    if (std::chrono::steady_clock::now() >= deadline) {
+      Report report = read_report(probe.text());
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%g", timeout_seconds);
+      throw PluginLoadError(culprit(report, directory) + " did not finish loading within " + shown +
+                            " s (plugins.load_timeout): its initialisation hangs or is too slow");
+    }
+    open = probe.read_some(100);
+  }
+  int status = probe.reap();
+  Report report = read_report(probe.text());
+  if (report.done.is_null()) {
+    throw PluginLoadError(culprit(report, directory) + " ended the process while loading (" + how_it_ended(status) +
+                          "); a plugin must not exit or crash in its initialisation");
+  }
+  try {
+    for (const auto& doc : report.done.at("plugins")) into.adopt(metadata(doc));
+    for (const auto& refusal : report.done.at("refusals")) {
+      into.adopt_refusal(refusal.at("path").get<std::string>(), refusal.at("reason").get<std::string>(), logger);
+    }
+  } catch (const json::exception& e) {
+    throw PluginLoadError("the plugin probe's report is malformed: " + std::string(e.what()));
+  }
+  for (const auto& plugin : into.plugins()) {
+    logger.info("Plugin loaded", {{"plugin", plugin->name},
+                                  {"version", plugin->version},
+                                  {"plugin_path", plugin->path},
+                                  {"steps", plugin->step_names}});
+  }
+}
+
+int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid) {
+  // Never outlive the command that asked (a plugin may hang here forever).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != static_cast<pid_t>(parent_pid)) return 1;
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  Logger logger(quiet != nullptr ? quiet : stderr, Logger::Format::kJson, LogLevel::kError);
+  PluginRegistry registry;
+  registry.load_directory(directory, logger, [&](const std::string& path) {
+    write_all(out_fd, json{{"loading", path}}.dump() + "\n");
+  });
+  json plugins = json::array();
+  for (const auto& plugin : registry.plugins()) plugins.push_back(describe(*plugin));
+  json refusals = json::array();
+  for (const auto& [path, reason] : registry.refused()) refusals.push_back(json{{"path", path}, {"reason", reason}});
+  bool ok = write_all(out_fd, json{{"done", true}, {"plugins", plugins}, {"refusals", refusals}}.dump() + "\n");
+  // Plugins' static destructors are not this probe's business: a plugin
+  // that hangs or crashes on unload must not fail the load.
+  std::fflush(nullptr);
+  ::_exit(ok ? 0 : 1);
+}
+
+}  // namespace ductwork

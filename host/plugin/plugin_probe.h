@@ -1,0 +1,42 @@
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "plugin/plugin_registry.h"
+
+namespace ductwork {
+
+// A plugin that could not be loaded at all: it hung in its initialisation
+// past plugins.load_timeout, ended the process, or crashed it. what() names
+// the plugin file and what happened.
+class PluginLoadError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Thrown by probe_plugins when `should_stop` asked it to give up.
+class PluginProbeInterrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Loads the plugins of `directory` in a separate process (`executable
+// __probe-plugins`), so no plugin code runs in this one, and adopts what
+// they export (names, versions, steps, pipelines, refusals) into `into` as
+// metadata (PluginRegistry::adopt). Bounded by `timeout_seconds`; the probe
+// dies with this process. `should_stop` is polled every 100 ms (e.g. a
+// pending SIGTERM) and, when it returns true, the probe is killed and
+// PluginProbeInterrupted thrown. Throws PluginLoadError naming the plugin
+// that hung, exited or crashed.
+void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
+                   PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop = {});
+
+// The probe's side (`ductwork __probe-plugins DIRECTORY FD PARENT_PID`):
+// loads every plugin in this process and writes, on `out_fd`, one JSON
+// line {"loading": PATH} before each file and a last line
+// {"done": true, "plugins": [...], "refusals": [...]}. Returns the exit code.
+int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid);
+
+}  // namespace ductwork
