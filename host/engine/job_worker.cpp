@@ -46,6 +46,10 @@ bool JobWorker::run_once() {
       LoopHealth::RunningStep running(health_);
       outcome = invoke_step(registry_, *job, scope);
     }
+    if (outcome.plugin != nullptr) {
+      job->plugin_name = outcome.plugin->name;
+      job->plugin_version = outcome.plugin->version;
+    }
     commit(*job, outcome);
   } catch (const std::exception& e) {
     // The iteration is leaving with a claim it has not committed. Close it

@@ -36,6 +36,7 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
     // A metadata-only registry (plugin_probe) reached a worker: a bug.
     throw std::logic_error("step class " + job.klass + " was probed, not loaded, in this process");
   }
+  outcome.plugin = step->plugin;
   dw_step_context ctx{};
   ctx.struct_size = sizeof ctx;
   ctx.args_json = job.args_json.c_str();
@@ -65,8 +66,9 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
     if (message.empty()) {
       message = "step " + job.klass + " returned error code " + std::to_string(rc) + " with no message";
     }
-    outcome.error = make_error_info(klass.empty() ? "ductwork::StepError" : klass, message,
-                                    or_empty(strings.raw.error_backtrace));
+    std::string backtrace = or_empty(strings.raw.error_backtrace);
+    if (step->plugin->frames) backtrace = step->plugin->frames->symbolise(backtrace);
+    outcome.error = make_error_info(klass.empty() ? "ductwork::StepError" : klass, message, std::move(backtrace));
     return outcome;
   }
   if (!strings.raw.output_json) {

@@ -13,6 +13,8 @@ struct StepOutcome {
   bool ok = false;
   std::string output_json;  // when ok: the return value as JSON text
   ErrorInfo error;          // when !ok (already truncated)
+  // The plugin whose step ran (null when the step class did not resolve).
+  const LoadedPlugin* plugin = nullptr;
 };
 
 // Runs the job's step through its plugin: create, execute, destroy. Every

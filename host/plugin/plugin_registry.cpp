@@ -76,7 +76,8 @@ namespace {
 // copy lives in a fresh folder that is removed as soon as the library is
 // mapped (the mapping outlives the unlinked file), so a killed process
 // leaves nothing behind.
-void load_private_copy(boost::dll::shared_library& library, const std::string& path) {
+// Returns the path the library was mapped from (what backtraces show).
+std::string load_private_copy(boost::dll::shared_library& library, const std::string& path) {
   std::string folder = (fs::temp_directory_path() / "ductwork-plugin-XXXXXX").string();
   if (!::mkdtemp(folder.data())) throw std::runtime_error(std::string("cannot make a private copy: ") + std::strerror(errno));
   struct Cleanup {
@@ -89,6 +90,7 @@ void load_private_copy(boost::dll::shared_library& library, const std::string& p
   fs::path copy = fs::path(folder) / fs::path(path).filename();
   fs::copy_file(path, copy);
   library.load(copy.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  return copy.string();
 }
 
 }  // namespace
@@ -97,7 +99,7 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
   auto plugin = std::make_unique<LoadedPlugin>();
   plugin->path = path;
   try {
-    load_private_copy(plugin->library, path);
+    plugin->frames = std::make_unique<FrameSymbols>(load_private_copy(plugin->library, path), path);
   } catch (const std::exception& e) {
     return refuse(path, std::string("cannot be loaded: ") + e.what(), logger);
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ductwork/abi.h"
+#include "plugin/frame_symbols.h"
 #include "util/logger.h"
 
 namespace ductwork {
@@ -26,6 +27,8 @@ struct LoadedPlugin {
   std::vector<std::string> pipelines_json;  // canonical definitions it exports
   const dw_plugin* table = nullptr;
   boost::dll::shared_library library;
+  // Names the plugin's frames in its step's backtraces (null when adopted).
+  std::unique_ptr<FrameSymbols> frames;
 };
 
 // A step class and the plugin that provides it (`abi` is null in a

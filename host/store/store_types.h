@@ -44,6 +44,11 @@ struct ClaimedJob {
   std::string args_json;  // JSON array
   int64_t retry_count = 0;
   int64_t crash_count = 0;
+  // Set by the worker once the step class resolved: the plugin that ran the
+  // step and its version, recorded on the execution when it closes with a
+  // success or a failure (status --json). Empty: not known.
+  std::string plugin_name;
+  std::string plugin_version;
 };
 
 // What to do with a job whose execution raised.

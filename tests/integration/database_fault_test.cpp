@@ -120,7 +120,13 @@ TEST(DatabaseRaceTest, MigrateRacingStartAndTriggerOnAFreshFile) {
   EXPECT_EQ(ws.status(id)["runs"][0]["steps"][1]["output"], 42);
   auto rows = testsupport::run_process(
       {find_on_path("sqlite3"), ws.db_path(), "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations"});
-  EXPECT_EQ(rows.out, "3|3\n") << "each migration recorded once";
+  size_t migrations = 0;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(DUCTWORK_SOURCE_DIR) + "/schema/sqlite")) {
+    migrations += f.path().extension() == ".sql";
+  }
+  ASSERT_GE(migrations, 4u);
+  std::string n = std::to_string(migrations);
+  EXPECT_EQ(rows.out, n + "|" + n + "\n") << "each migration recorded once";
 }
 
 }  // namespace

@@ -115,13 +115,16 @@ namespace {
 // The fence of succeeded!/errored!: the execution is still open and still
 // ours. Zero rows means the reaper took the claim away (CommitFailed).
 bool close_execution(Connection& conn, const ClaimedJob& job, const std::string& process_id, const std::string& now) {
-  int rows = conn.prepare(
-                     "UPDATE executions SET completed_at = ?1, updated_at = ?1 "
-                     "WHERE id = ?2 AND completed_at IS NULL AND process_id = ?3")
-                 .bind(1, now)
-                 .bind(2, job.execution_id)
-                 .bind(3, process_id)
-                 .exec();
+  auto close = conn.prepare(
+      "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?4, plugin_version = ?5 "
+      "WHERE id = ?2 AND completed_at IS NULL AND process_id = ?3");
+  close.bind(1, now).bind(2, job.execution_id).bind(3, process_id);
+  if (job.plugin_name.empty()) {
+    close.bind_null(4).bind_null(5);
+  } else {
+    close.bind(4, job.plugin_name).bind(5, job.plugin_version);
+  }
+  int rows = close.exec();
   if (rows == 0) return false;
   conn.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
       .bind(1, now)

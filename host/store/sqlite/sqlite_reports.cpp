@@ -52,6 +52,11 @@ std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id)
                                  {"steps", json::array()}});
     }
   }
+  bool has_plugin_columns = false;
+  {
+    auto columns = conn_.prepare("SELECT 1 FROM pragma_table_info('executions') WHERE name = 'plugin_name'");
+    has_plugin_columns = columns.step();
+  }
   for (size_t i = 0; i < run_ids.size(); ++i) {
     json& run = doc["runs"][i];
     std::map<std::string, json> parents;
@@ -78,8 +83,11 @@ std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id)
     std::map<std::string, json> executions;  // job id -> executions
     {
       auto e = conn_.prepare(
-          "SELECT e.job_id, e.retry_count, e.crash_count, r.result_type, r.error_klass, r.error_message "
-          "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+          std::string("SELECT e.job_id, e.retry_count, e.crash_count, r.result_type, r.error_klass, r.error_message, "
+                      "r.error_backtrace, ") +
+          // A database not yet migrated to 004 (a newer CLI reading before
+          // `migrate`) has no plugin columns: they read as null.
+          (has_plugin_columns ? "e.plugin_name, e.plugin_version" : "NULL, NULL") + " FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
           "LEFT JOIN results r ON r.execution_id = e.id WHERE s.run_id = ? ORDER BY e.created_at, e.id");
       e.bind(1, run_ids[i]);
       while (e.step()) {
@@ -87,7 +95,10 @@ std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id)
                                              {"crash_count", e.int64(2)},
                                              {"result_type", optional_json(e, 3)},
                                              {"error_klass", optional_json(e, 4)},
-                                             {"error_message", optional_json(e, 5)}});
+                                             {"error_message", optional_json(e, 5)},
+                                             {"error_backtrace", optional_json(e, 6)},
+                                             {"plugin", optional_json(e, 7)},
+                                             {"plugin_version", optional_json(e, 8)}});
       }
     }
     auto s = conn_.prepare(

@@ -1,0 +1,73 @@
+// What status --json tells about each execution: the plugin (and version)
+// that ran it, and the backtrace of a failure with the plugin's own frames
+// named from its symbol table. Before: neither was shown, and frames read
+// "/tmp/ductwork-plugin-XXXX/lib.so(+0x119af)" (a deleted private copy).
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+const json& first_execution(const json& doc, size_t step = 0) { return doc["runs"][0]["steps"][step]["executions"][0]; }
+
+TEST(ExecutionRecordTest, EachExecutionNamesThePluginAndVersionThatRanIt) {
+  Workspace ws;
+  ws.define("echo.yml", chain_definition("EchoTwo", {"Echo", "Echo"}));
+  std::string id = ws.trigger("EchoTwo", {"1"});
+  ws.drain();
+  json doc = ws.status(id);
+  for (size_t step = 0; step < 2; ++step) {
+    const json& e = first_execution(doc, step);
+    EXPECT_EQ(e["plugin"], "testkit") << e.dump();
+    EXPECT_EQ(e["plugin_version"], "1.0.0") << e.dump();
+    EXPECT_TRUE(e["error_backtrace"].is_null()) << e.dump();
+  }
+}
+
+TEST(ExecutionRecordTest, AFailureShowsItsBacktraceWithThePluginsFramesNamed) {
+  Workspace ws(ConfigOptions{DUCTWORK_PLUGIN_DIR, "max_retry: 0"});
+  ws.define("fail.yml", chain_definition("Failing", {"Fail"}));
+  std::string id = ws.trigger("Failing");
+  ws.drain();
+  const json e = first_execution(ws.status(id));
+  EXPECT_EQ(e["result_type"], "failure") << e.dump();
+  EXPECT_EQ(e["plugin"], "testkit") << e.dump();
+  ASSERT_TRUE(e["error_backtrace"].is_string()) << e.dump();
+  std::string trace = e["error_backtrace"].get<std::string>();
+  std::string installed = std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so(";
+  EXPECT_NE(trace.find(installed + "ductwork::testkit::Fail::execute(ductwork::StepContext&)+0x"), std::string::npos)
+      << "the step's frame, named from the plugin's symbols, against the installed file:\n" << trace;
+  EXPECT_EQ(trace.find("ductwork-plugin-"), std::string::npos) << "no private-copy path:\n" << trace;
+}
+
+// A database from before migration 004: status still reads it (the plugin
+// fields are null), `migrate` brings it up to date, and new executions
+// record their plugin.
+TEST(ExecutionRecordTest, AnOlderDatabaseIsReadAndMigrated) {
+  std::string sqlite3 = find_on_path("sqlite3");
+  if (sqlite3.empty()) GTEST_SKIP() << "sqlite3 not installed";
+  Workspace ws;
+  ws.define("echo.yml", chain_definition("EchoOne", {"Echo"}));
+  std::string old_id = ws.trigger("EchoOne", {"1"});
+  ws.drain();
+  ProcessResult rolled_back = testsupport::run_process(
+      {sqlite3, ws.db_path(),
+       "ALTER TABLE executions DROP COLUMN plugin_name; ALTER TABLE executions DROP COLUMN plugin_version; "
+       "DELETE FROM schema_migrations WHERE version = '004_execution_plugin';"});
+  ASSERT_EQ(rolled_back.exit_code, 0) << rolled_back.describe();
+
+  json before = ws.status(old_id);
+  EXPECT_TRUE(first_execution(before)["plugin"].is_null()) << before.dump();
+  EXPECT_EQ(first_execution(before)["result_type"], "success");
+
+  ProcessResult migrated = ws.run({"migrate"});
+  EXPECT_EQ(migrated.exit_code, 0) << migrated.describe();
+  EXPECT_NE(migrated.out.find("004_execution_plugin"), std::string::npos) << migrated.describe();
+  std::string new_id = ws.trigger("EchoOne", {"2"});
+  ws.drain();
+  EXPECT_TRUE(first_execution(ws.status(old_id))["plugin"].is_null()) << "history is not rewritten";
+  EXPECT_EQ(first_execution(ws.status(new_id))["plugin"], "testkit");
+  EXPECT_EQ(ws.status(new_id)["runs"][0]["steps"][0]["output"], 2);
+}
+
+}  // namespace
+}  // namespace ductwork::it
