@@ -24,6 +24,7 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       health_(health) {}
 
 bool JobWorker::run_once() {
+  if (!unclosed_.empty()) close_unclosed();
   std::optional<ClaimedJob> job;
   if (pending_) {
     job = std::move(pending_);
@@ -75,10 +76,31 @@ void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
       if (step_failed) wakeups_.advancers().notify_one();
     }
   } catch (const std::exception& e) {
-    logger_.error("Could not close an abandoned claim; the reaper will",
+    logger_.error("Could not close an abandoned claim; retrying once the database takes writes",
                   {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
                    {"job_id", job.job_id}, {"step", job.klass}, {"error_klass", demangled_type_name(e)},
                    {"error_message", e.what()}});
+    unclosed_.emplace_back(job, cause);
+  }
+}
+
+void JobWorker::close_unclosed() {
+  while (!unclosed_.empty()) {
+    const auto& [job, cause] = unclosed_.front();
+    bool step_failed = false;
+    CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
+    try {
+      // False: the fence matched nothing, someone else recovered it.
+      if (store_.job_crashed(job, process_id_, cause, policy, &step_failed)) {
+        logger_.info("Abandoned claim closed as a crash after the database took writes again",
+                     {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"job_id", job.job_id}, {"step", job.klass}});
+        wakeups_.job_enqueued(pipeline_);
+        if (step_failed) wakeups_.advancers().notify_one();
+      }
+    } catch (const std::exception&) {
+      return;  // still not writable: the next iteration tries again
+    }
+    unclosed_.erase(unclosed_.begin());
   }
 }
 

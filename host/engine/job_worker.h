@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "engine/loop_health.h"
@@ -43,8 +45,13 @@ class JobWorker {
 
  private:
   void commit(const ClaimedJob& job, const struct StepOutcome& outcome);
-  // crashed! for a claim this iteration could not finish.
+  // crashed! for a claim this iteration could not finish. When even that
+  // write fails (a full disk), the claim is kept in unclosed_.
   void abandon(const ClaimedJob& job, const ErrorInfo& cause);
+  // Closes the claims abandon() could not, once the database takes writes
+  // again: this loop knows they are its own, so they are recovered at once
+  // instead of waiting for the orphan sweep (3 x reaper_timeout).
+  void close_unclosed();
 
   std::string pipeline_;
   Store& store_;
@@ -57,6 +64,7 @@ class JobWorker {
   const std::atomic<bool>& cancelled_;
   const std::atomic<bool>* stopping_;
   LoopHealth* health_;
+  std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
   std::optional<ClaimedJob> pending_;
 };
 

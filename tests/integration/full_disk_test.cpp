@@ -1,0 +1,95 @@
+// A full disk under a running host. Before: runs whose results could not be
+// written stayed in_progress until the orphan sweep (3 x reaper_timeout, 15
+// minutes by default) and `start --drain` did not finish. A worker that
+// could not close its own claim keeps it and closes it (as a crash) as soon
+// as the database takes writes again; the step is re-run and each success
+// is committed once. Needs a small file system: a 2 MB tmpfs, mounted over
+// the workspace (skipped where mounting is not allowed).
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "harness.h"
+
+namespace ductwork::it {
+namespace {
+
+class TmpfsMount {
+ public:
+  TmpfsMount(const std::string& at, const char* options) : at_(at) {
+    mounted_ = ::mount("tmpfs", at.c_str(), "tmpfs", 0, options) == 0;
+    if (!mounted_) why_ = std::strerror(errno);
+  }
+  ~TmpfsMount() {
+    if (mounted_) ::umount2(at_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string at_;
+  bool mounted_ = false;
+  std::string why_;
+};
+
+// Writes `path` until the file system is full; returns the bytes written.
+size_t fill(const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  std::string chunk(16 * 1024, 'x');
+  size_t written = 0;
+  while (out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()))) {
+    out.flush();
+    if (!out) break;
+    written += chunk.size();
+  }
+  return written;
+}
+
+TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
+  Workspace ws;
+  TmpfsMount disk(ws.dir(), "size=2m,mode=0700");
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
+  // The mount hid what the workspace had written: write it again.
+  ConfigOptions options;
+  options.job_worker_extra = "max_crash: 5";
+  options.extra = "supervisor: {reaper_timeout: 30, polling_timeout: 0.1}\n";
+  ws.write_config(options);
+  ws.define("sleepy.yml", chain_definition("Sleepy", {"Sleep", "Echo"}));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(ws.trigger("Sleepy", {"700"}));
+  for (const auto& id : ids) ASSERT_FALSE(id.empty());
+
+  testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(120));
+  ASSERT_TRUE(eventually(20, [&] { return ws.status(ids[0])["runs"][0]["steps"][0]["status"] == "in_progress"; }))
+      << host.stdout_so_far();
+  size_t filler_bytes = fill(ws.file("filler"));
+  ASSERT_GT(filler_bytes, 0u);
+  // The running steps end while nothing can be written.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(host.running()) << "a full disk must not stop the host: " << host.stdout_so_far();
+  std::filesystem::remove(ws.file("filler"));
+  auto freed = std::chrono::steady_clock::now();
+
+  ProcessResult r = host.wait(60);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - freed).count();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_LT(seconds, 15) << "recovered at once, not by the orphan sweep (90 s here)";
+  EXPECT_GT(count_of(r.out, "full") + count_of(r.out, "FULL"), 0u) << "the full disk was met: " << r.out;
+  for (const auto& id : ids) {
+    json doc = ws.status(id);
+    EXPECT_EQ(doc["status"], "completed") << doc.dump();
+    for (const auto& step : doc["runs"][0]["steps"]) {
+      int successes = 0;
+      for (const auto& e : step["executions"]) successes += e["result_type"] == "success";
+      EXPECT_EQ(successes, 1) << "each step's success committed once: " << step.dump();
+    }
+    EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 700);
+  }
+}
+
+}  // namespace
+}  // namespace ductwork::it
