@@ -129,5 +129,33 @@ TEST(DatabaseRaceTest, MigrateRacingStartAndTriggerOnAFreshFile) {
   EXPECT_EQ(rows.out, n + "|" + n + "\n") << "each migration recorded once";
 }
 
+// Issue 9, item 23: two `start`s on one file (an operator starting a second
+// host by mistake, or on purpose). They share the work: every run
+// completes, each step's success is committed once, both exit 0.
+TEST(DatabaseRaceTest, TwoStartsOnOneFileShareTheWork) {
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("chain.yml", chain_definition("Chain4", {"Inc", "Inc", "Double", "Inc"}));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(ws.trigger("Chain4", {std::to_string(i)}));
+  testsupport::Subprocess first(ws.command({"start", "--drain"}), ws.process_options(90));
+  testsupport::Subprocess second(ws.command({"start", "--drain"}), ws.process_options(90));
+  ProcessResult a = first.wait(90), b = second.wait(90);
+  EXPECT_EQ(a.exit_code, 0) << a.describe();
+  EXPECT_EQ(b.exit_code, 0) << b.describe();
+  for (int i = 0; i < 30; ++i) {
+    json doc = ws.status(ids[static_cast<size_t>(i)]);
+    ASSERT_EQ(doc["status"], "completed") << doc.dump();
+    EXPECT_EQ(doc["runs"][0]["steps"][3]["output"], (i + 2) * 2 + 1);
+    for (const auto& step : doc["runs"][0]["steps"]) {
+      int successes = 0;
+      for (const auto& e : step["executions"]) successes += e["result_type"] == "success";
+      EXPECT_EQ(successes, 1) << step.dump();
+    }
+  }
+  EXPECT_EQ(process_rows(ws), 0) << "both hosts removed their rows";
+}
+
 }  // namespace
 }  // namespace ductwork::it

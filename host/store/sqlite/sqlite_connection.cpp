@@ -209,7 +209,15 @@ Connection::~Connection() {
 }
 
 void Connection::fail(int rc, const std::string& what) const {
-  throw StoreError("database " + path_ + ": " + what + ": " + sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_) + ")",
+  std::string hint;
+  if ((rc & 0xff) == SQLITE_READONLY) {
+    hint = "; the file, its folder or its file system is read-only (ductwork writes the file and its -wal and "
+           "-shm beside it)";
+  } else if ((rc & 0xff) == SQLITE_FULL) {
+    hint = "; the disk is full: a running host resumes by itself once there is space";
+  }
+  throw StoreError("database " + path_ + ": " + what + ": " + sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_) + ")" +
+                       hint,
                    classify(rc));
 }
 

@@ -1,10 +1,17 @@
+// The file system under the database: full, or read-only.
+//
 // A full disk under a running host. Before: runs whose results could not be
 // written stayed in_progress until the orphan sweep (3 x reaper_timeout, 15
 // minutes by default) and `start --drain` did not finish. A worker that
 // could not close its own claim keeps it and closes it (as a crash) as soon
 // as the database takes writes again; the step is re-run and each success
-// is committed once. Needs a small file system: a 2 MB tmpfs, mounted over
-// the workspace (skipped where mounting is not allowed).
+// is committed once.
+//
+// A read-only file system: commands that write fail at once naming the
+// database and why (exit 1), nothing is half-written, reads still work.
+//
+// Each needs its own file system: a small tmpfs mounted over the workspace
+// (skipped where mounting is not allowed).
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -26,6 +33,9 @@ class TmpfsMount {
   }
   ~TmpfsMount() {
     if (mounted_) ::umount2(at_.c_str(), MNT_DETACH);
+  }
+  bool remount_read_only() {
+    return ::mount("tmpfs", at_.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) == 0;
   }
   bool mounted() const { return mounted_; }
   const std::string& why() const { return why_; }
@@ -89,6 +99,36 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
     }
     EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 700);
   }
+}
+
+TEST(ReadOnlyTest, WritingCommandsFailAtOnceAndReadsStillWork) {
+  Workspace ws;
+  TmpfsMount disk(ws.dir(), "size=8m,mode=0700");
+  if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
+  ws.write_config(ConfigOptions{DUCTWORK_PLUGIN_DIR, "", "supervisor: {polling_timeout: 0.1, shutdown_timeout: 2}\n"});
+  ws.define("inc.yml", chain_definition("IncOne", {"Inc"}));
+  std::string id = ws.trigger("IncOne", {"1"});
+  ASSERT_FALSE(id.empty());
+  // A command run once so the compiled-definition cache exists before the
+  // file system turns read-only (a cache it cannot write is no error).
+  ASSERT_TRUE(disk.remount_read_only()) << std::strerror(errno);
+  DbSnapshot before = ws.snapshot();
+
+  for (std::vector<std::string> args : {std::vector<std::string>{"trigger", "IncOne", "2"}, {"start", "--drain"}}) {
+    SCOPED_TRACE(args[0]);
+    auto start = std::chrono::steady_clock::now();
+    ProcessResult r = ws.run(args, 30);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    EXPECT_LT(seconds, 5) << "no waiting on a busy timeout";
+    std::string all = r.out + r.err;
+    EXPECT_NE(all.find("database " + ws.db_path()), std::string::npos) << all;
+    EXPECT_NE(all.find("attempt to write a readonly database"), std::string::npos) << all;
+    EXPECT_NE(all.find("its file system is read-only"), std::string::npos) << all;
+  }
+  EXPECT_EQ(ws.snapshot(), before) << "nothing written";
+  EXPECT_EQ(ws.status(id)["status"], "in_progress") << "status still reads";
+  EXPECT_EQ(ws.list().size(), 1u) << "list still reads";
 }
 
 }  // namespace
