@@ -1,4 +1,5 @@
 // `ductwork status PIPELINE_ID [--json]` and `ductwork list`.
+#include <charconv>
 #include <cstdio>
 #include <set>
 
@@ -6,6 +7,10 @@
 
 namespace ductwork::cli {
 namespace {
+
+// The most rows one `list` prints.
+constexpr long long kMaxListLimit = 1000000;
+
 
 const std::set<std::string> kStatuses = {"pending", "in_progress", "waiting", "advancing",
                                          "halted",  "dampened",    "completed"};
@@ -75,11 +80,14 @@ int cmd_list(const Args& args) {
   }
   if (const std::string* p = args.option("pipeline")) filter.pipeline = *p;
   if (const std::string* l = args.option("limit")) {
-    try {
-      filter.limit = std::stoi(*l);
-    } catch (const std::exception&) {
-      throw BadInput("--limit '" + *l + "' is not a number");
+    // A whole number from 1 to kMaxListLimit, nothing else ("3x", "-1" and
+    // "0" were read as 3, everything and nothing).
+    long long limit = 0;
+    auto [end, ec] = std::from_chars(l->data(), l->data() + l->size(), limit);
+    if (ec != std::errc() || end != l->data() + l->size() || limit < 1 || limit > kMaxListLimit) {
+      throw BadInput("--limit '" + *l + "' is not a whole number from 1 to " + std::to_string(kMaxListLimit));
     }
+    filter.limit = static_cast<int>(limit);
   }
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   std::vector<PipelineSummary> rows;

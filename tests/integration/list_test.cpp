@@ -95,5 +95,30 @@ TEST(ListTest, WithoutADatabaseListsNothingAndCreatesNothing) {
   EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "list must not create the database";
 }
 
+TEST(ListTest, NewestFirstAndAtMostLimitRows) {
+  Workspace ws;
+  ws.define("alpha.yml", chain_definition("Alpha", {"Inc"}));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(ws.trigger("Alpha", {std::to_string(i)}));
+  json all = ws.list();
+  ASSERT_EQ(all.size(), 5u) << all.dump();
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(all[i]["id"], ids[4 - i]) << "newest first: " << all.dump();
+  json three = ws.list({"--limit", "3"});
+  ASSERT_EQ(three.size(), 3u) << three.dump();
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(three[i]["id"], ids[4 - i]) << "the newest three: " << three.dump();
+  ProcessResult text = ws.run({"list", "--limit", "2"});
+  ASSERT_EQ(text.exit_code, 0) << text.describe();
+  EXPECT_EQ(count_of(text.out, "\n"), 2u) << text.out;
+  EXPECT_EQ(text.out.find(ids[4]), 0u) << text.out;
+  for (const char* bad : {"0", "-1", "x", "3x", "1000001"}) {
+    ProcessResult r = ws.run({"list", "--limit", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.describe();
+    EXPECT_NE(r.err.find("--limit '" + std::string(bad) + "' is not a whole number from 1 to 1000000"),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace ductwork::it

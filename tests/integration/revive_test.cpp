@@ -142,5 +142,38 @@ TEST(ReviveTest, RefusesWhatCannotBeRevivedWithExitTwoAndNothingWritten) {
   EXPECT_EQ(ws.snapshot().counts, before.counts);
 }
 
+// `revive --duplicate-context` copies the run context into the new run;
+// without it the new run starts with an empty one.
+TEST(ReviveTest, DuplicateContextCopiesTheRunContextIntoTheNewRun) {
+  std::string sqlite3 = find_on_path("sqlite3");
+  if (sqlite3.empty()) GTEST_SKIP() << "sqlite3 not installed";
+  Workspace ws(ConfigOptions{DUCTWORK_PLUGIN_DIR, "max_retry: 0"});
+  ws.define("ctx.yml", chain_definition("CtxThenFail", {"ContextSet", "Fail"}));
+  const std::string arg = R"({"key": "colour", "value": {"name": "teal", "n": 7}, "overwrite": true})";
+  std::string with = ws.trigger("CtxThenFail", {arg});
+  std::string without = ws.trigger("CtxThenFail", {arg});
+  ws.drain();
+  ASSERT_EQ(ws.status(with)["status"], "halted");
+  ASSERT_EQ(ws.status(without)["status"], "halted");
+
+  ProcessResult copied = ws.run({"revive", with, "--duplicate-context"});
+  ASSERT_EQ(copied.exit_code, 0) << copied.describe();
+  ProcessResult fresh = ws.run({"revive", without});
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.describe();
+  auto context_of = [&](const std::string& pipeline_id) {
+    json runs = ws.status(pipeline_id)["runs"];
+    EXPECT_EQ(runs.size(), 2u) << runs.dump();
+    std::string new_run = runs.back()["id"].get<std::string>();
+    EXPECT_EQ(copied.out.find(new_run) != std::string::npos || fresh.out.find(new_run) != std::string::npos, true)
+        << "revive prints the new run's id";
+    return testsupport::run_process({sqlite3, ws.db_path(),
+                                     "SELECT key || '=' || serialized_value FROM tuples WHERE run_id = '" + new_run +
+                                         "'"})
+        .out;
+  };
+  EXPECT_EQ(context_of(with), "colour={\"n\":7,\"name\":\"teal\"}\n");
+  EXPECT_EQ(context_of(without), "") << "no --duplicate-context: an empty context";
+}
+
 }  // namespace
 }  // namespace ductwork::it

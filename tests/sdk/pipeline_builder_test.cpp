@@ -223,6 +223,12 @@ TEST(PipelineBuilder, BuildingTwiceGivesIdenticalText) {
         .collapse("G").divert({{"k", "H"}, {"otherwise", "I"}}).converge("J").on_halt("K");
     return p.dump();
   };
+  // Pinned: the canonical text is what runs store and definitions are
+  // hashed by, so any change to node naming or layout must show here (and
+  // would orphan the snapshots of runs in flight).
+  const std::string pinned =
+      R"JSON({"edges":{"A.a5a8ce68":{"klass":"A","to":["B.f22f29e2"],"type":"expand"},"B.f22f29e2":{"klass":"B","to":["C.6e97bbd8","D.0709743e"],"type":"divide"},"C.6e97bbd8":{"klass":"C","to":["E.3e592338"],"type":"chain"},"D.0709743e":{"barrier_node":"B.f22f29e2","klass":"D","to":["F.b179e6ba"],"type":"combine"},"E.3e592338":{"barrier_node":"B.f22f29e2","klass":"E","to":["F.b179e6ba"],"type":"combine"},"F.b179e6ba":{"barrier_node":"A.a5a8ce68","klass":"F","to":["G.860a12a8"],"type":"collapse"},"G.860a12a8":{"klass":"G","to":{"k":"H.ae7cadbe","otherwise":"I.05a3eca8"},"type":"divert"},"H.ae7cadbe":{"klass":"H","to":["J.40ecfa72"],"type":"converge"},"I.05a3eca8":{"klass":"I","to":["J.40ecfa72"],"type":"converge"},"J.40ecfa72":{"klass":"J"}},"metadata":{"on_halt":{"klass":"K"}},"nodes":["A.a5a8ce68","B.f22f29e2","C.6e97bbd8","D.0709743e","E.3e592338","F.b179e6ba","G.860a12a8","H.ae7cadbe","I.05a3eca8","J.40ecfa72"],"pipeline":"Same"})JSON";
+  EXPECT_EQ(build(), pinned);
   EXPECT_EQ(build(), build());
   Pipeline copy = buildertest::checkout();  // copies are independent and identical
   Pipeline other = copy;
