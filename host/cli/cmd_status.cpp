@@ -11,7 +11,6 @@ namespace {
 // The most rows one `list` prints.
 constexpr long long kMaxListLimit = 1000000;
 
-
 const std::set<std::string> kStatuses = {"pending", "in_progress", "waiting", "advancing",
                                          "halted",  "dampened",    "completed"};
 

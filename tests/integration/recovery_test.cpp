@@ -230,6 +230,35 @@ TEST(HealthTest, ReportsALiveSupervisorAndADeadOne) {
   EXPECT_NE(dead.out.find("process is gone"), std::string::npos) << dead.out;
 }
 
+// A supervisor that is alive but not heartbeating (here: stopped with
+// SIGSTOP) is unhealthy once its heartbeat is older than max(5 x
+// supervisor.polling_timeout, 3 s); healthy again once it runs. With no
+// supervisor row at all, health says so.
+TEST(HealthTest, ReportsAStaleHeartbeatAndNoSupervisor) {
+  ConfigOptions options;
+  options.extra = "forking: none\nsupervisor: {polling_timeout: 0.1}\n";
+  Workspace ws(options);
+  ws.define("chain.yml", chain_definition("Chain1", {"Inc"}));
+  ASSERT_EQ(ws.run({"migrate"}).exit_code, 0);
+  testsupport::ProcessResult empty = ws.run({"health"});
+  EXPECT_EQ(empty.exit_code, 1) << empty.describe();
+  EXPECT_NE(empty.out.find("no supervisor is running"), std::string::npos) << empty.out;
+
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(10, [&] { return ws.run({"health"}).exit_code == 0; })) << host.stdout_so_far();
+  host.signal(SIGSTOP);
+  auto stopped = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually(10, [&] { return ws.run({"health"}).exit_code == 1; })) << "never went stale";
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  EXPECT_GT(seconds, 2.0) << "stale only after 3 s without a heartbeat";
+  testsupport::ProcessResult stale = ws.run({"health"});
+  EXPECT_NE(stale.out.find("heartbeat is stale"), std::string::npos) << stale.out;
+  host.signal(SIGCONT);
+  EXPECT_TRUE(eventually(10, [&] { return ws.run({"health"}).exit_code == 0; })) << "healthy again once it runs";
+  host.signal(SIGTERM);
+  EXPECT_EQ(host.wait(20).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace ductwork::it
 

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "harness.h"
@@ -93,6 +94,45 @@ TEST(ShutdownTest, SigtermCancelsALongStepAfterTheShutdownTimeout) {
   EXPECT_TRUE(executions[1]["result_type"].is_null()) << executions[1].dump(2);
   EXPECT_EQ(executions[1]["crash_count"], 1);
   EXPECT_EQ(executions[1]["retry_count"], 0);
+}
+
+// A step that ignores cancellation cannot hold shutdown hostage: the
+// supervisor SIGKILLs the child still running after
+// supervisor.shutdown_timeout, records the step as crashed (it runs again
+// later) and exits 0.
+TEST(ShutdownTest, TheSupervisorKillsAChildStillRunningAfterItsShutdownTimeout) {
+  namespace fs = std::filesystem;
+  ConfigOptions options;
+  Workspace ws;
+  std::string plugins = ws.file("plugins");
+  fs::create_directories(plugins);
+  fs::copy_file(std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libstubborn.so", plugins + "/libstubborn.so");
+  options.plugins_directory = plugins;
+  options.job_worker_extra = "shutdown_timeout: 0.2";
+  options.extra = "supervisor: {polling_timeout: 0.1, shutdown_timeout: 1}\n";
+  ws.write_config(options);
+  ws.define("stubborn.yml", chain_definition("Stubborn", {"StubbornSleep"}));
+  std::string id = ws.trigger("Stubborn", {"60000"});
+  ASSERT_FALSE(id.empty());
+
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(10, [&] { return ws.status(id)["runs"][0]["steps"][0]["status"] == "in_progress"; }))
+      << host.stdout_so_far();
+  auto signalled = Clock::now();
+  host.signal(SIGTERM);
+  testsupport::ProcessResult r = host.wait(30);
+  double took = since(signalled);
+  EXPECT_FALSE(r.timed_out) << r.describe();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_GT(took, 0.9) << "the child had supervisor.shutdown_timeout (1 s) to stop";
+  EXPECT_LT(took, 5.0) << "then it was killed; shutdown took " << took << " s";
+  const json executions = ws.status(id)["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 2u) << executions.dump(2);
+  EXPECT_EQ(executions[0]["result_type"], "process_crashed") << executions.dump(2);
+  EXPECT_NE(executions[0]["error_message"].get<std::string>().find("SIGKILL"), std::string::npos)
+      << executions.dump(2);
+  EXPECT_TRUE(executions[1]["result_type"].is_null()) << "queued to run again: " << executions.dump(2);
+  EXPECT_EQ(process_rows(ws), 0) << "no row left behind";
 }
 
 }  // namespace
