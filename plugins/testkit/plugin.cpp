@@ -2,7 +2,7 @@
 // source files of this directory:
 //   value_steps.cpp    Echo, Inc, Double, Sum, Range, Route
 //   failure_steps.cpp  Fail, FailTimes, CrashTimes, Segfault
-//   sleep_step.cpp     Sleep
+//   sleep_step.cpp     Sleep, Gate
 //   context_steps.cpp  ContextSet, ContextGet, RecordHalt
 #include <ductwork/step.hpp>
 

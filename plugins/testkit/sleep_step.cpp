@@ -1,9 +1,11 @@
-// Sleep: a long-running step that honours cancellation.
+// Sleep and Gate: long-running steps that honour cancellation.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
+
+#include <sys/stat.h>
 
 #include <ductwork/step.hpp>
 
@@ -39,5 +41,30 @@ class Sleep : public Step {
   }
 };
 DUCTWORK_STEP(Sleep);
+
+// Gate: {"file": PATH, "value": v}. Waits until PATH exists (polling every
+// 10 ms and ctx.cancelled() between polls), then returns v. Tests use it to
+// hold a step in flight for exactly as long as they need (a crash, a kill)
+// instead of betting on a sleep being long enough. Throws
+// ductwork::Cancelled when cancelled, ArgumentError without a "file" string.
+class Gate : public Step {
+ public:
+  Json execute(StepContext& ctx) override {
+    const Json& arg = ctx.arg(0);
+    const Json* file = arg.is_object() ? arg.find("file") : nullptr;
+    if (file == nullptr || !file->is_string()) {
+      throw ArgumentError("Gate expects {\"file\": PATH, \"value\": v}, got " + arg.dump());
+    }
+    const std::string& path = file->as_string();
+    struct stat st {};
+    while (::stat(path.c_str(), &st) != 0) {
+      if (ctx.cancelled()) throw Cancelled("Gate cancelled while waiting for " + path);
+      std::this_thread::sleep_for(std::chrono::milliseconds(Sleep::kSliceMs));
+    }
+    const Json* value = arg.find("value");
+    return value ? *value : Json();
+  }
+};
+DUCTWORK_STEP(Gate);
 
 }  // namespace ductwork::testkit

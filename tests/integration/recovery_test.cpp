@@ -30,10 +30,16 @@ ConfigOptions forking() {
   return options;
 }
 
+// The first step waits at a gate the test opens only after the kill, so it
+// is in flight when the host dies however slow the machine is.
+std::string gate_arg(const Workspace& ws, int value) {
+  return json{{"file", ws.file("gate")}, {"value", value}}.dump();
+}
+
 TEST(RecoveryTest, HostKilledMidStepIsRecoveredByTheNextHost) {
   Workspace ws(fast_reaper());
-  ws.define("sleepy.yml", chain_definition("Sleepy", {"Sleep", "Inc"}));
-  std::string id = ws.trigger("Sleepy", {"1500"});
+  ws.define("gated.yml", chain_definition("Gated", {"Gate", "Inc"}));
+  std::string id = ws.trigger("Gated", {gate_arg(ws, 1500)});
   ASSERT_FALSE(id.empty());
 
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(30));
@@ -44,6 +50,7 @@ TEST(RecoveryTest, HostKilledMidStepIsRecoveredByTheNextHost) {
   host.signal(SIGKILL);
   testsupport::ProcessResult killed = host.wait(5);
   ASSERT_EQ(killed.term_signal, SIGKILL) << killed.describe();
+  ws.write("gate", "");
 
   ws.drain(30);
   json doc = ws.status(id);
@@ -158,8 +165,8 @@ TEST(SupervisorTest, AStepThatAlwaysSegfaultsEndsJobCrashesExhausted) {
 
 TEST(SupervisorTest, AKilledWorkerChildIsRestartedAndItsStepRecovered) {
   Workspace ws(forking());
-  ws.define("sleepy.yml", chain_definition("Sleepy", {"Sleep", "Inc"}));
-  std::string id = ws.trigger("Sleepy", {"1000"});
+  ws.define("gated.yml", chain_definition("Gated", {"Gate", "Inc"}));
+  std::string id = ws.trigger("Gated", {gate_arg(ws, 1000)});
   ASSERT_FALSE(id.empty());
   testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(30));
   ASSERT_TRUE(eventually(10, [&] {
@@ -172,6 +179,12 @@ TEST(SupervisorTest, AKilledWorkerChildIsRestartedAndItsStepRecovered) {
   auto pid = testsupport::run_process({sqlite, ws.db_path(), "SELECT pid FROM processes WHERE role = 'worker'"});
   ASSERT_FALSE(pid.out.empty());
   ASSERT_EQ(::kill(std::stoi(pid.out), SIGKILL), 0);
+  // Open the gate once the kill is seen (the claim crashed), so the re-run
+  // finishes and the first run could not have.
+  ASSERT_TRUE(eventually(10, [&] {
+    return ws.status(id)["runs"][0]["steps"][0]["executions"][0]["result_type"] == "process_crashed";
+  }));
+  ws.write("gate", "");
   testsupport::ProcessResult r = host.wait(30);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   json doc = ws.status(id);
@@ -180,7 +193,7 @@ TEST(SupervisorTest, AKilledWorkerChildIsRestartedAndItsStepRecovered) {
   ASSERT_EQ(executions.size(), 2u);
   EXPECT_EQ(executions[0]["error_klass"], "ProcessCrash");
   EXPECT_EQ(executions[0]["error_message"], "worker pid " + std::to_string(std::stoi(pid.out)) +
-                                                " killed by SIGKILL while running step Sleep");
+                                                " killed by SIGKILL while running step Gate");
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 1001);
 }
 

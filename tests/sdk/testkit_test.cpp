@@ -1,9 +1,12 @@
 // The testkit plugin, loaded with dlopen and driven through the C ABI the
 // way the host drives it.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -56,7 +59,7 @@ TEST_F(TestkitTest, TableListsEveryStep) {
   for (std::size_t i = 0; i < plugin_->step_count; ++i) names.push_back(plugin_->steps[i]->name);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"ContextGet", "ContextSet", "CrashTimes", "Double",
-                                             "Echo", "Fail", "FailTimes", "Inc", "Range", "RecordHalt", "Route",
+                                             "Echo", "Fail", "FailTimes", "Gate", "Inc", "Range", "RecordHalt", "Route",
                                              "Segfault", "Sleep", "Sum"}));
 }
 
@@ -204,6 +207,27 @@ TEST_F(TestkitTest, SleepStopsWhenCancelled) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
   EXPECT_EQ(r.klass, "ductwork::Cancelled");
+}
+
+TEST_F(TestkitTest, GateWaitsForItsFileThenReturnsTheValue) {
+  std::string file = testing::TempDir() + "/gate-" + std::to_string(::getpid());
+  std::remove(file.c_str());
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    if (f) std::fclose(f);
+  });
+  auto start = std::chrono::steady_clock::now();
+  Json out = ok("Gate", "[{\"file\": \"" + file + "\", \"value\": 5}]");
+  opener.join();
+  EXPECT_EQ(out, Json(5));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100)) << "it waited for the file";
+  std::remove(file.c_str());
+  host_.cancelled = true;
+  StepRun r = run("Gate", "[{\"file\": \"" + file + "\"}]");
+  EXPECT_EQ(r.klass, "ductwork::Cancelled");
+  host_.cancelled = false;
+  EXPECT_EQ(run("Gate", "[7]").klass, "ductwork::ArgumentError");
 }
 
 TEST_F(TestkitTest, ContextSetThenGet) {
