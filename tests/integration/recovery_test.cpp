@@ -6,6 +6,9 @@
 #include <chrono>
 #include <thread>
 
+#include <cstdio>
+#include <sstream>
+
 #include "harness.h"
 
 namespace ductwork::it {
@@ -128,6 +131,47 @@ TEST(SupervisorTest, AStepThatKillsItsChildCostsOneChildAndOneCrash) {
   EXPECT_EQ(executions[2]["crash_count"], 2);
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 42);
   EXPECT_EQ(process_rows(ws), 0);
+}
+
+// SPEC §4's crash backoff: a crash loop is retried at once for the first
+// third of max_crash, then after crash_count x retry_delay, so a poison job
+// cannot spin. Read from the availability rows the engine wrote (when each
+// new execution became claimable) and the attempts (when it was claimed).
+TEST(SupervisorTest, CrashesBackOffAfterTheFirstThirdOfTheBudget) {
+  std::string sqlite = find_on_path("sqlite3");
+  if (sqlite.empty()) GTEST_SKIP() << "sqlite3 not installed";
+  ConfigOptions options = forking();
+  options.job_worker_extra = "max_crash: 6";  // retry_delay: 0.05 (the workspace default)
+  Workspace ws(options);
+  ws.define("crashy.yml", chain_definition("Crashy", {"CrashTimes"}));
+  std::string id = ws.trigger("Crashy", {R"({"times":4,"value":"done"})"});
+  ASSERT_FALSE(id.empty());
+  testsupport::ProcessResult r = ws.run({"start", "--drain"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  json doc = ws.status(id);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+  ASSERT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 5u);
+  auto rows = testsupport::run_process(
+      {sqlite, ws.db_path(),
+       "SELECT e.crash_count, printf('%.3f', (julianday(a.started_at) - julianday(a.created_at)) * 86400), "
+       "printf('%.3f', (julianday(t.started_at) - julianday(a.started_at)) * 86400) "
+       "FROM executions e JOIN availabilities a ON a.execution_id = e.id JOIN attempts t ON t.execution_id = e.id "
+       "ORDER BY e.crash_count"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.describe();
+  std::istringstream lines(rows.out);
+  // crash_count -> the delay the engine chose: 1 and 2 (max_crash 6 / 3)
+  // at once, then 3 x 0.05 and 4 x 0.05 seconds.
+  const double expected[] = {0.0, 0.0, 0.0, 0.15, 0.2};
+  int seen = 0;
+  for (std::string line; std::getline(lines, line); ++seen) {
+    int crash_count = 0;
+    double delay = 0, claimed_after = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%d|%lf|%lf", &crash_count, &delay, &claimed_after), 3) << line;
+    ASSERT_EQ(crash_count, seen) << rows.out;
+    EXPECT_NEAR(delay, expected[seen], 0.002) << "crash_count " << crash_count << ": " << rows.out;
+    EXPECT_GE(claimed_after, -0.001) << "claimed before it was due: " << rows.out;
+  }
+  EXPECT_EQ(seen, 5) << rows.out;
 }
 
 TEST(SupervisorTest, AStepThatAlwaysSegfaultsEndsJobCrashesExhausted) {
