@@ -18,6 +18,7 @@
 #include "cli/progress_line.h"
 #include "engine/catalog.h"
 #include "plugin/plugin_probe.h"
+#include "process/crash_report.h"
 #include "process/host_runtime.h"
 #include "process/supervisor.h"
 
@@ -148,6 +149,8 @@ int start_host(const Args& args) {
     // child stops cleanly and the next supervisor adopts the work.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() == 1) return kExitFailure;
+    // A step that crashes this child leaves its backtrace for the supervisor.
+    if (const std::string* folder = args.option("crash-folder")) install_crash_report(*folder);
   }
 
   Bootstrap boot(args, stdout, LogLevel::kDebug);

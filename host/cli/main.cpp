@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
-    if (command == "start") return cmd_start(parse_args(argc, argv, {"drain"}, {"child"}));
+    if (command == "start") return cmd_start(parse_args(argc, argv, {"drain"}, {"child", "crash-folder"}));
     if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {}));
     if (command == "status") return cmd_status(parse_args(argc, argv, {"json"}, {}));
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));

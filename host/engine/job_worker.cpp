@@ -5,6 +5,7 @@
 #include "util/fault.h"
 #include "engine/error_info.h"
 #include "engine/step_invoker.h"
+#include "process/crash_report.h"
 
 namespace ductwork {
 
@@ -45,7 +46,9 @@ bool JobWorker::run_once() {
     StepOutcome outcome;
     {
       LoopHealth::RunningStep running(health_);
+      set_running_execution(job->execution_id);  // named by a crash report
       outcome = invoke_step(registry_, *job, scope);
+      set_running_execution(std::string());
     }
     if (outcome.plugin != nullptr) {
       job->plugin_name = outcome.plugin->name;

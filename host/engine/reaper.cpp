@@ -19,7 +19,7 @@ void Reaper::report(const char* what, const std::string& process_id, const Recov
   if (wakeups_ && (counts.executions > 0 || counts.advancements > 0)) wakeups_->wake_everyone();
 }
 
-bool Reaper::reap(const std::string& process_id, bool force, const std::string& death) {
+bool Reaper::reap(const std::string& process_id, bool force, const Death& death) {
   RecoveryCounts counts;
   if (!store_.reap_process(process_id, force, config_.supervisor.reaper_timeout, policy(), &counts, death)) {
     return false;

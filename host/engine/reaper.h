@@ -22,7 +22,7 @@ class Reaper {
   // Reaps one process; `force` skips the staleness re-check (the caller
   // has proof of death). Returns false when nothing was reaped.
   // `death` says how the caller saw it die (see Store::reap_process).
-  bool reap(const std::string& process_id, bool force, const std::string& death = std::string());
+  bool reap(const std::string& process_id, bool force, const Death& death = Death());
 
  private:
   CrashPolicyLookup policy() const;

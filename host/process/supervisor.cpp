@@ -1,17 +1,22 @@
 #include "process/supervisor.h"
 
+#include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
 
 #include "engine/error_info.h"
 #include "engine/reaper.h"
+#include "process/crash_report.h"
 #include "process/machine.h"
 #include "store/store_error.h"
 #include "util/uuid.h"
@@ -82,8 +87,38 @@ double Supervisor::child_stale_after() const {
   return t > 20 ? t - 10 : t / 2;
 }
 
+Supervisor::CrashFolder::CrashFolder() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path temp = fs::temp_directory_path(ec);
+  if (ec) return;  // without a folder, crashes have no backtrace
+  // Folders of supervisors that were killed (SIGKILL skips the destructor):
+  // named by their pid, removed once that process is gone.
+  const std::string prefix = "ductwork-crash-";
+  for (fs::directory_iterator it(temp, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    long owner = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (owner > 0 && ::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH) {
+      std::error_code remove_ec;
+      fs::remove_all(it->path(), remove_ec);
+    }
+  }
+  std::string folder = (temp / (prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (::mkdtemp(folder.data()) != nullptr) path = folder;
+}
+
+Supervisor::CrashFolder::~CrashFolder() {
+  std::error_code ec;
+  if (!path.empty()) std::filesystem::remove_all(path, ec);
+}
+
 void Supervisor::spawn(Child& child) {
   std::vector<std::string> args = {options_.executable, "start", "--child", child.spec};
+  if (!crash_folder_.path.empty()) {
+    args.push_back("--crash-folder");
+    args.push_back(crash_folder_.path);
+  }
   if (!options_.config_path.empty()) {
     args.push_back("-c");
     args.push_back(options_.config_path);
@@ -109,7 +144,7 @@ void Supervisor::spawn(Child& child) {
   logger_.info("Child started", {{"child", child.spec}, {"child_pid", pid}});
 }
 
-bool Supervisor::reap_child_row(pid_t pid, const char* why, const std::string& death) {
+bool Supervisor::reap_child_row(pid_t pid, const char* why, const Death& death) {
   try {
     if (auto row = store_->find_process(pid, machine_)) {
       Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true, death);
@@ -134,8 +169,12 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         } else {
           logger_.warn("Child exited", fields);
         }
-        bool had_started =
-            reap_child_row(child.pid, "exited", describe_death(child.spec, child.pid, how_it_ended(status)));
+        Death death(describe_death(child.spec, child.pid, how_it_ended(status)));
+        if (auto report = take_crash_report(crash_folder_.path, child.pid, config_.plugins_directory)) {
+          death.backtrace = std::move(report->backtrace);
+          death.backtrace_execution_id = std::move(report->execution_id);
+        }
+        bool had_started = reap_child_row(child.pid, "exited", death);
         child.pid = -1;
         child.reloading = false;
         // Died before registering (cannot load config, plugins, database):

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "process/host_runtime.h"
 #include "store/store.h"
+#include "store/store_types.h"
 #include "util/logger.h"
 
 namespace ductwork {
@@ -59,7 +60,7 @@ class Supervisor {
   // Reaps the row of a child that is gone (force: we saw it die). False
   // when the child never registered a row.
   // `death` names how it died, for the crashed executions' messages.
-  bool reap_child_row(pid_t pid, const char* why, const std::string& death);
+  bool reap_child_row(pid_t pid, const char* why, const Death& death);
   void check_children(bool stopping, bool check_heartbeats);
   void stop_children();
   // SIGHUP: a graceful restart of every child. Each finishes its in-flight
@@ -77,6 +78,15 @@ class Supervisor {
   std::string process_id_;
   std::string machine_;
   std::vector<Child> children_;
+  // Where children leave their crash reports (crash_report.h): a private
+  // folder made at construction, removed with the supervisor.
+  struct CrashFolder {
+    CrashFolder();
+    ~CrashFolder();
+    CrashFolder(const CrashFolder&) = delete;
+    CrashFolder& operator=(const CrashFolder&) = delete;
+    std::string path;
+  } crash_folder_;
 };
 
 // The loops a child of the forking supervisor runs, from its `spec`

@@ -103,12 +103,12 @@ class Store {
   // stale; crashes its open executions and closes its open advancements
   // with `ProcessCrash` (releasing their branches); deletes the row.
   // Returns false when the row was gone or fresh again.
-  // `death`, when not empty, says how the process was seen to die ("worker
-  // pid 42 killed by SIGSEGV"); each crashed execution's message is then
-  // "<death> while running step <klass>" instead of "owner process <id>
-  // was reaped".
+  // `death.how`, when not empty, says how the process was seen to die
+  // ("worker pid 42 killed by SIGSEGV"); each crashed execution's message is
+  // then "<how> while running step <klass>" instead of "owner process <id>
+  // was reaped", and its error_backtrace is `death.backtrace`.
   virtual bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                            const CrashPolicyLookup& policy, RecoveryCounts* counts, const std::string& death) = 0;
+                            const CrashPolicyLookup& policy, RecoveryCounts* counts, const Death& death) = 0;
   // Claims whose process row is gone (it vanished while the claim was
   // being made) and that are older than `older_than_seconds`: crashed /
   // closed with `OrphanedClaim`. Unclaimed queued work is never touched.

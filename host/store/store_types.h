@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ductwork {
@@ -49,6 +50,18 @@ struct ClaimedJob {
   // success or a failure (status --json). Empty: not known.
   std::string plugin_name;
   std::string plugin_version;
+};
+
+// How a supervisor saw a process die, for the crashed executions' results:
+// `how` ("worker pid 42 killed by SIGSEGV"; empty: just "reaped") and, when
+// its crash handler left one, the backtrace of the thread that crashed and
+// the execution that thread was running (only that one gets it).
+struct Death {
+  Death(std::string how_ = std::string())  // NOLINT: implicit from text
+      : how(std::move(how_)) {}
+  std::string how;
+  std::string backtrace;
+  std::string backtrace_execution_id;
 };
 
 // What to do with a job whose execution raised.

@@ -133,7 +133,7 @@ TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) 
     EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
     EXPECT_EQ(claim.advancement_crash_count, i);
     RecoveryCounts counts;
-    ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, &counts, ""));
+    ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, &counts, Death()));
     EXPECT_EQ(counts.advancements, 1);
   }
   Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id);

@@ -134,7 +134,7 @@ TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBu
   BranchClaim claim;
   EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
   CrashPolicyLookup policy = [](const std::string&, const std::string&) { return CrashPolicy{10, 0.0}; };
-  ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, nullptr, ""));
+  ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, nullptr, Death()));
   drain();
   ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_crashes_exhausted");
   revive(t);

@@ -212,9 +212,9 @@ CrashPolicyLookup crash_policy(int max_crash) {
 TEST_F(SqliteStoreTest, ReapRechecksStalenessUnlessForced) {
   store->register_process("other", 99, "machine-a", "all");
   RecoveryCounts counts;
-  EXPECT_FALSE(store->reap_process("other", false, 3600.0, crash_policy(3), &counts, "")) << "fresh heartbeat";
+  EXPECT_FALSE(store->reap_process("other", false, 3600.0, crash_policy(3), &counts, Death())) << "fresh heartbeat";
   EXPECT_TRUE(store->heartbeat("other"));
-  EXPECT_TRUE(store->reap_process("other", true, 3600.0, crash_policy(3), &counts, ""));
+  EXPECT_TRUE(store->reap_process("other", true, 3600.0, crash_policy(3), &counts, Death()));
   EXPECT_FALSE(store->heartbeat("other")) << "reaped rows are deleted";
   EXPECT_EQ(store->find_process(99, "machine-a"), std::nullopt);
   EXPECT_EQ(store->find_process(4242, "machine-a"), std::optional<std::string>(process_id));
@@ -233,7 +233,7 @@ TEST_F(SqliteStoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   auto job = store->claim_job("P", "dead");
   ASSERT_TRUE(job);
   RecoveryCounts counts;
-  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, ""));
+  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, Death()));
   EXPECT_EQ(counts.executions, 1);
   EXPECT_FALSE(store->job_succeeded(*job, "dead", "2")) << "the dead owner can no longer commit";
   auto again = store->claim_job("P", process_id);
@@ -258,7 +258,7 @@ TEST_F(SqliteStoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
   BranchClaim none;
   EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &none), BranchClaimResult::kIdle) << "still claimed";
   RecoveryCounts counts;
-  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, ""));
+  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, Death()));
   EXPECT_EQ(counts.advancements, 1);
   BranchClaim next;
   ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &next), BranchClaimResult::kClaimed);

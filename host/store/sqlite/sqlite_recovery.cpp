@@ -46,7 +46,7 @@ std::optional<bool> SqliteStore::heartbeat_stale(int64_t pid, const std::string&
 RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_where,
                                                  const std::string& advancements_where, const std::string& bind_value,
                                                  const ErrorInfo& cause, const CrashPolicyLookup& policy,
-                                                 const std::string& now, bool name_the_step) {
+                                                 const std::string& now, const Death* death) {
   RecoveryCounts counts;
   struct Open {
     ClaimedJob job;
@@ -82,7 +82,8 @@ RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_w
     // Fenced on the owner we read: a claim someone else has since taken is
     // never clobbered.
     ErrorInfo why = cause;
-    if (name_the_step) why.message += " while running step " + open.job.klass;
+    if (death != nullptr && !death->how.empty()) why.message += " while running step " + open.job.klass;
+    if (death != nullptr && open.job.execution_id == death->backtrace_execution_id) why.backtrace = death->backtrace;
     if (crash_in_tx(open.job, open.owner, why, policy(open.job.pipeline, open.job.klass), now, &failed)) {
       ++counts.executions;
     }
@@ -117,7 +118,7 @@ RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_w
 }
 
 bool SqliteStore::reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                               const CrashPolicyLookup& policy, RecoveryCounts* counts, const std::string& death) {
+                               const CrashPolicyLookup& policy, RecoveryCounts* counts, const Death& death) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -128,9 +129,9 @@ bool SqliteStore::reap_process(const std::string& process_id, bool force, double
     if (!force) check.bind(2, -stale_after_seconds);
     if (!check.step()) return false;  // gone, or it heartbeat since we looked
   }
-  ErrorInfo cause{"ProcessCrash", death.empty() ? "owner process " + process_id + " was reaped" : death, ""};
+  ErrorInfo cause{"ProcessCrash", death.how.empty() ? "owner process " + process_id + " was reaped" : death.how, ""};
   RecoveryCounts recovered = recover_claims_in_tx("e.process_id = ?1", "adv.process_id = ?1", process_id, cause,
-                                                  policy, now, /*name_the_step=*/!death.empty());
+                                                  policy, now, &death);
   conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
   tx.commit();
   if (counts) *counts = recovered;

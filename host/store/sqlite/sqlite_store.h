@@ -26,7 +26,7 @@ class SqliteStore final : public Store {
   std::optional<std::string> find_process(int64_t pid, const std::string& machine) override;
   std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) override;
   bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                    const CrashPolicyLookup& policy, RecoveryCounts* counts, const std::string& death) override;
+                    const CrashPolicyLookup& policy, RecoveryCounts* counts, const Death& death) override;
   RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) override;
   std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
   int64_t data_version() override;
@@ -76,7 +76,7 @@ class SqliteStore final : public Store {
   RecoveryCounts recover_claims_in_tx(const std::string& executions_where, const std::string& advancements_where,
                                       const std::string& bind_value, const ErrorInfo& cause,
                                       const CrashPolicyLookup& policy, const std::string& now,
-                                      bool name_the_step = false);
+                                      const Death* death = nullptr);
   std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
                                              const std::string& process_id, const std::string& now);
   std::optional<ClaimedJob> claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
