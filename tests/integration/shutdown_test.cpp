@@ -15,6 +15,17 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Sends `sig` to the host and waits up to `timeout` seconds for it to exit
+// 0 (recording a failure otherwise); returns how long the stop took.
+double stop_with(testsupport::Subprocess& host, int sig, double timeout, testsupport::ProcessResult* out) {
+  auto signalled = Clock::now();
+  host.signal(sig);
+  *out = host.wait(timeout);
+  double took = since(signalled);
+  EXPECT_FALSE(out->timed_out) << out->describe();
+  EXPECT_EQ(out->exit_code, 0) << out->describe();
+  return took;
+}
 
 void expect_stops_on(int sig) {
   Workspace ws;
@@ -26,12 +37,8 @@ void expect_stops_on(int sig) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE(host.running()) << "start without --drain exited by itself: " << host.wait(1).describe();
 
-  auto signalled = Clock::now();
-  host.signal(sig);
-  testsupport::ProcessResult r = host.wait(10);
-  double took = since(signalled);
-  EXPECT_FALSE(r.timed_out) << r.describe();
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  testsupport::ProcessResult r;
+  double took = stop_with(host, sig, 10, &r);
   EXPECT_LT(took, 3.0) << "shutdown took " << took << " s";
 }
 
@@ -66,12 +73,8 @@ TEST(ShutdownTest, SigtermCancelsALongStepAfterTheShutdownTimeout) {
                          << "\nstderr: " << host.stderr_so_far();
   ASSERT_TRUE(host.running());
 
-  auto signalled = Clock::now();
-  host.signal(SIGTERM);
-  testsupport::ProcessResult r = host.wait(20);
-  double took = since(signalled);
-  EXPECT_FALSE(r.timed_out) << r.describe();
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  testsupport::ProcessResult r;
+  double took = stop_with(host, SIGTERM, 20, &r);
   // 0.2 s of grace, then the step notices the cancellation within a slice.
   EXPECT_LT(took, 3.0) << "shutdown took " << took << " s";
   EXPECT_NE(r.out.find("Shutdown timeout reached"), std::string::npos)
@@ -118,12 +121,8 @@ TEST(ShutdownTest, TheSupervisorKillsAChildStillRunningAfterItsShutdownTimeout) 
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
   ASSERT_TRUE(eventually(10, [&] { return ws.status(id)["runs"][0]["steps"][0]["status"] == "in_progress"; }))
       << host.stdout_so_far();
-  auto signalled = Clock::now();
-  host.signal(SIGTERM);
-  testsupport::ProcessResult r = host.wait(30);
-  double took = since(signalled);
-  EXPECT_FALSE(r.timed_out) << r.describe();
-  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  testsupport::ProcessResult r;
+  double took = stop_with(host, SIGTERM, 30, &r);
   EXPECT_GT(took, 0.9) << "the child had supervisor.shutdown_timeout (1 s) to stop";
   EXPECT_LT(took, 5.0) << "then it was killed; shutdown took " << took << " s";
   const json executions = ws.status(id)["runs"][0]["steps"][0]["executions"];
