@@ -74,6 +74,18 @@ TEST_F(LimitsTest, SixtyFourBitIntegersRoundTripExactly) {
   EXPECT_EQ(echoed("{\"a\": [9223372036854775808]}").dump(), "{\"a\":[9223372036854775808]}") << "2^63";
 }
 
+TEST_F(LimitsTest, SixtyFourBitIntegersRoundTripThroughTheRunContext) {
+  ws_.define("ctx.yml", chain_definition("CtxRoundTrip", {"ContextSet", "ContextGet"}));
+  const std::string value = R"({"max": 18446744073709551615, "min": -9223372036854775808, "two63": 9223372036854775808})";
+  std::string id = ws_.trigger("CtxRoundTrip", {R"({"key": "numbers", "value": )" + value + "}"});
+  ASSERT_FALSE(id.empty());
+  ws_.drain();
+  json doc = ws_.status(id);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"].dump(),
+            R"({"max":18446744073709551615,"min":-9223372036854775808,"two63":9223372036854775808})");
+}
+
 TEST_F(LimitsTest, NumbersThatCannotBeKeptExactlyAreRefused) {
   expect_refused("18446744073709551616", {"argument 1", "the integer 18446744073709551616 does not fit in 64 bits",
                                           "pass it as a string"});
