@@ -1,11 +1,25 @@
 #include "store/sqlite/sqlite_batch_insert.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <stdexcept>
 
 namespace ductwork::sqlite {
 
 BatchInsert::BatchInsert(Connection& conn, std::string head, std::string row, int width)
-    : conn_(conn), head_(std::move(head)), row_(std::move(row)), width_(width) {}
+    : conn_(conn),
+      head_(std::move(head)),
+      row_(std::move(row)),
+      width_(width),
+      exceptions_at_start_(std::uncaught_exceptions()) {}
+
+BatchInsert::~BatchInsert() {
+  if (pending_.empty() || std::uncaught_exceptions() > exceptions_at_start_) return;
+  std::fprintf(stderr, "ductwork: BatchInsert destroyed with %zu unflushed value(s) for \"%s\": call flush()\n",
+               pending_.size(), head_.c_str());
+  std::abort();
+}
 
 void BatchInsert::add(std::vector<Value> values) {
   if (static_cast<int>(values.size()) != width_) throw std::logic_error("BatchInsert: row of the wrong width");

@@ -27,6 +27,11 @@ class BatchInsert {
   // `head` is "INSERT INTO t (cols) VALUES ", `row` one parenthesised tuple
   // of `width` '?' placeholders (expressions around them are allowed).
   BatchInsert(Connection& conn, std::string head, std::string row, int width);
+  BatchInsert(BatchInsert&&) = default;
+  // Rows queued and never flushed would be lost silently: outside of stack
+  // unwinding (where the transaction rolls back anyway) that is a bug, and
+  // the process aborts naming the table.
+  ~BatchInsert();
 
   // Queues one row (width values); writes a full batch as soon as one is
   // queued.
@@ -42,6 +47,7 @@ class BatchInsert {
   std::string row_;
   int width_;
   std::vector<Value> pending_;
+  int exceptions_at_start_;
 };
 
 // branch_links rows: (id, parent_branch_id, child_branch_id, created_at,

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <ctime>
 
 #include "store/store_error.h"
@@ -106,6 +107,7 @@ Statement::~Statement() {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
   }
+  if (in_use_) *in_use_ = false;
 }
 
 Statement& Statement::bind(int index, std::string_view text) {
@@ -204,7 +206,7 @@ Connection::Connection(std::string path) : path_(std::move(path)) {
 }
 
 Connection::~Connection() {
-  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
   cache_.clear();
 }
 
@@ -270,9 +272,14 @@ Statement Connection::prepare(const std::string& sql) {
     int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
                                 nullptr);
     if (rc != SQLITE_OK) fail(rc, "prepare: " + sql);
-    it = cache_.emplace(sql, stmt).first;
+    it = cache_.emplace(sql, Cached{stmt, false}).first;
   }
-  return Statement(this, it->second);
+  if (it->second.in_use) {
+    throw std::logic_error("database " + path_ + ": statement already in use (a nested use of the same SQL would "
+                           "reset the outer one): " + sql);
+  }
+  it->second.in_use = true;
+  return Statement(this, it->second.stmt, &it->second.in_use);
 }
 
 void Connection::exec_script(const std::string& sql) {

@@ -24,11 +24,17 @@ class Connection;
 
 // A prepared statement borrowed from a Connection's cache. Binding is
 // 1-based as in SQLite. The statement is reset (bindings cleared) when the
-// handle goes out of scope, so the next user starts clean.
+// handle goes out of scope, so the next user starts clean. One handle per
+// SQL text at a time: borrowing a statement that is still borrowed (a
+// nested use of the same SQL, which would silently reset the outer one) is
+// a std::logic_error.
 class Statement {
  public:
-  Statement(Connection* conn, sqlite3_stmt* stmt) : conn_(conn), stmt_(stmt) {}
-  Statement(Statement&& other) noexcept : conn_(other.conn_), stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  Statement(Connection* conn, sqlite3_stmt* stmt, bool* in_use) : conn_(conn), stmt_(stmt), in_use_(in_use) {}
+  Statement(Statement&& other) noexcept : conn_(other.conn_), stmt_(other.stmt_), in_use_(other.in_use_) {
+    other.stmt_ = nullptr;
+    other.in_use_ = nullptr;
+  }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
   ~Statement();
@@ -53,6 +59,7 @@ class Statement {
  private:
   Connection* conn_;
   sqlite3_stmt* stmt_;
+  bool* in_use_;  // the cache entry's flag, cleared when this handle ends
 };
 
 // One SQLite connection, opened through Poco::Data, with WAL, the database
@@ -87,7 +94,11 @@ class Connection {
   bool wal_ = false;  // the file is in WAL mode (it has a -wal while open)
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  struct Cached {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
+  std::unordered_map<std::string, Cached> cache_;  // node-based: entries never move
 };
 
 // RAII write transaction: BEGIN IMMEDIATE, rolled back unless commit() was

@@ -1,0 +1,87 @@
+// The SQLite connection's statement cache and batch inserts: misuse that
+// used to lose data silently is now loud. A nested use of one SQL text
+// reset the outer statement mid-iteration; a BatchInsert dropped rows that
+// were never flushed.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "store/sqlite/sqlite_batch_insert.h"
+#include "store/sqlite/sqlite_connection.h"
+#include "temp_dir.h"
+
+namespace ductwork::sqlite {
+namespace {
+
+class SqliteConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conn_ = std::make_unique<Connection>(dir_.file("c.sqlite3"));
+    conn_->exec_script("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");
+  }
+  int64_t rows() {
+    auto s = conn_->prepare("SELECT COUNT(*) FROM t");
+    s.step();
+    return s.int64(0);
+  }
+  testsupport::TempDir dir_;
+  std::unique_ptr<Connection> conn_;
+};
+
+TEST_F(SqliteConnectionTest, ANestedUseOfTheSameSqlIsRefused) {
+  conn_->exec_script("INSERT INTO t (v) VALUES ('a'), ('b')");
+  const std::string sql = "SELECT v FROM t ORDER BY id";
+  {
+    auto outer = conn_->prepare(sql);
+    ASSERT_TRUE(outer.step());
+    EXPECT_THROW(conn_->prepare(sql), std::logic_error) << "would reset the outer statement";
+    ASSERT_TRUE(outer.step()) << "the outer statement was not disturbed";
+    EXPECT_EQ(outer.text(0), "b");
+  }
+  auto again = conn_->prepare(sql);  // free once the handle is gone
+  ASSERT_TRUE(again.step());
+  EXPECT_EQ(again.text(0), "a");
+  // A different SQL text may be used while another is borrowed.
+  EXPECT_EQ(rows(), 2);
+}
+
+TEST_F(SqliteConnectionTest, AMovedStatementStaysBorrowedUntilItsLastHandleEnds) {
+  const std::string sql = "SELECT COUNT(*) FROM t";
+  {
+    auto first = conn_->prepare(sql);
+    Statement moved = std::move(first);
+    EXPECT_THROW(conn_->prepare(sql), std::logic_error);
+  }
+  EXPECT_NO_THROW(conn_->prepare(sql));
+}
+
+TEST_F(SqliteConnectionTest, BatchInsertWritesEveryFlushedRow) {
+  BatchInsert batch(*conn_, "INSERT INTO t (v) VALUES ", "(?)", 1);
+  for (int i = 0; i < 2500; ++i) batch.add({std::string("v") + std::to_string(i)});
+  batch.flush();
+  EXPECT_EQ(rows(), 2500);
+}
+
+TEST_F(SqliteConnectionTest, ABatchInsertDestroyedWithUnflushedRowsAborts) {
+  EXPECT_DEATH(
+      {
+        BatchInsert batch(*conn_, "INSERT INTO t (v) VALUES ", "(?)", 1);
+        batch.add({std::string("lost")});
+      },
+      "BatchInsert destroyed with 1 unflushed value\\(s\\) for \"INSERT INTO t \\(v\\) VALUES \": call flush\\(\\)");
+}
+
+TEST_F(SqliteConnectionTest, UnflushedRowsAreDroppedQuietlyWhileAnExceptionUnwinds) {
+  // The transaction rolls back anyway; aborting here would hide the error.
+  EXPECT_THROW(
+      {
+        BatchInsert batch(*conn_, "INSERT INTO t (v) VALUES ", "(?)", 1);
+        batch.add({std::string("discarded")});
+        throw std::runtime_error("the write failed");
+      },
+      std::runtime_error);
+  EXPECT_EQ(rows(), 0);
+}
+
+}  // namespace
+}  // namespace ductwork::sqlite
