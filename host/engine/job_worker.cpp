@@ -4,6 +4,7 @@
 
 #include "util/fault.h"
 #include "engine/error_info.h"
+#include "engine/job_policy.h"
 #include "engine/step_invoker.h"
 #include "process/crash_report.h"
 
@@ -66,17 +67,21 @@ bool JobWorker::run_once() {
   return true;
 }
 
+NextExecution JobWorker::after_crash_of(const ClaimedJob& job) const {
+  return after_crash(job.retry_count, job.crash_count,
+                     CrashPolicy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay});
+}
+
 void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
-  bool step_failed = false;
-  CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
+  NextExecution next = after_crash_of(job);
   try {
-    if (store_.job_crashed(job, process_id_, cause, policy, &step_failed)) {
+    if (store_.job_crashed(job, process_id_, cause, next)) {
       logger_.warn("Abandoned claim closed as a crash",
                    {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
                     {"job_id", job.job_id}, {"step", job.klass}, {"error_klass", cause.klass},
                     {"error_message", cause.message}});
       wakeups_.job_enqueued(pipeline_);
-      if (step_failed) wakeups_.advancers().notify_one();
+      if (next.step_failed) wakeups_.advancers().notify_one();
     }
   } catch (const std::exception& e) {
     logger_.error("Could not close an abandoned claim; retrying once the database takes writes",
@@ -90,15 +95,14 @@ void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
 void JobWorker::close_unclosed() {
   while (!unclosed_.empty()) {
     const auto& [job, cause] = unclosed_.front();
-    bool step_failed = false;
-    CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
+    NextExecution next = after_crash_of(job);
     try {
       // False: the fence matched nothing, someone else recovered it.
-      if (store_.job_crashed(job, process_id_, cause, policy, &step_failed)) {
+      if (store_.job_crashed(job, process_id_, cause, next)) {
         logger_.info("Abandoned claim closed as a crash after the database took writes again",
                      {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"job_id", job.job_id}, {"step", job.klass}});
         wakeups_.job_enqueued(pipeline_);
-        if (step_failed) wakeups_.advancers().notify_one();
+        if (next.step_failed) wakeups_.advancers().notify_one();
       }
     } catch (const std::exception&) {
       return;  // still not writable: the next iteration tries again
@@ -125,15 +129,19 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
   } else if (cancelled_.load()) {
     // The step stopped because we are shutting down: that is not the step's
     // fault, so it costs a crash unit rather than a retry.
-    CrashPolicy policy{config_.job_worker.max_crash.get(pipeline_, job.klass), config_.job_worker.retry_delay};
-    committed = store_.job_crashed(job, process_id_, outcome.error, policy, &step_failed);
+    NextExecution next = after_crash_of(job);
+    committed = store_.job_crashed(job, process_id_, outcome.error, next);
+    step_failed = next.step_failed;
     json fields = where();
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
     logger_.warn("Job stopped by shutdown; recorded as a crash", fields);
   } else {
-    RetryPolicy policy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay};
-    committed = store_.job_errored(job, process_id_, outcome.error, policy, &step_failed);
+    NextExecution next = after_error(
+        job.retry_count, job.crash_count,
+        RetryPolicy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay});
+    committed = store_.job_errored(job, process_id_, outcome.error, next);
+    step_failed = next.step_failed;
     stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
     json fields = where();
     fields["error_klass"] = outcome.error.klass;

@@ -45,6 +45,8 @@ class JobWorker {
 
  private:
   void commit(const ClaimedJob& job, const struct StepOutcome& outcome);
+  // The engine's crash rule (job_policy.h) with this step's configuration.
+  NextExecution after_crash_of(const ClaimedJob& job) const;
   // crashed! for a claim this iteration could not finish. When even that
   // write fails (a full disk), the claim is kept in unclosed_.
   void abandon(const ClaimedJob& job, const ErrorInfo& cause);

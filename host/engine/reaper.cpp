@@ -1,14 +1,17 @@
 #include "engine/reaper.h"
 
+#include "engine/job_policy.h"
+
 namespace ductwork {
 
 Reaper::Reaper(Store& store, const Config& config, Logger& logger, Wakeups* wakeups)
     : store_(store), config_(config), logger_(logger), wakeups_(wakeups) {}
 
-CrashPolicyLookup Reaper::policy() const {
+CrashPlanner Reaper::plan() const {
   const Config& config = config_;
-  return [&config](const std::string& pipeline, const std::string& klass) {
-    return CrashPolicy{config.job_worker.max_crash.get(pipeline, klass), config.job_worker.retry_delay};
+  return [&config](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count,
+                       CrashPolicy{config.job_worker.max_crash.get(job.pipeline, job.klass), config.job_worker.retry_delay});
   };
 }
 
@@ -21,7 +24,7 @@ void Reaper::report(const char* what, const std::string& process_id, const Recov
 
 bool Reaper::reap(const std::string& process_id, bool force, const Death& death) {
   RecoveryCounts counts;
-  if (!store_.reap_process(process_id, force, config_.supervisor.reaper_timeout, policy(), &counts, death)) {
+  if (!store_.reap_process(process_id, force, config_.supervisor.reaper_timeout, plan(), &counts, death)) {
     return false;
   }
   report("Process reaped", process_id, counts);
@@ -30,7 +33,7 @@ bool Reaper::reap(const std::string& process_id, bool force, const Death& death)
 
 void Reaper::tick(const std::string& own_process_id) {
   for (const auto& id : store_.stale_processes(own_process_id, config_.supervisor.reaper_timeout)) reap(id, false);
-  RecoveryCounts orphans = store_.sweep_orphans(3 * config_.supervisor.reaper_timeout, policy());
+  RecoveryCounts orphans = store_.sweep_orphans(3 * config_.supervisor.reaper_timeout, plan());
   if (orphans.executions > 0 || orphans.advancements > 0) report("Orphaned claims recovered", "", orphans);
 }
 

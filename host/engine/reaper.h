@@ -25,7 +25,7 @@ class Reaper {
   bool reap(const std::string& process_id, bool force, const Death& death = Death());
 
  private:
-  CrashPolicyLookup policy() const;
+  CrashPlanner plan() const;
   void report(const char* what, const std::string& process_id, const RecoveryCounts& counts);
 
   Store& store_;

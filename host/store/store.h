@@ -108,11 +108,11 @@ class Store {
   // then "<how> while running step <klass>" instead of "owner process <id>
   // was reaped", and its error_backtrace is `death.backtrace`.
   virtual bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                            const CrashPolicyLookup& policy, RecoveryCounts* counts, const Death& death) = 0;
+                            const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) = 0;
   // Claims whose process row is gone (it vanished while the claim was
   // being made) and that are older than `older_than_seconds`: crashed /
   // closed with `OrphanedClaim`. Unclaimed queued work is never touched.
-  virtual RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) = 0;
+  virtual RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPlanner& plan) = 0;
 
   // Whether the row of process (pid, machine) has a heartbeat older than
   // `seconds`; nullopt when there is no such row (yet).
@@ -145,18 +145,15 @@ class Store {
   // in the same transaction (one commit per step for a busy worker).
   virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                              std::optional<ClaimedJob>* next = nullptr) = 0;
-  // errored!: same fence. Writes a failure result and either a retry
-  // execution available after the delay, or marks the step failed. Sets
-  // *step_failed accordingly.
+  // errored!: same fence. Writes a failure result, then what `next` says:
+  // a retry execution, or the step failed.
   virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                           const RetryPolicy& policy, bool* step_failed) = 0;
+                           const NextExecution& next) = 0;
   // crashed!: fenced on the execution still being open and owned by
-  // `process_id`. Writes a process_crashed result carrying the cause and
-  // either a new execution (crash_count + 1, same retry_count; immediate for
-  // the first third of the budget, then delayed crash_count × retry_delay)
-  // or marks the step failed. False when the fence matched nothing.
+  // `process_id`. Writes a process_crashed result carrying the cause, then
+  // what `next` says. False when the fence matched nothing.
   virtual bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                           const CrashPolicy& policy, bool* step_failed) = 0;
+                           const NextExecution& next) = 0;
   // Seconds until the next availability of the pipeline opens (nullopt: none queued).
   virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
 

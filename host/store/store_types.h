@@ -64,20 +64,21 @@ struct Death {
   std::string backtrace_execution_id;
 };
 
-// What to do with a job whose execution raised.
-struct RetryPolicy {
-  int max_retry = 3;
-  double retry_delay_seconds = 10.0;
+// What follows an execution that ended without success, as the engine
+// decided it (engine/job_policy.h): the step fails for good, or a new
+// execution with these counts becomes claimable `delay_seconds` from now
+// (database clock). A store writes exactly this; it decides nothing.
+struct NextExecution {
+  bool step_failed = false;
+  int64_t retry_count = 0;
+  int64_t crash_count = 0;
+  double delay_seconds = 0;
 };
 
-// What to do with a job whose execution crashed.
-struct CrashPolicy {
-  int max_crash = 10;
-  double retry_delay_seconds = 10.0;
-};
-
-// The crash policy of a step class of a pipeline (configuration lookup).
-using CrashPolicyLookup = std::function<CrashPolicy(const std::string& pipeline, const std::string& klass)>;
+// For crash recovery inside a store transaction: what follows the crash of
+// an open execution the store found (the engine's rule with the step's
+// configuration).
+using CrashPlanner = std::function<NextExecution(const ClaimedJob& job)>;
 
 // What one recovery pass closed.
 struct RecoveryCounts {

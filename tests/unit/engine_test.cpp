@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "engine/job_policy.h"
 #include "process/host_runtime.h"
 #include "engine_fixture.h"
 
@@ -123,7 +124,9 @@ TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) 
   auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
   ASSERT_TRUE(worker.run_once());
-  CrashPolicyLookup policy = [](const std::string&, const std::string&) { return CrashPolicy{10, 0.0}; };
+  CrashPlanner policy = [](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count, CrashPolicy{10, 0.0});
+  };
   // Two advancer processes die mid-advance; each time the reaper closes the
   // abandoned advancement as a crash and releases the branch.
   for (int i = 0; i < 2; ++i) {

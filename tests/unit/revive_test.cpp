@@ -1,6 +1,7 @@
 // Revive (SPEC §7) for every halt reason, on chains and on runs that fanned
 // out and in: the store copies the halted run into a new one and the real
 // worker and advancer finish it (or halt it again when nothing changed).
+#include "engine/job_policy.h"
 #include "engine_fixture.h"
 #include "store/store_error.h"
 
@@ -133,7 +134,9 @@ TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBu
   Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
   BranchClaim claim;
   EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
-  CrashPolicyLookup policy = [](const std::string&, const std::string&) { return CrashPolicy{10, 0.0}; };
+  CrashPlanner policy = [](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count, CrashPolicy{10, 0.0});
+  };
   ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, nullptr, Death()));
   drain();
   ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_crashes_exhausted");

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "store/store_error.h"
+#include "engine/job_policy.h"
 #include "store_fixture.h"
 
 namespace ductwork {
@@ -83,10 +84,8 @@ TEST_F(SqliteStoreTest, SucceededIsFencedOnTheOwner) {
 TEST_F(SqliteStoreTest, ErroredRetriesAfterTheDelayThenFails) {
   trigger(compile(kChain), json::array({1}));
   ErrorInfo error{"Boom", "it broke", "frame"};
-  bool failed = true;
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_errored(*job, process_id, error, RetryPolicy{1, 3600.0}, &failed));
-  EXPECT_FALSE(failed);
+  ASSERT_TRUE(store->job_errored(*job, process_id, error, after_error(0, 0, RetryPolicy{1, 3600.0})));
   EXPECT_FALSE(store->claim_job("P", process_id)) << "the retry must wait for its delay";
   auto wait = store->seconds_until_next_job("P");
   ASSERT_TRUE(wait);
@@ -95,23 +94,22 @@ TEST_F(SqliteStoreTest, ErroredRetriesAfterTheDelayThenFails) {
   trigger(compile(kChain), json::array({2}));
   auto second = store->claim_job("P", process_id);
   ASSERT_TRUE(second);
-  ASSERT_TRUE(store->job_errored(*second, process_id, error, RetryPolicy{1, 0.0}, &failed));
+  ASSERT_TRUE(store->job_errored(*second, process_id, error, after_error(0, 0, RetryPolicy{1, 0.0})));
   auto retry = store->claim_job("P", process_id);
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->job_id, second->job_id);
   EXPECT_EQ(retry->retry_count, 1);
-  ASSERT_TRUE(store->job_errored(*retry, process_id, error, RetryPolicy{1, 0.0}, &failed));
-  EXPECT_TRUE(failed);
+  NextExecution last = after_error(retry->retry_count, retry->crash_count, RetryPolicy{1, 0.0});
+  ASSERT_TRUE(last.step_failed);
+  ASSERT_TRUE(store->job_errored(*retry, process_id, error, last));
   EXPECT_FALSE(store->claim_job("P", process_id));
 }
 
 TEST_F(SqliteStoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
   auto t = trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
-  bool failed = true;
   ASSERT_TRUE(store->job_crashed(*job, process_id, ErrorInfo{"ProcessCrash", "owner reaped", ""},
-                                 CrashPolicy{3, 10.0}, &failed));
-  EXPECT_FALSE(failed);
+                                 after_crash(job->retry_count, job->crash_count, CrashPolicy{3, 10.0})));
   auto again = store->claim_job("P", process_id);  // first third of the budget: immediate
   ASSERT_TRUE(again);
   EXPECT_EQ(again->crash_count, 1);
@@ -205,8 +203,10 @@ TEST_F(SqliteStoreTest, HeartbeatReportsAReapedRow) {
   EXPECT_FALSE(store->heartbeat(process_id));
 }
 
-CrashPolicyLookup crash_policy(int max_crash) {
-  return [max_crash](const std::string&, const std::string&) { return CrashPolicy{max_crash, 0.0}; };
+CrashPlanner crash_policy(int max_crash) {
+  return [max_crash](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count, CrashPolicy{max_crash, 0.0});
+  };
 }
 
 TEST_F(SqliteStoreTest, ReapRechecksStalenessUnlessForced) {

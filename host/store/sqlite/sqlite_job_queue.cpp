@@ -181,6 +181,16 @@ void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* statu
       .exec();
 }
 
+// What the engine decided after a failure or a crash: the step failed, or
+// a new execution with the given counts, claimable after the delay.
+void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& next, const std::string& now) {
+  if (next.step_failed) {
+    mark_advanceable(conn, job, "failed", now);
+  } else {
+    insert_next_execution(conn, job, next.retry_count, next.crash_count, next.delay_seconds, now);
+  }
+}
+
 }  // namespace
 
 bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
@@ -204,45 +214,31 @@ bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& proces
 }
 
 bool SqliteStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                              const RetryPolicy& policy, bool* step_failed) {
+                              const NextExecution& next) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   if (!close_execution(conn_, job, process_id, now)) return false;
   insert_result(conn_, job.execution_id, "failure", &error, now);
-  *step_failed = job.retry_count >= policy.max_retry;
-  if (*step_failed) {
-    mark_advanceable(conn_, job, "failed", now);
-  } else {
-    insert_next_execution(conn_, job, job.retry_count + 1, job.crash_count, policy.retry_delay_seconds, now);
-  }
+  write_next(conn_, job, next, now);
   tx.commit();
   return true;
 }
 
 bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                              const CrashPolicy& policy, bool* step_failed) {
+                              const NextExecution& next) {
   auto held = lock();
   WriteTransaction tx(conn_);
-  if (!crash_in_tx(job, process_id, cause, policy, db_now(conn_), step_failed)) return false;
+  if (!crash_in_tx(job, process_id, cause, next, db_now(conn_))) return false;
   tx.commit();
   return true;
 }
 
 bool SqliteStore::crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                              const CrashPolicy& policy, const std::string& now, bool* step_failed) {
+                              const NextExecution& next, const std::string& now) {
   if (!close_execution(conn_, job, process_id, now)) return false;
   insert_result(conn_, job.execution_id, "process_crashed", &cause, now);
-  *step_failed = job.crash_count >= policy.max_crash;
-  if (*step_failed) {
-    mark_advanceable(conn_, job, "failed", now);
-  } else {
-    // A crash loop is retried at once for the first third of the budget (a
-    // flaky host), then backs off linearly so a poison job cannot spin.
-    int64_t next = job.crash_count + 1;
-    double delay = next <= policy.max_crash / 3 ? 0.0 : static_cast<double>(next) * policy.retry_delay_seconds;
-    insert_next_execution(conn_, job, job.retry_count, next, delay, now);
-  }
+  write_next(conn_, job, next, now);
   return true;
 }
 

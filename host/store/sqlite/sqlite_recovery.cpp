@@ -45,7 +45,7 @@ std::optional<bool> SqliteStore::heartbeat_stale(int64_t pid, const std::string&
 
 RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_where,
                                                  const std::string& advancements_where, const std::string& bind_value,
-                                                 const ErrorInfo& cause, const CrashPolicyLookup& policy,
+                                                 const ErrorInfo& cause, const CrashPlanner& plan,
                                                  const std::string& now, const Death* death) {
   RecoveryCounts counts;
   struct Open {
@@ -78,13 +78,12 @@ RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_w
     }
   }
   for (const auto& open : executions) {
-    bool failed = false;
     // Fenced on the owner we read: a claim someone else has since taken is
     // never clobbered.
     ErrorInfo why = cause;
     if (death != nullptr && !death->how.empty()) why.message += " while running step " + open.job.klass;
     if (death != nullptr && open.job.execution_id == death->backtrace_execution_id) why.backtrace = death->backtrace;
-    if (crash_in_tx(open.job, open.owner, why, policy(open.job.pipeline, open.job.klass), now, &failed)) {
+    if (crash_in_tx(open.job, open.owner, why, plan(open.job), now)) {
       ++counts.executions;
     }
   }
@@ -118,7 +117,7 @@ RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_w
 }
 
 bool SqliteStore::reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                               const CrashPolicyLookup& policy, RecoveryCounts* counts, const Death& death) {
+                               const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -131,14 +130,14 @@ bool SqliteStore::reap_process(const std::string& process_id, bool force, double
   }
   ErrorInfo cause{"ProcessCrash", death.how.empty() ? "owner process " + process_id + " was reaped" : death.how, ""};
   RecoveryCounts recovered = recover_claims_in_tx("e.process_id = ?1", "adv.process_id = ?1", process_id, cause,
-                                                  policy, now, &death);
+                                                  plan, now, &death);
   conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
   tx.commit();
   if (counts) *counts = recovered;
   return true;
 }
 
-RecoveryCounts SqliteStore::sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) {
+RecoveryCounts SqliteStore::sweep_orphans(double older_than_seconds, const CrashPlanner& plan) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -154,7 +153,7 @@ RecoveryCounts SqliteStore::sweep_orphans(double older_than_seconds, const Crash
       "WHERE a.execution_id = e.id AND a.completed_at IS NOT NULL AND a.completed_at < ?1)",
       "(adv.process_id IS NULL OR NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = adv.process_id)) "
       "AND adv.started_at < ?1",
-      threshold, ErrorInfo{"OrphanedClaim", "claim has no owning process", ""}, policy, now);
+      threshold, ErrorInfo{"OrphanedClaim", "claim has no owning process", ""}, plan, now);
   tx.commit();
   return recovered;
 }

@@ -26,8 +26,8 @@ class SqliteStore final : public Store {
   std::optional<std::string> find_process(int64_t pid, const std::string& machine) override;
   std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) override;
   bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                    const CrashPolicyLookup& policy, RecoveryCounts* counts, const Death& death) override;
-  RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPolicyLookup& policy) override;
+                    const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) override;
+  RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPlanner& plan) override;
   std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
   int64_t data_version() override;
   void check_storage() override;
@@ -38,9 +38,9 @@ class SqliteStore final : public Store {
   bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                      std::optional<ClaimedJob>* next) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                   const RetryPolicy& policy, bool* step_failed) override;
+                   const NextExecution& next) override;
   bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                   const CrashPolicy& policy, bool* step_failed) override;
+                   const NextExecution& next) override;
   std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
 
   BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
@@ -70,12 +70,12 @@ class SqliteStore final : public Store {
  private:
   // crashed! inside an open transaction (see Store::job_crashed).
   bool crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                   const CrashPolicy& policy, const std::string& now, bool* step_failed);
+                   const NextExecution& next, const std::string& now);
   // Crashes every open execution and closes every open advancement matched
   // by `where` (SQL over executions e / advancements adv), with `cause`.
   RecoveryCounts recover_claims_in_tx(const std::string& executions_where, const std::string& advancements_where,
                                       const std::string& bind_value, const ErrorInfo& cause,
-                                      const CrashPolicyLookup& policy, const std::string& now,
+                                      const CrashPlanner& plan, const std::string& now,
                                       const Death* death = nullptr);
   std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
                                              const std::string& process_id, const std::string& now);

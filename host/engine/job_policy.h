@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+
+#include "store/store_types.h"
+
+namespace ductwork {
+
+// SPEC §4's rules for a job whose execution did not succeed, in one place:
+// every store writes what these return (NextExecution) and decides nothing.
+
+// A step that raised: retried after retry_delay until max_retry retries are
+// spent (the crash count is kept).
+struct RetryPolicy {
+  int max_retry = 3;
+  double retry_delay_seconds = 10.0;
+};
+
+// A process that died while running the step: re-run on the crash budget
+// (the retry count is kept) until max_crash crashes are spent.
+struct CrashPolicy {
+  int max_crash = 10;
+  double retry_delay_seconds = 10.0;
+};
+
+// After the execution with these counts raised.
+NextExecution after_error(int64_t retry_count, int64_t crash_count, const RetryPolicy& policy);
+
+// After the process running the execution with these counts died. The
+// first third of the budget is retried at once (a flaky host), then each
+// crash waits crash_count x retry_delay, so a poison job cannot spin.
+NextExecution after_crash(int64_t retry_count, int64_t crash_count, const CrashPolicy& policy);
+
+}  // namespace ductwork
