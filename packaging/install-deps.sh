@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev
   jq
   clang-14 libclang-rt-14-dev
+  postgresql-15 libpq-dev
 )
 
 missing=()

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A throw-away PostgreSQL 15 cluster for the test suite (issue 10).
+#   tests/support/pg_cluster.sh start DIR   -> prints a postgresql:// URL
+#   tests/support/pg_cluster.sh stop DIR
+# DIR is created (mode 0700) and owned by the server's user. initdb refuses
+# to run as root, and CI runs as root: as root the server runs as the
+# `postgres` system user (Debian's postgresql package creates it). It
+# listens on 127.0.0.1 on a free port and on a Unix socket inside DIR only;
+# trust authentication, loopback only. `stop` shuts it down fast and
+# removes DIR.
+set -euo pipefail
+command=${1:?usage: pg_cluster.sh start|stop DIR}
+dir=${2:?usage: pg_cluster.sh start|stop DIR}
+bindir=$(ls -d /usr/lib/postgresql/15/bin 2>/dev/null || dirname "$(command -v initdb)")
+
+as_server() {
+  if [[ $(id -u) -eq 0 ]]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+case $command in
+  start)
+    mkdir -p "$dir"
+    chmod 0700 "$dir"
+    [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$dir"
+    as_server "$bindir/initdb" -D "$dir/data" -U ductwork --auth=trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+      { cat "$dir/initdb.log" >&2; exit 1; }
+    # A free port: a random one nothing answers on (another process may take
+    # it before the server binds: then try another).
+    for attempt in 1 2 3 4 5; do
+      port=$((20000 + RANDOM % 40000))
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+      if as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+          -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null; then
+        break
+      fi
+      [[ $attempt -eq 5 ]] && { cat "$dir/server.log" >&2; exit 1; }
+    done
+    as_server "$bindir/createdb" -h 127.0.0.1 -p "$port" -U ductwork ductwork
+    echo "postgresql://ductwork@127.0.0.1:$port/ductwork"
+    ;;
+  stop)
+    if [[ -d $dir/data ]]; then as_server "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true; fi
+    rm -rf "$dir"
+    ;;
+  *)
+    echo "usage: pg_cluster.sh start|stop DIR" >&2
+    exit 2
+    ;;
+esac
