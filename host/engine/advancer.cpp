@@ -5,6 +5,7 @@
 #include "engine/error_info.h"
 #include "engine/on_halt.h"
 #include "engine/router.h"
+#include "engine/run_policy.h"
 #include "util/fault.h"
 
 namespace ductwork {
@@ -115,7 +116,7 @@ void Advancer::record_failure(const BranchClaim& claim, const std::exception& e,
     if (invalid || errors >= config_.pipeline_advancer.max_retry.get(claim.pipeline)) {
       effects.halt_reason = invalid ? "transition_invalid" : "advancer_retries_exhausted";
       tx.halt_branch(claim.branch_id, effects.halt_reason);
-      effects.run_state = tx.settle_run(claim.run_id);
+      effects.run_state = settle_run(tx, claim.run_id);
     } else {
       tx.release_branch(claim.branch_id);
     }

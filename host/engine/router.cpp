@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/run_policy.h"
 #include "util/json.h"
 
 namespace ductwork {
@@ -44,7 +45,7 @@ void end_branch(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects)
   tx.complete_step(claim.step_id);
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
-  effects.run_state = tx.settle_run(claim.run_id);
+  effects.run_state = settle_run(tx, claim.run_id);
 }
 
 // divide / expand: the branch completes and one child per entry starts.
@@ -110,7 +111,7 @@ void fan_in(BranchTx& tx, const Definition& definition, const BranchClaim& claim
     }
   }
   // Not the last arrival: the run may still be over (a sibling halted).
-  effects.run_state = tx.settle_run(claim.run_id);
+  effects.run_state = settle_run(tx, claim.run_id);
 }
 
 }  // namespace
@@ -124,7 +125,7 @@ void halt_branch(BranchTx& tx, const BranchClaim& claim, const std::string& reas
   close_transition(tx, claim, "");
   tx.halt_branch(claim.branch_id, reason);
   effects.halt_reason = reason;
-  effects.run_state = tx.settle_run(claim.run_id);
+  effects.run_state = settle_run(tx, claim.run_id);
 }
 
 void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Config& config,

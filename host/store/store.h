@@ -63,9 +63,11 @@ class BranchTx {
   virtual void release_branch(const std::string& branch_id) = 0;
   virtual void complete_branch(const std::string& branch_id) = 0;
   virtual void halt_branch(const std::string& branch_id, const std::string& reason) = 0;
-  // Locks the run; when no branch is open, marks run and pipeline halted (if
-  // any branch halted) or completed.
-  virtual RunState settle_run(const std::string& run_id) = 0;
+  // Whether any branch of the run has one of `statuses` (run settlement
+  // asks; engine/run_policy.h decides).
+  virtual bool run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) = 0;
+  // Marks the run and its pipeline `state` (kCompleted or kHalted), now.
+  virtual void close_run(const std::string& run_id, RunState state) = 0;
 };
 
 // All persistent state, spoken in domain operations. One Store is one

@@ -6,6 +6,7 @@
 
 #include "store/store_error.h"
 #include "engine/job_policy.h"
+#include "engine/run_policy.h"
 #include "store_fixture.h"
 
 namespace ductwork {
@@ -177,9 +178,9 @@ TEST_F(SqliteStoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   RunState state = RunState::kOpen;
   ASSERT_TRUE(store->with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
-    EXPECT_EQ(tx.settle_run(claim.run_id), RunState::kOpen);  // the branch is still advancing
+    EXPECT_EQ(settle_run(tx, claim.run_id), RunState::kOpen);  // the branch is still advancing
     tx.halt_branch(claim.branch_id, "job_retries_exhausted");
-    state = tx.settle_run(claim.run_id);
+    state = settle_run(tx, claim.run_id);
   }));
   EXPECT_EQ(state, RunState::kHalted);
   auto report = store->pipeline_report(t.pipeline_id);

@@ -1,6 +1,8 @@
 // SqliteBranchTx: steps, transitions, advancements and branch states.
 #include "store/sqlite/sqlite_branch_tx.h"
 
+#include <stdexcept>
+
 namespace ductwork::sqlite {
 
 std::string SqliteBranchTx::step_output_json(const std::string& step_id) {
@@ -95,20 +97,20 @@ void SqliteBranchTx::halt_branch(const std::string& branch_id, const std::string
       .exec();
 }
 
-RunState SqliteBranchTx::settle_run(const std::string& run_id) {
-  {
-    auto open = conn_.prepare(
-        "SELECT 1 FROM branches WHERE run_id = ? AND status IN ('pending', 'in_progress', 'advancing', 'waiting') "
-        "LIMIT 1");
-    open.bind(1, run_id);
-    if (open.step()) return RunState::kOpen;
-  }
-  bool halted;
-  {
-    auto any_halted = conn_.prepare("SELECT 1 FROM branches WHERE run_id = ? AND status = 'halted' LIMIT 1");
-    any_halted.bind(1, run_id);
-    halted = any_halted.step();
-  }
+bool SqliteBranchTx::run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) {
+  if (statuses.empty()) return false;
+  std::string sql = "SELECT 1 FROM branches WHERE run_id = ?1 AND status IN (";
+  for (size_t i = 0; i < statuses.size(); ++i) sql += (i ? ", ?" : "?") + std::to_string(i + 2);
+  sql += ") LIMIT 1";
+  auto any = conn_.prepare(sql);
+  any.bind(1, run_id);
+  for (size_t i = 0; i < statuses.size(); ++i) any.bind(static_cast<int>(i + 2), statuses[i]);
+  return any.step();
+}
+
+void SqliteBranchTx::close_run(const std::string& run_id, RunState state) {
+  if (state == RunState::kOpen) throw std::logic_error("close_run: a run is closed as completed or halted");
+  const bool halted = state == RunState::kHalted;
   const char* sql_run =
       halted ? "UPDATE runs SET status = 'halted', halted_at = ?1, updated_at = ?1 WHERE id = ?2"
              : "UPDATE runs SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2";
@@ -119,7 +121,6 @@ RunState SqliteBranchTx::settle_run(const std::string& run_id) {
                "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)";
   conn_.prepare(sql_run).bind(1, now_).bind(2, run_id).exec();
   conn_.prepare(sql_pipeline).bind(1, now_).bind(2, run_id).exec();
-  return halted ? RunState::kHalted : RunState::kCompleted;
 }
 
 }  // namespace ductwork::sqlite

@@ -29,7 +29,8 @@ class SqliteBranchTx final : public BranchTx {
   void release_branch(const std::string& branch_id) override;
   void complete_branch(const std::string& branch_id) override;
   void halt_branch(const std::string& branch_id, const std::string& reason) override;
-  RunState settle_run(const std::string& run_id) override;
+  bool run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) override;
+  void close_run(const std::string& run_id, RunState state) override;
 
   void create_children(const BranchClaim& parent, const std::string& to_transition,
                        const std::vector<NewChild>& children) override;
