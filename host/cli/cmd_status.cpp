@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cli/bootstrap.h"
+#include "engine/status_document.h"
 
 namespace ductwork::cli {
 namespace {
@@ -57,7 +58,7 @@ int cmd_status(const Args& args) {
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   // A read must not create the database as a side effect.
   if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + boot.config().database.path + ")");
-  auto report = boot.open_store_for_reading()->pipeline_report(id);
+  auto report = pipeline_report(*boot.open_store_for_reading(), id);
   if (!report) throw BadInput("unknown pipeline id '" + id + "'");
   if (args.flag("json")) {
     std::printf("%s\n", report->dump().c_str());

@@ -220,8 +220,10 @@ class Store {
                            bool overwrite) = 0;
 
   // ---- queries (CLI, dashboard)
-  // Full status document of a pipeline (the `status --json` contract); nullopt if unknown.
-  virtual std::optional<json> pipeline_report(const std::string& pipeline_id) = 0;
+  // Everything the status document shows of a pipeline, read in one
+  // consistent view; nullopt if unknown. (engine/status_document.h turns it
+  // into the `status --json` contract.)
+  virtual std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) = 0;
   virtual std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) = 0;
   virtual Progress progress(const std::vector<std::string>& pipelines) = 0;
 };

@@ -139,6 +139,52 @@ struct ArrivalCount {
 
 enum class RunState { kOpen, kCompleted, kHalted };
 
+// One pipeline as stored, for the status document (engine/status_document
+// builds the `status --json` contract from it). Optional fields are NULL
+// columns; JSON values are kept as their stored text.
+struct ExecutionRecord {
+  std::string job_id;
+  int64_t retry_count = 0;
+  int64_t crash_count = 0;
+  std::optional<std::string> result_type, error_klass, error_message, error_backtrace;
+  std::optional<std::string> plugin_name, plugin_version;
+};
+
+struct StepRecord {
+  std::string id, branch_id, node, klass, status, to_transition;
+  std::optional<std::string> input_json;   // the argument array
+  std::optional<std::string> output_json;  // the returned value
+  std::optional<std::string> job_id;
+  std::string started_at;
+  std::optional<std::string> completed_at;
+};
+
+struct BranchRecord {
+  std::string id, status;
+  std::optional<std::string> halt_reason;
+  std::optional<int64_t> fanout_index;
+};
+
+struct BranchLinkRecord {
+  std::string child_branch_id, parent_branch_id;
+};
+
+// Each list in the order the document shows it (creation order).
+struct RunRecord {
+  std::string id, status;
+  std::optional<std::string> started_at, completed_at, halted_at;
+  std::vector<BranchRecord> branches;
+  std::vector<BranchLinkRecord> links;
+  std::vector<StepRecord> steps;
+  std::vector<ExecutionRecord> executions;
+};
+
+struct PipelineRecord {
+  std::string id, klass, status, triggered_at;
+  std::optional<std::string> completed_at, halted_at;
+  std::vector<RunRecord> runs;
+};
+
 struct PipelineSummary {
   std::string id;
   std::string pipeline;

@@ -7,6 +7,7 @@
 
 #include "engine/advancer.h"
 #include "engine/job_worker.h"
+#include "engine/status_document.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store_fixture.h"
 
@@ -39,7 +40,7 @@ class EngineFixture : public ::testing::Test, public StoreFixture {
     return t;
   }
 
-  json report(const TriggeredPipeline& t) { return *store->pipeline_report(t.pipeline_id); }
+  json report(const TriggeredPipeline& t) { return *pipeline_report(*store, t.pipeline_id); }
 
   // Steps of run `run_index` with class `klass`, in start order.
   static std::vector<json> steps_of(const json& doc, const std::string& klass, size_t run_index = 0) {

@@ -7,6 +7,7 @@
 #include "store/store_error.h"
 #include "engine/job_policy.h"
 #include "engine/run_policy.h"
+#include "engine/status_document.h"
 #include "store_fixture.h"
 
 namespace ductwork {
@@ -36,7 +37,7 @@ TEST_F(SqliteStoreTest, MigrateIsIncrementalAndIdempotent) {
 
 TEST_F(SqliteStoreTest, TriggerCreatesTheWholeStartInOneGo) {
   auto t = trigger(compile(kChain), json::array({5}));
-  auto report = store->pipeline_report(t.pipeline_id);
+  auto report = pipeline_report(*store, t.pipeline_id);
   ASSERT_TRUE(report);
   EXPECT_EQ((*report)["status"], "in_progress");
   ASSERT_EQ((*report)["runs"].size(), 1u);
@@ -63,7 +64,7 @@ TEST_F(SqliteStoreTest, ClaimTakesEachAvailabilityOnce) {
   EXPECT_EQ(job->retry_count, 0);
   EXPECT_FALSE(store->claim_job("P", process_id));
   EXPECT_FALSE(store->claim_job("OtherPipeline", process_id));
-  auto report = store->pipeline_report(t.pipeline_id);
+  auto report = pipeline_report(*store, t.pipeline_id);
   EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "in_progress");
 }
 
@@ -74,7 +75,7 @@ TEST_F(SqliteStoreTest, SucceededIsFencedOnTheOwner) {
   EXPECT_FALSE(store->job_succeeded(*job, "someone-else", "2"));  // CommitFailed: writes nothing
   EXPECT_TRUE(store->job_succeeded(*job, process_id, "2"));
   EXPECT_FALSE(store->job_succeeded(*job, process_id, "2"));  // already closed
-  auto report = store->pipeline_report(store->list_pipelines({}).front().id);
+  auto report = pipeline_report(*store, store->list_pipelines({}).front().id);
   const json& step = (*report)["runs"][0]["steps"][0];
   EXPECT_EQ(step["status"], "advancing");
   EXPECT_EQ(step["output"], 2);
@@ -115,7 +116,7 @@ TEST_F(SqliteStoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->crash_count, 1);
   EXPECT_EQ(again->retry_count, 0);
-  auto report = store->pipeline_report(t.pipeline_id);
+  auto report = pipeline_report(*store, t.pipeline_id);
   const json& first = (*report)["runs"][0]["steps"][0]["executions"][0];
   EXPECT_EQ(first["result_type"], "process_crashed");
   EXPECT_EQ(first["error_klass"], "ProcessCrash");
@@ -166,7 +167,7 @@ TEST_F(SqliteStoreTest, FenceBodyThatThrowsWritesNothing) {
                                          throw std::runtime_error("routing failed");
                                        }),
                std::runtime_error);
-  auto report = store->pipeline_report(t.pipeline_id);
+  auto report = pipeline_report(*store, t.pipeline_id);
   EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "advancing");
 }
 
@@ -183,7 +184,7 @@ TEST_F(SqliteStoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
     state = settle_run(tx, claim.run_id);
   }));
   EXPECT_EQ(state, RunState::kHalted);
-  auto report = store->pipeline_report(t.pipeline_id);
+  auto report = pipeline_report(*store, t.pipeline_id);
   EXPECT_EQ((*report)["status"], "halted");
   EXPECT_EQ((*report)["runs"][0]["branches"][0]["halt_reason"], "job_retries_exhausted");
 }
@@ -241,7 +242,7 @@ TEST_F(SqliteStoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->job_id, job->job_id);
   EXPECT_EQ(again->crash_count, 1);
-  json first = (*store->pipeline_report(t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
+  json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
   EXPECT_EQ(first["result_type"], "process_crashed");
   EXPECT_EQ(first["error_klass"], "ProcessCrash");
 }
@@ -277,9 +278,9 @@ TEST_F(SqliteStoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   RecoveryCounts swept = store->sweep_orphans(0.001, crash_policy(3));
   EXPECT_EQ(swept.executions, 1);
-  json first = (*store->pipeline_report(t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
+  json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
   EXPECT_EQ(first["error_klass"], "OrphanedClaim");
-  json untouched = (*store->pipeline_report(queued.pipeline_id))["runs"][0]["steps"][0]["executions"];
+  json untouched = (*pipeline_report(*store, queued.pipeline_id))["runs"][0]["steps"][0]["executions"];
   ASSERT_EQ(untouched.size(), 1u) << "unclaimed queued work is not an orphan";
   EXPECT_TRUE(untouched[0]["result_type"].is_null());
 }

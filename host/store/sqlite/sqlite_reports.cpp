@@ -1,55 +1,38 @@
-// Read-only queries of the SQLite store: the status document, listings and
-// progress totals. Each runs in one read transaction for a consistent view.
-#include <map>
-
+// Read-only queries of the SQLite store: what the status document shows,
+// listings and progress totals. Each runs in one read transaction for a
+// consistent view.
 #include "store/sqlite/sqlite_store.h"
 
 namespace ductwork::sqlite {
-namespace {
 
-json optional_json(const Statement& stmt, int column) {
-  if (stmt.is_null(column)) return nullptr;
-  return stmt.text(column);
-}
-
-json parse_or_null(const Statement& stmt, int column) {
-  if (stmt.is_null(column)) return nullptr;
-  return json::parse(stmt.text(column), nullptr, false);
-}
-
-}  // namespace
-
-std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id) {
+std::optional<PipelineRecord> SqliteStore::pipeline_record(const std::string& pipeline_id) {
   auto held = lock();
   ReadTransaction tx(conn_);
-  json doc;
+  PipelineRecord pipeline;
   {
     auto p = conn_.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at FROM pipelines WHERE id = ?");
     p.bind(1, pipeline_id);
     if (!p.step()) return std::nullopt;
-    doc = json{{"id", p.text(0)},
-               {"pipeline", p.text(1)},
-               {"status", p.text(2)},
-               {"triggered_at", p.text(3)},
-               {"completed_at", optional_json(p, 4)},
-               {"halted_at", optional_json(p, 5)},
-               {"runs", json::array()}};
+    pipeline.id = p.text(0);
+    pipeline.klass = p.text(1);
+    pipeline.status = p.text(2);
+    pipeline.triggered_at = p.text(3);
+    pipeline.completed_at = p.optional_text(4);
+    pipeline.halted_at = p.optional_text(5);
   }
-  std::vector<std::string> run_ids;
   {
     auto r = conn_.prepare(
         "SELECT id, status, started_at, completed_at, halted_at FROM runs WHERE pipeline_id = ? "
         "ORDER BY created_at, id");
     r.bind(1, pipeline_id);
     while (r.step()) {
-      run_ids.push_back(r.text(0));
-      doc["runs"].push_back(json{{"id", r.text(0)},
-                                 {"status", r.text(1)},
-                                 {"started_at", optional_json(r, 2)},
-                                 {"completed_at", optional_json(r, 3)},
-                                 {"halted_at", optional_json(r, 4)},
-                                 {"branches", json::array()},
-                                 {"steps", json::array()}});
+      RunRecord run;
+      run.id = r.text(0);
+      run.status = r.text(1);
+      run.started_at = r.optional_text(2);
+      run.completed_at = r.optional_text(3);
+      run.halted_at = r.optional_text(4);
+      pipeline.runs.push_back(std::move(run));
     }
   }
   bool has_plugin_columns = false;
@@ -57,71 +40,52 @@ std::optional<json> SqliteStore::pipeline_report(const std::string& pipeline_id)
     auto columns = conn_.prepare("SELECT 1 FROM pragma_table_info('executions') WHERE name = 'plugin_name'");
     has_plugin_columns = columns.step();
   }
-  for (size_t i = 0; i < run_ids.size(); ++i) {
-    json& run = doc["runs"][i];
-    std::map<std::string, json> parents;
+  for (RunRecord& run : pipeline.runs) {
     {
       auto l = conn_.prepare(
           "SELECT l.child_branch_id, l.parent_branch_id FROM branch_links l JOIN branches b ON b.id = l.child_branch_id "
           "WHERE b.run_id = ? ORDER BY l.created_at, l.id");
-      l.bind(1, run_ids[i]);
-      while (l.step()) parents[l.text(0)].push_back(l.text(1));
+      l.bind(1, run.id);
+      while (l.step()) run.links.push_back(BranchLinkRecord{l.text(0), l.text(1)});
     }
     {
       auto b = conn_.prepare(
           "SELECT id, status, halt_reason, fanout_index FROM branches WHERE run_id = ? ORDER BY started_at, id");
-      b.bind(1, run_ids[i]);
+      b.bind(1, run.id);
       while (b.step()) {
-        auto it = parents.find(b.text(0));
-        run["branches"].push_back(json{{"id", b.text(0)},
-                                       {"status", b.text(1)},
-                                       {"halt_reason", optional_json(b, 2)},
-                                       {"fanout_index", b.is_null(3) ? json() : json(b.int64(3))},
-                                       {"parent_ids", it == parents.end() ? json::array() : it->second}});
+        BranchRecord branch{b.text(0), b.text(1), b.optional_text(2), std::nullopt};
+        if (!b.is_null(3)) branch.fanout_index = b.int64(3);
+        run.branches.push_back(std::move(branch));
       }
     }
-    std::map<std::string, json> executions;  // job id -> executions
     {
       auto e = conn_.prepare(
           std::string("SELECT e.job_id, e.retry_count, e.crash_count, r.result_type, r.error_klass, r.error_message, "
                       "r.error_backtrace, ") +
           // A database not yet migrated to 004 (a newer CLI reading before
           // `migrate`) has no plugin columns: they read as null.
-          (has_plugin_columns ? "e.plugin_name, e.plugin_version" : "NULL, NULL") + " FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+          (has_plugin_columns ? "e.plugin_name, e.plugin_version" : "NULL, NULL") +
+          " FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
           "LEFT JOIN results r ON r.execution_id = e.id WHERE s.run_id = ? ORDER BY e.created_at, e.id");
-      e.bind(1, run_ids[i]);
+      e.bind(1, run.id);
       while (e.step()) {
-        executions[e.text(0)].push_back(json{{"retry_count", e.int64(1)},
-                                             {"crash_count", e.int64(2)},
-                                             {"result_type", optional_json(e, 3)},
-                                             {"error_klass", optional_json(e, 4)},
-                                             {"error_message", optional_json(e, 5)},
-                                             {"error_backtrace", optional_json(e, 6)},
-                                             {"plugin", optional_json(e, 7)},
-                                             {"plugin_version", optional_json(e, 8)}});
+        run.executions.push_back(ExecutionRecord{e.text(0), e.int64(1), e.int64(2), e.optional_text(3),
+                                                 e.optional_text(4), e.optional_text(5), e.optional_text(6),
+                                                 e.optional_text(7), e.optional_text(8)});
       }
     }
     auto s = conn_.prepare(
         "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> '$.args', "
         "j.output_payload -> '$.payload', j.id, s.started_at, s.completed_at FROM steps s "
         "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
-    s.bind(1, run_ids[i]);
+    s.bind(1, run.id);
     while (s.step()) {
-      auto it = executions.find(s.text(8));
-      run["steps"].push_back(json{{"id", s.text(0)},
-                                  {"branch_id", s.text(1)},
-                                  {"node", s.text(2)},
-                                  {"klass", s.text(3)},
-                                  {"status", s.text(4)},
-                                  {"to_transition", s.text(5)},
-                                  {"input", parse_or_null(s, 6)},
-                                  {"output", parse_or_null(s, 7)},
-                                  {"started_at", s.text(9)},
-                                  {"completed_at", optional_json(s, 10)},
-                                  {"executions", it == executions.end() ? json::array() : it->second}});
+      run.steps.push_back(StepRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5),
+                                     s.optional_text(6), s.optional_text(7), s.optional_text(8), s.text(9),
+                                     s.optional_text(10)});
     }
   }
-  return doc;
+  return pipeline;
 }
 
 std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filter) {

@@ -59,7 +59,7 @@ class SqliteStore final : public Store {
   bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
                    bool overwrite) override;
 
-  std::optional<json> pipeline_report(const std::string& pipeline_id) override;
+  std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
   std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
   Progress progress(const std::vector<std::string>& pipelines) override;
 
