@@ -12,6 +12,35 @@
 
 namespace ductwork {
 
+// The claim -> work -> fence contract every store keeps (SPEC §4-§6); the
+// engine relies on it and decides everything else (engine/job_policy,
+// engine/run_policy, engine/status_document).
+//
+// Jobs. claim_job takes the oldest due availability of a pipeline in one
+// write transaction: the availability is completed, the execution's
+// process_id becomes the claimer, an attempt row is written. The step then
+// runs outside any transaction. Its end is written by job_succeeded /
+// job_errored / job_crashed, each fenced on "this execution is still open
+// and still owned by this process" (one UPDATE ... WHERE completed_at IS
+// NULL AND process_id = ?): when that matches nothing the claim was taken
+// away (the reaper decided the owner was dead) and nothing at all is
+// written (CommitFailed). The reaper (reap_process, sweep_orphans) crashes
+// the open executions of a dead owner in one transaction, fenced the same
+// way on the owner it read, so a late commit and a reap never both win.
+//
+// Branches. claim_branch(es) takes an advanceable branch by writing a fresh
+// claim token and the claimer into it, and runs the advance in the same
+// transaction (one commit per advancement, or per batch). If the advance
+// throws, its writes roll back, the claim alone commits, and the caller
+// settles it through with_claim_fence(branch, token): a transaction that
+// first checks the token is unchanged. An advancement row records each
+// attempt; the reaper closes a dead advancer's open advancements and
+// releases their branches.
+//
+// Every other write happens inside one of these transactions; a store
+// never decides an outcome itself (budgets, delays, settlement): it writes
+// the NextExecution / RunState the engine chose.
+
 // The mutations an advancer may make while it holds a branch's claim. Every
 // call runs inside the claim fence's transaction (see Store::with_claim_fence):
 // nothing is visible to others until the fence commits, and nothing is
