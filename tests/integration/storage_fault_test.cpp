@@ -68,16 +68,21 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   options.job_worker_extra = "max_crash: 5";
   options.extra = "supervisor: {reaper_timeout: 30, polling_timeout: 0.1}\n";
   ws.write_config(options);
-  ws.define("sleepy.yml", chain_definition("Sleepy", {"Sleep", "Echo"}));
+  ws.define("gated.yml", chain_definition("Gated", {"Gate", "Echo"}));
+  // The steps wait at a gate (outside the small file system) that the test
+  // opens only once the disk is full, so every result meets a full disk.
+  testsupport::TempDir gate_dir;
+  const std::string gate = gate_dir.file("gate");
   std::vector<std::string> ids;
-  for (int i = 0; i < 4; ++i) ids.push_back(ws.trigger("Sleepy", {"700"}));
+  for (int i = 0; i < 4; ++i) ids.push_back(ws.trigger("Gated", {json{{"file", gate}, {"value", 700}}.dump()}));
   for (const auto& id : ids) ASSERT_FALSE(id.empty());
 
   testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(120));
-  ASSERT_TRUE(eventually(20, [&] { return ws.status(ids[0])["runs"][0]["steps"][0]["status"] == "in_progress"; }))
+  ASSERT_TRUE(eventually(30, [&] { return ws.status(ids[0])["runs"][0]["steps"][0]["status"] == "in_progress"; }))
       << host.stdout_so_far();
   size_t filler_bytes = fill(ws.file("filler"));
   ASSERT_GT(filler_bytes, 0u);
+  gate_dir.write("gate", "");
   // The running steps end while nothing can be written.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   ASSERT_TRUE(host.running()) << "a full disk must not stop the host: " << host.stdout_so_far();
