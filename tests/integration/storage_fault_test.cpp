@@ -12,6 +12,7 @@
 //
 // Each needs its own file system: a small tmpfs mounted over the workspace
 // (skipped where mounting is not allowed).
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -46,16 +47,23 @@ class TmpfsMount {
   std::string why_;
 };
 
-// Writes `path` until the file system is full; returns the bytes written.
+// Writes `path` until the file system is full, to the last byte (in 64 KB,
+// then 4 KB, then 1-byte writes: a few free pages would let small commits
+// through); returns the bytes written.
 size_t fill(const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  std::string chunk(16 * 1024, 'x');
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return 0;
+  std::string chunk(64 * 1024, 'x');
   size_t written = 0;
-  while (out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()))) {
-    out.flush();
-    if (!out) break;
-    written += chunk.size();
+  for (size_t size : {chunk.size(), size_t{4096}, size_t{1}}) {
+    for (;;) {
+      ssize_t n = ::write(fd, chunk.data(), size);
+      if (n <= 0) break;
+      written += static_cast<size_t>(n);
+    }
   }
+  ::fsync(fd);
+  ::close(fd);
   return written;
 }
 
@@ -93,10 +101,16 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - freed).count();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_LT(seconds, 15) << "recovered at once, not by the orphan sweep (90 s here)";
-  EXPECT_GT(count_of(r.out, "full") + count_of(r.out, "FULL"), 0u) << "the full disk was met: " << r.out;
+  EXPECT_GT(count_of(r.out, "Abandoned claim closed as a crash after the database took writes again"), 0u)
+      << "a worker met the full disk with a result in hand and closed its claim itself: " << r.out;
+  int crashed_on_full_disk = 0;
   for (const auto& id : ids) {
     json doc = ws.status(id);
     EXPECT_EQ(doc["status"], "completed") << doc.dump();
+    for (const auto& e : doc["runs"][0]["steps"][0]["executions"]) {
+      crashed_on_full_disk += e["result_type"] == "process_crashed" &&
+                              e["error_message"].get<std::string>().find("disk is full") != std::string::npos;
+    }
     for (const auto& step : doc["runs"][0]["steps"]) {
       int successes = 0;
       for (const auto& e : step["executions"]) successes += e["result_type"] == "success";
@@ -104,6 +118,7 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
     }
     EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 700);
   }
+  EXPECT_GT(crashed_on_full_disk, 0) << "the results that could not be written were recorded as crashes";
 }
 
 TEST(ReadOnlyTest, WritingCommandsFailAtOnceAndReadsStillWork) {
