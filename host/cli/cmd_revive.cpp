@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/bootstrap.h"
+#include "engine/run_policy.h"
 #include "store/store_error.h"
 
 namespace ductwork::cli {
@@ -12,7 +13,7 @@ int cmd_revive(const Args& args) {
   auto store = boot.open_store();
   std::string run_id;
   try {
-    run_id = store->revive(args.positionals[0], args.flag("duplicate-context"));
+    run_id = revive_pipeline(*store, args.positionals[0], args.flag("duplicate-context"));
   } catch (const ReviveRefused& e) {
     throw BadInput(std::string("cannot revive: ") + e.what());
   }

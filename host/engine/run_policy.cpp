@@ -14,4 +14,12 @@ RunState settle_run(BranchTx& tx, const std::string& run_id) {
   return state;
 }
 
+ReviveAction revive_action(const std::string& last_step_status) {
+  return last_step_status == "failed" ? ReviveAction::kRequeue : ReviveAction::kReadvance;
+}
+
+std::string revive_pipeline(Store& store, const std::string& pipeline_id, bool duplicate_context) {
+  return store.revive(pipeline_id, duplicate_context, revive_action);
+}
+
 }  // namespace ductwork

@@ -17,4 +17,14 @@ const std::vector<std::string>& open_branch_statuses();
 // the run's state.
 RunState settle_run(BranchTx& tx, const std::string& run_id);
 
+// Revive (SPEC §7), for the last step of a branch that did not complete: a
+// step whose job failed (retries or crashes exhausted) is enqueued again
+// with fresh budgets; any other (its transition failed: invalid, advancer
+// budgets, max fan-out, no matching route) is re-created as `advancing` so
+// the transition is tried again.
+ReviveAction revive_action(const std::string& last_step_status);
+
+// Store::revive with the engine's plan. Throws ReviveRefused as it does.
+std::string revive_pipeline(Store& store, const std::string& pipeline_id, bool duplicate_context);
+
 }  // namespace ductwork

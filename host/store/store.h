@@ -229,15 +229,15 @@ class Store {
   // Revives a halted pipeline in one transaction: a new run with the same
   // definition snapshot; completed branches and their steps copied as
   // completed (with their outputs, links, fan-out counters and fan-in
-  // arrivals, remapped to the new ids); each halted branch re-opened: its
-  // earlier steps copied as completed, its last step re-enqueued with its
-  // original arguments when its job failed (job_retries_exhausted,
-  // job_crashes_exhausted), else re-created as `advancing` with its output so
-  // the advancer re-tries the transition. With `duplicate_context` the run
-  // context is copied. The pipeline becomes in_progress; the old run stays as
-  // history. Throws ReviveRefused (nothing written) for an unknown pipeline,
-  // one that is not halted, or one without a run.
-  virtual std::string revive(const std::string& pipeline_id, bool duplicate_context) = 0;
+  // arrivals, remapped to the new ids); each other branch re-opened: its
+  // earlier steps copied as completed, its last step handled as `plan` says
+  // from that step's status (requeued with its original arguments and fresh
+  // budgets, or re-created as `advancing` with its output). With
+  // `duplicate_context` the run context is copied. The pipeline becomes
+  // in_progress; the old run stays as history. Throws ReviveRefused (nothing
+  // written) for an unknown pipeline, one that is not halted, or one
+  // without a run. engine/run_policy's revive_pipeline passes the engine's plan.
+  virtual std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) = 0;
 
   // ---- run context (tuples)
   // The value stored under `key` for the run (JSON text), nullopt if unset.

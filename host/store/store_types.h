@@ -139,6 +139,13 @@ struct ArrivalCount {
 
 enum class RunState { kOpen, kCompleted, kHalted };
 
+// What a revive does with the last step of a branch that did not complete
+// (engine/run_policy decides from the step's status): enqueue its job again
+// with its original arguments and fresh budgets, or re-create it as
+// `advancing` so the advancer tries its transition again.
+enum class ReviveAction { kRequeue, kReadvance };
+using RevivePlanner = std::function<ReviveAction(const std::string& last_step_status)>;
+
 // One pipeline as stored, for the status document (engine/status_document
 // builds the `status --json` contract from it). Optional fields are NULL
 // columns; JSON values are kept as their stored text.

@@ -1,8 +1,11 @@
-// SPEC §4's rules for a job whose execution did not succeed, as pure
-// functions: every store writes what they return.
+// The engine's rules as pure functions, tested without a database or a
+// clock: SPEC §4 (a job whose execution did not succeed) and SPEC §7 (what
+// revive does with a branch's last step). Every store writes what they
+// return.
 #include <gtest/gtest.h>
 
 #include "engine/job_policy.h"
+#include "engine/run_policy.h"
 
 namespace ductwork {
 namespace {
@@ -33,6 +36,19 @@ TEST(JobPolicy, ACrashIsRetriedAtOnceForTheFirstThirdThenBacksOffLinearly) {
   EXPECT_TRUE(after_crash(0, 9, policy).step_failed);
   EXPECT_TRUE(after_crash(0, 0, CrashPolicy{0, 1.0}).step_failed) << "max_crash 0: no crash tolerated";
   EXPECT_EQ(after_crash(0, 0, CrashPolicy{2, 1.0}).delay_seconds, 1.0) << "a budget under 3 has no immediate third";
+}
+
+}  // namespace
+}  // namespace ductwork
+
+namespace ductwork {
+namespace {
+
+TEST(RunPolicy, ReviveRequeuesAFailedJobAndRetriesAnyOtherTransition) {
+  EXPECT_EQ(revive_action("failed"), ReviveAction::kRequeue) << "job_retries/crashes_exhausted: run the job again";
+  for (const char* status : {"advancing", "completed", "in_progress", "pending"}) {
+    EXPECT_EQ(revive_action(status), ReviveAction::kReadvance) << status;
+  }
 }
 
 }  // namespace

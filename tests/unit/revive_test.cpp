@@ -2,6 +2,7 @@
 // out and in: the store copies the halted run into a new one and the real
 // worker and advancer finish it (or halt it again when nothing changed).
 #include "engine/job_policy.h"
+#include "engine/run_policy.h"
 #include "engine_fixture.h"
 #include "store/store_error.h"
 
@@ -11,7 +12,7 @@ namespace {
 class ReviveTest : public test::EngineFixture {
  protected:
   std::string revive(const TriggeredPipeline& t, bool duplicate_context = false) {
-    std::string run_id = store->revive(t.pipeline_id, duplicate_context);
+    std::string run_id = revive_pipeline(*store, t.pipeline_id, duplicate_context);
     drain();
     return run_id;
   }
@@ -152,8 +153,8 @@ TEST_F(ReviveTest, ContextIsCopiedOnlyWhenAsked) {
   json arg = json::array({json{{"key", "k"}, {"value", 7}}});
   auto plain = run(steps, arg);
   auto copied = run(steps, arg);
-  std::string plain_run = store->revive(plain.pipeline_id, false);
-  std::string copied_run = store->revive(copied.pipeline_id, true);
+  std::string plain_run = revive_pipeline(*store, plain.pipeline_id, false);
+  std::string copied_run = revive_pipeline(*store, copied.pipeline_id, true);
   EXPECT_FALSE(store->context_get(plain_run, "k").has_value());
   ASSERT_TRUE(store->context_get(copied_run, "k").has_value());
   EXPECT_EQ(*store->context_get(copied_run, "k"), "7");
@@ -174,12 +175,12 @@ TEST_F(ReviveTest, RefusesAPipelineThatIsNotHaltedOrUnknownAndWritesNothing) {
   const std::vector<int64_t> before = counts();
   ASSERT_GT(before[1], 0) << "the fixture wrote a run";
   try {
-    store->revive(t.pipeline_id, false);
+    revive_pipeline(*store, t.pipeline_id, false);
     FAIL() << "revived a completed pipeline";
   } catch (const ReviveRefused& e) {
     EXPECT_NE(std::string(e.what()).find("is completed, not halted"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(store->revive("no-such-id", false), ReviveRefused);
+  EXPECT_THROW(revive_pipeline(*store, "no-such-id", false), ReviveRefused);
   EXPECT_EQ(counts(), before) << "a refused revive wrote rows";
 }
 

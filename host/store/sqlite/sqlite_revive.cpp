@@ -53,7 +53,7 @@ struct OldStep {
 
 }  // namespace
 
-std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_context) {
+std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -120,14 +120,21 @@ std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_c
     }
   }
 
-  // Re-opened branches: advanceable when their last step goes back to
-  // `advancing`, not when its job is re-enqueued.
-  std::map<std::string, bool> reopened;  // old branch id -> advanceable
+  // Re-opened branches and what the engine's plan does with their last
+  // step; advanceable when it goes back to `advancing`, not when its job is
+  // re-enqueued.
+  std::map<std::string, bool> reopened;          // old branch id -> advanceable
+  std::map<std::string, ReviveAction> last_action;  // old branch id -> plan for its last step
   for (const auto& branch : branches) {
     if (branch.status == "completed") continue;
     auto last = last_step.find(branch.id);
-    bool job_failed = last != last_step.end() && steps[last->second].status == "failed";
-    reopened[branch.id] = last != last_step.end() && !job_failed;
+    if (last == last_step.end()) {
+      reopened[branch.id] = false;
+      continue;
+    }
+    ReviveAction action = plan(steps[last->second].status);
+    last_action[branch.id] = action;
+    reopened[branch.id] = action == ReviveAction::kReadvance;
   }
 
   BatchInsert new_branches(conn_,
@@ -167,7 +174,7 @@ std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_c
     std::string status = "completed";
     bool requeue = false;
     if (is_last_of_reopened) {
-      requeue = step.status == "failed";
+      requeue = last_action.at(step.branch_id) == ReviveAction::kRequeue;
       status = requeue ? "pending" : "advancing";
     }
     const std::string& id = step_ids[step.id];

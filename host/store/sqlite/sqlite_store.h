@@ -53,7 +53,7 @@ class SqliteStore final : public Store {
   std::string run_definition(const std::string& run_id) override;
   std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) override;
 
-  std::string revive(const std::string& pipeline_id, bool duplicate_context) override;
+  std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) override;
 
   std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
   bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
