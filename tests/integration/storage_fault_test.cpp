@@ -73,7 +73,7 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   if (!disk.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << disk.why();
   // The mount hid what the workspace had written: write it again.
   ConfigOptions options;
-  options.job_worker_extra = "max_crash: 5";
+  options.job_worker_extra = "max_crash: 20";
   options.extra = "supervisor: {reaper_timeout: 30, polling_timeout: 0.1}\n";
   ws.write_config(options);
   ws.define("gated.yml", chain_definition("Gated", {"Gate", "Echo"}));
@@ -85,9 +85,19 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   for (int i = 0; i < 4; ++i) ids.push_back(ws.trigger("Gated", {json{{"file", gate}, {"value", 700}}.dump()}));
   for (const auto& id : ids) ASSERT_FALSE(id.empty());
 
+  std::string sqlite3 = find_on_path("sqlite3");
+  if (sqlite3.empty()) GTEST_SKIP() << "sqlite3 not installed";
+
   testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(120));
   ASSERT_TRUE(eventually(30, [&] { return ws.status(ids[0])["runs"][0]["steps"][0]["status"] == "in_progress"; }))
       << host.stdout_so_far();
+  // A reader holding a snapshot keeps the WAL from being reused from its
+  // start (the host checkpoints in the background), so every commit must
+  // grow the file and meets the full disk: none can slip into old WAL space.
+  testsupport::Subprocess reader(
+      {sqlite3, ws.db_path(), "BEGIN; SELECT COUNT(*) FROM pipelines;", ".shell sleep 3", "COMMIT;"},
+      ws.process_options(30));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   size_t filler_bytes = fill(ws.file("filler"));
   ASSERT_GT(filler_bytes, 0u);
   gate_dir.write("gate", "");
@@ -96,13 +106,14 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   ASSERT_TRUE(host.running()) << "a full disk must not stop the host: " << host.stdout_so_far();
   std::filesystem::remove(ws.file("filler"));
   auto freed = std::chrono::steady_clock::now();
+  EXPECT_EQ(reader.wait(30).exit_code, 0);
 
   ProcessResult r = host.wait(60);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - freed).count();
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_LT(seconds, 15) << "recovered at once, not by the orphan sweep (90 s here)";
   EXPECT_GT(count_of(r.out, "Abandoned claim closed as a crash after the database took writes again"), 0u)
-      << "a worker met the full disk with a result in hand and closed its claim itself: " << r.out;
+      << "a worker met the full disk with a result in hand and closed its claim once it could: " << r.out;
   int crashed_on_full_disk = 0;
   for (const auto& id : ids) {
     json doc = ws.status(id);
