@@ -13,6 +13,7 @@
 // Each needs its own file system: a small tmpfs mounted over the workspace
 // (skipped where mounting is not allowed).
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -91,13 +92,18 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(120));
   ASSERT_TRUE(eventually(30, [&] { return ws.status(ids[0])["runs"][0]["steps"][0]["status"] == "in_progress"; }))
       << host.stdout_so_far();
-  // A reader holding a snapshot keeps the WAL from being reused from its
-  // start (the host checkpoints in the background), so every commit must
-  // grow the file and meets the full disk: none can slip into old WAL space.
-  testsupport::Subprocess reader(
-      {sqlite3, ws.db_path(), "BEGIN; SELECT COUNT(*) FROM pipelines;", ".shell sleep 3", "COMMIT;"},
-      ws.process_options(30));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The WAL is truncated to nothing and then held by a reader's snapshot,
+  // so it cannot restart from its beginning either (the host checkpoints in
+  // the background): every commit must grow the file and meets the full
+  // disk; none can slip into WAL space allocated before.
+  ProcessResult truncated =
+      testsupport::run_process({sqlite3, ws.db_path(), ".timeout 10000", "PRAGMA wal_checkpoint(TRUNCATE);"});
+  ASSERT_EQ(truncated.out, "0|0|0\n") << "the WAL was truncated: " << truncated.describe();
+  const std::string reading = gate_dir.file("reading");
+  testsupport::Subprocess reader({sqlite3, ws.db_path(), "BEGIN; SELECT COUNT(*) FROM pipelines;",
+                                  ".shell touch " + reading, ".shell sleep 60", "COMMIT;"},
+                                 ws.process_options(90));
+  ASSERT_TRUE(eventually(10, [&] { return testsupport::file_exists(reading); })) << reader.stderr_so_far();
   size_t filler_bytes = fill(ws.file("filler"));
   ASSERT_GT(filler_bytes, 0u);
   gate_dir.write("gate", "");
@@ -106,7 +112,8 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   ASSERT_TRUE(host.running()) << "a full disk must not stop the host: " << host.stdout_so_far();
   std::filesystem::remove(ws.file("filler"));
   auto freed = std::chrono::steady_clock::now();
-  EXPECT_EQ(reader.wait(30).exit_code, 0);
+  reader.signal(SIGKILL);  // its snapshot is released with it
+  reader.wait(10);
 
   ProcessResult r = host.wait(60);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - freed).count();
@@ -118,9 +125,11 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
   for (const auto& id : ids) {
     json doc = ws.status(id);
     EXPECT_EQ(doc["status"], "completed") << doc.dump();
-    for (const auto& e : doc["runs"][0]["steps"][0]["executions"]) {
-      crashed_on_full_disk += e["result_type"] == "process_crashed" &&
-                              e["error_message"].get<std::string>().find("disk is full") != std::string::npos;
+    for (const auto& step : doc["runs"][0]["steps"]) {
+      for (const auto& e : step["executions"]) {
+        crashed_on_full_disk += e["result_type"] == "process_crashed" &&
+                                e["error_message"].get<std::string>().find("disk is full") != std::string::npos;
+      }
     }
     for (const auto& step : doc["runs"][0]["steps"]) {
       int successes = 0;
@@ -129,7 +138,8 @@ TEST(FullDiskTest, ClaimsAreRecoveredAsSoonAsTheDatabaseTakesWritesAgain) {
     }
     EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 700);
   }
-  EXPECT_GT(crashed_on_full_disk, 0) << "the results that could not be written were recorded as crashes";
+  EXPECT_GT(crashed_on_full_disk, 0) << "the results that could not be written were recorded as crashes: "
+                                     << ws.status(ids[0]).dump(2);
 }
 
 TEST(ReadOnlyTest, WritingCommandsFailAtOnceAndReadsStillWork) {
