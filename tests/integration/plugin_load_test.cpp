@@ -42,9 +42,15 @@ class PluginLoadTest : public ::testing::Test {
   }
   // No probe of this workspace is left running.
   bool no_probe_left() const {
-    for (const auto& entry : fs::directory_iterator("/proc")) {
-      std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::error_code ec;
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+      std::string cmdline;
+      try {
+        std::ifstream in(it->path() / "cmdline", std::ios::binary);
+        cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      } catch (const std::exception&) {
+        continue;  // the process ended while we read it (ESRCH)
+      }
       if (cmdline.find("__probe-plugins") != std::string::npos && cmdline.find(plugins_) != std::string::npos) {
         return false;
       }
