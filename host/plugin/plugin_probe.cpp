@@ -176,18 +176,12 @@ void probe_plugins(const std::string& executable, const std::string& directory, 
                           "); a plugin must not exit or crash in its initialisation");
   }
   try {
-    for (const auto& doc : report.done.at("plugins")) into.adopt(metadata(doc));
+    for (const auto& doc : report.done.at("plugins")) into.adopt(metadata(doc), logger);
     for (const auto& refusal : report.done.at("refusals")) {
       into.adopt_refusal(refusal.at("path").get<std::string>(), refusal.at("reason").get<std::string>(), logger);
     }
   } catch (const json::exception& e) {
     throw PluginLoadError("the plugin probe's report is malformed: " + std::string(e.what()));
-  }
-  for (const auto& plugin : into.plugins()) {
-    logger.info("Plugin loaded", {{"plugin", plugin->name},
-                                  {"version", plugin->version},
-                                  {"plugin_path", plugin->path},
-                                  {"steps", plugin->step_names}});
   }
 }
 

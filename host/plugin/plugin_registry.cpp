@@ -61,8 +61,16 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
   }
 }
 
-void PluginRegistry::adopt(std::unique_ptr<LoadedPlugin> plugin) {
+void PluginRegistry::log_loaded(const LoadedPlugin& plugin, Logger& logger) {
+  logger.info("Plugin loaded", {{"plugin", plugin.name},
+                                {"version", plugin.version},
+                                {"plugin_path", plugin.path},
+                                {"steps", plugin.step_names}});
+}
+
+void PluginRegistry::adopt(std::unique_ptr<LoadedPlugin> plugin, Logger& logger) {
   metadata_only_ = true;
+  log_loaded(*plugin, logger);
   for (const auto& name : plugin->step_names) steps_[name].push_back(StepClass{nullptr, plugin.get()});
   plugins_.push_back(std::move(plugin));
 }
@@ -169,10 +177,7 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
   for (size_t i = 0; i < table->step_count; ++i) {
     steps_[table->steps[i]->name].push_back(StepClass{table->steps[i], plugin.get()});
   }
-  logger.info("Plugin loaded", {{"plugin", plugin->name},
-                                {"version", plugin->version},
-                                {"plugin_path", path},
-                                {"steps", plugin->step_names}});
+  log_loaded(*plugin, logger);
   plugins_.push_back(std::move(plugin));
   return true;
 }

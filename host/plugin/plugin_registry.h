@@ -72,8 +72,8 @@ class PluginRegistry {
   const std::vector<std::pair<std::string, std::string>>& refused() const { return refused_; }
 
   // Metadata of a plugin another process loaded (plugin_probe): its steps
-  // can be found and named, never run. Checked like a loaded plugin's.
-  void adopt(std::unique_ptr<LoadedPlugin> plugin);
+  // can be found and named, never run. Logged like a loaded plugin.
+  void adopt(std::unique_ptr<LoadedPlugin> plugin, Logger& logger);
   // A refusal another process made; logged here as if made here.
   void adopt_refusal(const std::string& path, const std::string& reason, Logger& logger) {
     refuse(path, reason, logger);
@@ -83,6 +83,8 @@ class PluginRegistry {
 
  private:
   bool refuse(const std::string& path, const std::string& reason, Logger& logger);
+  // The one "Plugin loaded" line, for a loaded or an adopted plugin.
+  static void log_loaded(const LoadedPlugin& plugin, Logger& logger);
 
   std::vector<std::unique_ptr<LoadedPlugin>> plugins_;
   std::map<std::string, std::vector<StepClass>> steps_;  // bare name -> its exporters
