@@ -59,7 +59,7 @@ double median(std::vector<double> values) { return percentile(std::move(values),
 
 // Step-to-step latencies in microseconds: previous job completed → this
 // job's attempt started.
-std::vector<double> latencies(sqlite::Connection& conn) {
+std::vector<double> latencies(sql::Connection& conn) {
   std::vector<double> out;
   auto stmt = conn.prepare(
       "SELECT pj.completed_at, a.started_at FROM steps s JOIN jobs j ON j.step_id = s.id "
@@ -110,9 +110,9 @@ RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logge
   runtime.stop();
   RunResult r;
   r.steps_per_second = static_cast<double>(o.chains) * o.length / seconds;
-  auto& sql = static_cast<sqlite::SqliteStore&>(*store);
-  auto held = sql.lock();
-  r.latencies_us = latencies(sql.connection());
+  auto& sql_store = static_cast<sql::SqlStore&>(*store);
+  auto held = sql_store.lock();
+  r.latencies_us = latencies(sql_store.connection());
   return r;
 }
 
@@ -132,9 +132,9 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
     wait_drained(*store);
   }
   runtime.stop();
-  auto& sql = static_cast<sqlite::SqliteStore&>(*store);
-  auto held = sql.lock();
-  return latencies(sql.connection());
+  auto& sql_store = static_cast<sql::SqlStore&>(*store);
+  auto held = sql_store.lock();
+  return latencies(sql_store.connection());
 }
 
 // The same workload through `ductwork start --drain` (forking supervisor).
@@ -171,9 +171,9 @@ RunResult forking_run(const Options& o, const fs::path& dir) {
     return r;
   }
   r.steps_per_second = static_cast<double>(o.chains) * o.length / seconds;
-  auto& sql = static_cast<sqlite::SqliteStore&>(*store);
-  auto held = sql.lock();
-  r.latencies_us = latencies(sql.connection());
+  auto& sql_store = static_cast<sql::SqlStore&>(*store);
+  auto held = sql_store.lock();
+  r.latencies_us = latencies(sql_store.connection());
   return r;
 }
 

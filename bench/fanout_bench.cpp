@@ -127,7 +127,7 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
   db.path = (dir / "bench.sqlite3").string();
   auto factory = ductwork::make_store_factory(db);
   auto store = factory->open();
-  auto& sqlite = dynamic_cast<ductwork::sqlite::SqliteStore&>(*store);
+  auto& sqlite = dynamic_cast<ductwork::sql::SqlStore&>(*store);
   auto held = sqlite.lock();
   auto text = [&](const std::string& sql) {
     auto stmt = sqlite.connection().prepare(sql);

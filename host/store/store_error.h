@@ -13,6 +13,7 @@ enum class StoreFault {
   kFull,      // the disk (or the database's size limit) is full
   kUnusable,  // corrupt, not a database, I/O error, or the file vanished or
               // was replaced under the process: no retry will succeed
+  kUnavailable,  // the database server cannot be reached (yet): retry later
 };
 
 // A database failure the caller cannot fix by retrying the same call: the

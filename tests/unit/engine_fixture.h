@@ -52,7 +52,7 @@ class EngineFixture : public ::testing::Test, public StoreFixture {
 
   // A single integer from `sql`, whose ?1 is bound to `arg`.
   int64_t count(const std::string& sql, const std::string& arg) {
-    auto& sqlite = dynamic_cast<sqlite::SqliteStore&>(*store);
+    auto& sqlite = dynamic_cast<sql::SqlStore&>(*store);
     auto held = sqlite.lock();
     auto stmt = sqlite.connection().prepare(sql);
     stmt.bind(1, arg);

@@ -6,12 +6,15 @@
 
 #include <stdexcept>
 
-#include "store/sqlite/sqlite_batch_insert.h"
+#include "store/sql/batch_insert.h"
 #include "store/sqlite/sqlite_connection.h"
 #include "temp_dir.h"
 
 namespace ductwork::sqlite {
 namespace {
+
+using sql::BatchInsert;
+using sql::Statement;
 
 class SqliteConnectionTest : public ::testing::Test {
  protected:

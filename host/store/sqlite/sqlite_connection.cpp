@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <ctime>
 
+#include "store/migrations.h"
 #include "store/store_error.h"
 
 namespace ductwork::sqlite {
@@ -100,71 +101,55 @@ StoreFault classify(int rc) {
   }
 }
 
-}  // namespace
+// A compiled SQLite statement; errors are reported through its connection.
+class SqliteStatement final : public sql::StatementBackend {
+ public:
+  SqliteStatement(const Connection* conn, sqlite3_stmt* stmt) : conn_(conn), stmt_(stmt) {}
+  ~SqliteStatement() override { sqlite3_finalize(stmt_); }
 
-Statement::~Statement() {
-  if (stmt_) {
+  void bind_text(int index, std::string_view text) override {
+    check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
+  }
+  void bind_int64(int index, int64_t value) override { check(sqlite3_bind_int64(stmt_, index, value)); }
+  void bind_double(int index, double value) override { check(sqlite3_bind_double(stmt_, index, value)); }
+  void bind_null(int index) override { check(sqlite3_bind_null(stmt_, index)); }
+
+  bool step() override {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    conn_->fail_rc(rc, std::string("statement: ") + sqlite3_sql(stmt_));
+  }
+  int exec() override {
+    while (step()) {
+    }
+    return sqlite3_changes(conn_->handle());
+  }
+
+  std::string text(int column) const override {
+    const unsigned char* p = sqlite3_column_text(stmt_, column);
+    if (!p) return std::string();
+    return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+  }
+  int64_t int64(int column) const override { return sqlite3_column_int64(stmt_, column); }
+  double real(int column) const override { return sqlite3_column_double(stmt_, column); }
+  bool is_null(int column) const override { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  void reset() noexcept override {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
   }
-  if (in_use_) *in_use_ = false;
-}
 
-Statement& Statement::bind(int index, std::string_view text) {
-  int rc = sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
-  return *this;
-}
-
-Statement& Statement::bind(int index, int64_t value) {
-  int rc = sqlite3_bind_int64(stmt_, index, value);
-  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
-  return *this;
-}
-
-Statement& Statement::bind(int index, double value) {
-  int rc = sqlite3_bind_double(stmt_, index, value);
-  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
-  return *this;
-}
-
-Statement& Statement::bind_null(int index) {
-  int rc = sqlite3_bind_null(stmt_, index);
-  if (rc != SQLITE_OK) conn_->fail(rc, "bind");
-  return *this;
-}
-
-Statement& Statement::bind_optional(int index, const std::optional<std::string>& text) {
-  return text ? bind(index, *text) : bind_null(index);
-}
-
-bool Statement::step() {
-  int rc = sqlite3_step(stmt_);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  conn_->fail(rc, std::string("statement: ") + sqlite3_sql(stmt_));
-}
-
-int Statement::exec() {
-  while (step()) {
+ private:
+  void check(int rc) const {
+    if (rc != SQLITE_OK) conn_->fail_rc(rc, "bind");
   }
-  return sqlite3_changes(conn_->handle());
-}
+  const Connection* conn_;
+  sqlite3_stmt* stmt_;
+};
 
-std::string Statement::text(int column) const {
-  const unsigned char* p = sqlite3_column_text(stmt_, column);
-  if (!p) return std::string();
-  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
-}
+std::string json_each_list(const std::string& param) { return "SELECT value FROM json_each(" + param + ")"; }
 
-std::optional<std::string> Statement::optional_text(int column) const {
-  if (is_null(column)) return std::nullopt;
-  return text(column);
-}
-
-int64_t Statement::int64(int column) const { return sqlite3_column_int64(stmt_, column); }
-double Statement::real(int column) const { return sqlite3_column_double(stmt_, column); }
-bool Statement::is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+}  // namespace
 
 Connection::Connection(std::string path) : path_(std::move(path)) {
   std::call_once(register_once, [] { Poco::Data::SQLite::Connector::registerConnector(); });
@@ -195,7 +180,7 @@ Connection::Connection(std::string path) : path_(std::move(path)) {
   {
     // A file system without shared memory keeps the rollback journal: then
     // there is no -wal file to watch for.
-    Statement mode = prepare("PRAGMA journal_mode");
+    sql::Statement mode = prepare("PRAGMA journal_mode");
     wal_ = mode.step() && mode.text(0) == "wal";
   }
   struct stat st {};
@@ -205,12 +190,9 @@ Connection::Connection(std::string path) : path_(std::move(path)) {
   }
 }
 
-Connection::~Connection() {
-  for (auto& [sql, cached] : cache_) sqlite3_finalize(cached.stmt);
-  cache_.clear();
-}
+Connection::~Connection() { drop_statements(); }
 
-void Connection::fail(int rc, const std::string& what) const {
+void Connection::fail_rc(int rc, const std::string& what) const {
   std::string hint;
   if ((rc & 0xff) == SQLITE_READONLY) {
     hint = "; the file, its folder or its file system is read-only (ductwork writes the file and its -wal and "
@@ -223,7 +205,7 @@ void Connection::fail(int rc, const std::string& what) const {
                    classify(rc));
 }
 
-void Connection::check_files() const {
+void Connection::check_storage() {
   if (inode_ == 0) return;
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {
@@ -265,21 +247,31 @@ void Connection::check_files() const {
   }
 }
 
-Statement Connection::prepare(const std::string& sql) {
-  auto it = cache_.find(sql);
-  if (it == cache_.end()) {
-    sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
-                                nullptr);
-    if (rc != SQLITE_OK) fail(rc, "prepare: " + sql);
-    it = cache_.emplace(sql, Cached{stmt, false}).first;
-  }
-  if (it->second.in_use) {
-    throw std::logic_error("database " + path_ + ": statement already in use (a nested use of the same SQL would "
-                           "reset the outer one): " + sql);
-  }
-  it->second.in_use = true;
-  return Statement(this, it->second.stmt, &it->second.in_use);
+std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
+                              nullptr);
+  if (rc != SQLITE_OK) fail_rc(rc, "prepare: " + sql);
+  return std::make_unique<SqliteStatement>(this, stmt);
+}
+
+const sql::Dialect& Connection::dialect() const {
+  static const sql::Dialect sqlite{"sqlite", "", "", json_each_list};
+  return sqlite;
+}
+
+const std::vector<Migration>& Connection::migrations() const { return sqlite_migrations(); }
+
+bool Connection::has_column(const std::string& table, const std::string& column) {
+  auto stmt = prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2");
+  stmt.bind(1, table).bind(2, column);
+  return stmt.step();
+}
+
+int64_t Connection::data_version() {
+  auto stmt = prepare("PRAGMA data_version");
+  stmt.step();
+  return stmt.int64(0);
 }
 
 void Connection::exec_script(const std::string& sql) {
@@ -292,25 +284,11 @@ void Connection::exec_script(const std::string& sql) {
   }
 }
 
-WriteTransaction::WriteTransaction(Connection& conn) : conn_(conn) {
-  conn_.prepare("BEGIN IMMEDIATE").exec();
-  open_ = true;
-}
-
-WriteTransaction::~WriteTransaction() {
-  if (open_) {
-    sqlite3_exec(conn_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-}
-
-void WriteTransaction::commit() {
-  conn_.prepare("COMMIT").exec();
-  open_ = false;
-}
-
-ReadTransaction::ReadTransaction(Connection& conn) : conn_(conn) { conn_.prepare("BEGIN").exec(); }
-
-ReadTransaction::~ReadTransaction() { sqlite3_exec(conn_.handle(), "COMMIT", nullptr, nullptr, nullptr); }
+void Connection::begin_write() { prepare("BEGIN IMMEDIATE").exec(); }
+void Connection::commit() { prepare("COMMIT").exec(); }
+void Connection::rollback() noexcept { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); }
+void Connection::begin_read() { prepare("BEGIN").exec(); }
+void Connection::end_read() noexcept { sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr); }
 
 namespace {
 

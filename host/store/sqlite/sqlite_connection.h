@@ -11,8 +11,10 @@
 #include <sys/types.h>
 
 #include <string>
-#include <string_view>
-#include <unordered_map>
+#include <vector>
+
+#include "store/sql/sql_connection.h"
+#include "store/sql/sql_store.h"
 
 namespace Poco::Data {
 class Session;
@@ -20,71 +22,40 @@ class Session;
 
 namespace ductwork::sqlite {
 
-class Connection;
-
-// A prepared statement borrowed from a Connection's cache. Binding is
-// 1-based as in SQLite. The statement is reset (bindings cleared) when the
-// handle goes out of scope, so the next user starts clean. One handle per
-// SQL text at a time: borrowing a statement that is still borrowed (a
-// nested use of the same SQL, which would silently reset the outer one) is
-// a std::logic_error.
-class Statement {
- public:
-  Statement(Connection* conn, sqlite3_stmt* stmt, bool* in_use) : conn_(conn), stmt_(stmt), in_use_(in_use) {}
-  Statement(Statement&& other) noexcept : conn_(other.conn_), stmt_(other.stmt_), in_use_(other.in_use_) {
-    other.stmt_ = nullptr;
-    other.in_use_ = nullptr;
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  ~Statement();
-
-  Statement& bind(int index, std::string_view text);
-  Statement& bind(int index, int64_t value);
-  Statement& bind(int index, double value);
-  Statement& bind_null(int index);
-  Statement& bind_optional(int index, const std::optional<std::string>& text);
-
-  // Steps once; true when a row is available.
-  bool step();
-  // Runs to completion; returns sqlite3_changes().
-  int exec();
-
-  std::string text(int column) const;
-  std::optional<std::string> optional_text(int column) const;
-  int64_t int64(int column) const;
-  double real(int column) const;
-  bool is_null(int column) const;
-
- private:
-  Connection* conn_;
-  sqlite3_stmt* stmt_;
-  bool* in_use_;  // the cache entry's flag, cleared when this handle ends
-};
-
 // One SQLite connection, opened through Poco::Data, with WAL, the database
-// clock functions and a cache of prepared statements. Not thread-safe: see
-// SharedDatabase for how threads share it.
-class Connection {
+// clock function dw_now() and a cache of prepared statements. Not
+// thread-safe: see SharedDatabase for how threads share it.
+class Connection final : public sql::Connection {
  public:
   // Opens (creating if needed) the file. Throws StoreError naming the path
   // when it cannot be opened or is not a SQLite database.
   explicit Connection(std::string path);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  ~Connection() override;
 
-  // Returns the cached prepared statement for `sql` (compiled on first use).
-  Statement prepare(const std::string& sql);
-  // Runs one or more statements without results (DDL, pragmas).
-  void exec_script(const std::string& sql);
+  void exec_script(const std::string& sql) override;
+  void begin_write() override;
+  void commit() override;
+  void rollback() noexcept override;
+  void begin_read() override;
+  void end_read() noexcept override;
+  const std::string& name() const override { return path_; }
+  const sql::Dialect& dialect() const override;
+  const std::vector<Migration>& migrations() const override;
+  void lock_migrations() override {}  // BEGIN IMMEDIATE already excludes other writers
+  bool has_column(const std::string& table, const std::string& column) override;
+  int64_t data_version() override;
+  // Throws StoreError(kUnusable) when the file at path() is no longer the
+  // one this connection opened, or its -wal file is gone.
+  void check_storage() override;
 
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
-  [[noreturn]] void fail(int rc, const std::string& what) const;
-  // Throws StoreError(kUnusable) when the file at path() is no longer the
-  // one this connection opened, or its -wal file is gone.
-  void check_files() const;
+  // Throws StoreError for SQLite result code `rc`, with SQLite's message
+  // and a hint for the faults an operator can fix.
+  [[noreturn]] void fail_rc(int rc, const std::string& what) const;
+
+ protected:
+  std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
 
  private:
   std::string path_;
@@ -94,38 +65,6 @@ class Connection {
   bool wal_ = false;  // the file is in WAL mode (it has a -wal while open)
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
-  struct Cached {
-    sqlite3_stmt* stmt = nullptr;
-    bool in_use = false;
-  };
-  std::unordered_map<std::string, Cached> cache_;  // node-based: entries never move
-};
-
-// RAII write transaction: BEGIN IMMEDIATE, rolled back unless commit() was
-// called. The caller holds the SharedDatabase mutex.
-class WriteTransaction {
- public:
-  explicit WriteTransaction(Connection& conn);
-  ~WriteTransaction();
-  WriteTransaction(const WriteTransaction&) = delete;
-  WriteTransaction& operator=(const WriteTransaction&) = delete;
-  void commit();
-
- private:
-  Connection& conn_;
-  bool open_ = false;
-};
-
-// Read transaction (BEGIN DEFERRED): a consistent snapshot for multi-query reads.
-class ReadTransaction {
- public:
-  explicit ReadTransaction(Connection& conn);
-  ~ReadTransaction();
-  ReadTransaction(const ReadTransaction&) = delete;
-  ReadTransaction& operator=(const ReadTransaction&) = delete;
-
- private:
-  Connection& conn_;
 };
 
 // The one connection all threads of a process use for one database file,
@@ -134,13 +73,13 @@ class ReadTransaction {
 // invalidates the page cache of all the others (a storm of re-reads), and
 // waiting writers sleep in SQLite's busy handler in millisecond steps instead
 // of queueing on a mutex. Other processes are arbitrated by the busy timeout.
-struct SharedDatabase {
+struct SharedDatabase final : sql::SharedConnection {
   explicit SharedDatabase(std::string path);
-  ~SharedDatabase();
+  ~SharedDatabase() override;
   SharedDatabase(const SharedDatabase&) = delete;
   SharedDatabase& operator=(const SharedDatabase&) = delete;
+  sql::Connection& connection() override { return conn; }
 
-  std::recursive_mutex mutex;
   Connection conn;
 
  private:

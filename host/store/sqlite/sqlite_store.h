@@ -1,98 +1,18 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "store/sqlite/sqlite_connection.h"
-#include "store/store.h"
 
 namespace ductwork::sqlite {
 
-// The SQLite dialect of Store. Its methods are spread over files by concern:
-// sqlite_store.cpp (schema, trigger, processes), sqlite_job_queue.cpp (job
-// worker), sqlite_branch_ops.cpp (advancer claims and the claim fence),
-// sqlite_reports.cpp (status and listing queries), sqlite_revive.cpp.
-class SqliteStore final : public Store {
- public:
-  explicit SqliteStore(std::shared_ptr<SharedDatabase> shared) : shared_(std::move(shared)), conn_(shared_->conn) {}
-
-  std::vector<std::string> migrate() override;
-  TriggeredPipeline trigger(const NewPipeline& request) override;
-
-  void register_process(const std::string& id, int64_t pid, const std::string& machine,
-                        const std::string& role) override;
-  bool heartbeat(const std::string& process_id) override;
-  void remove_process(const std::string& process_id) override;
-
-  std::optional<std::string> find_process(int64_t pid, const std::string& machine) override;
-  std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) override;
-  bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                    const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) override;
-  RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPlanner& plan) override;
-  std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
-  int64_t data_version() override;
-  void check_storage() override;
-  std::vector<ProcessInfo> processes() override;
-  int64_t successes_since(std::string* cursor) override;
-
-  std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
-  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                     std::optional<ClaimedJob>* next) override;
-  bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                   const NextExecution& next) override;
-  bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                   const NextExecution& next) override;
-  std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
-
-  BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
-                                 BranchClaim* out, const AdvanceInClaim* advance) override;
-  BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window, int sample,
-                                   int max_claims, const AdvanceInClaim* advance,
-                                   std::vector<ClaimedBranch>* out) override;
-  bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
-                        const std::function<void(BranchTx&)>& body) override;
-  std::string run_definition(const std::string& run_id) override;
-  std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) override;
-
-  std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) override;
-
-  std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
-  bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
-                   bool overwrite) override;
-
-  std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
-  std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
-  Progress progress(const std::vector<std::string>& pipelines) override;
-
-  // For benchmarks and tests that read the database directly; hold lock().
-  Connection& connection() { return conn_; }
-  std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock<std::recursive_mutex>(shared_->mutex); }
-
- private:
-  // crashed! inside an open transaction (see Store::job_crashed).
-  bool crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                   const NextExecution& next, const std::string& now);
-  // Crashes every open execution and closes every open advancement matched
-  // by `where` (SQL over executions e / advancements adv), with `cause`.
-  RecoveryCounts recover_claims_in_tx(const std::string& executions_where, const std::string& advancements_where,
-                                      const std::string& bind_value, const ErrorInfo& cause,
-                                      const CrashPlanner& plan, const std::string& now,
-                                      const Death* death = nullptr);
-  std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
-                                             const std::string& process_id, const std::string& now);
-  std::optional<ClaimedJob> claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
-                                            const std::string& now);
-  // Inserts step + job + execution + availability (inside an open transaction).
-  std::string insert_step(const NewStep& step, const std::string& status);
-
-  friend class SqliteBranchTx;
-  std::shared_ptr<SharedDatabase> shared_;
-  Connection& conn_;
-};
-
+// Stores on one SQLite file: every thread of the process shares one
+// connection (SharedDatabase explains why).
 class SqliteStoreFactory final : public StoreFactory {
  public:
-  explicit SqliteStoreFactory(std::string path);
-  std::unique_ptr<Store> open() override;
+  explicit SqliteStoreFactory(std::string path) : shared_(std::make_shared<SharedDatabase>(std::move(path))) {}
+  std::unique_ptr<Store> open() override { return std::make_unique<sql::SqlStore>(shared_); }
 
  private:
   std::shared_ptr<SharedDatabase> shared_;

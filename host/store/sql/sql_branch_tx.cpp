@@ -1,18 +1,18 @@
-// SqliteBranchTx: steps, transitions, advancements and branch states.
-#include "store/sqlite/sqlite_branch_tx.h"
+// SqlBranchTx: steps, transitions, advancements and branch states.
+#include "store/sql/sql_branch_tx.h"
 
 #include <stdexcept>
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
-std::string SqliteBranchTx::step_output_json(const std::string& step_id) {
-  auto stmt = conn_.prepare("SELECT output_payload -> '$.payload' FROM jobs WHERE step_id = ?");
+std::string SqlBranchTx::step_output_json(const std::string& step_id) {
+  auto stmt = conn_.prepare("SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?");
   stmt.bind(1, step_id);
   if (!stmt.step() || stmt.is_null(0)) return "null";
   return stmt.text(0);
 }
 
-std::string SqliteBranchTx::last_result_type(const std::string& step_id) {
+std::string SqlBranchTx::last_result_type(const std::string& step_id) {
   auto stmt = conn_.prepare(
       "SELECT r.result_type FROM results r JOIN executions e ON e.id = r.execution_id "
       "JOIN jobs j ON j.id = e.job_id WHERE j.step_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1");
@@ -20,7 +20,7 @@ std::string SqliteBranchTx::last_result_type(const std::string& step_id) {
   return stmt.step() ? stmt.text(0) : std::string();
 }
 
-void SqliteBranchTx::complete_step(const std::string& step_id) {
+void SqlBranchTx::complete_step(const std::string& step_id) {
   conn_.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, step_id)
@@ -32,7 +32,7 @@ void SqliteBranchTx::complete_step(const std::string& step_id) {
       .exec();
 }
 
-void SqliteBranchTx::complete_transition(const std::string& transition_id, const std::string& out_step_id) {
+void SqlBranchTx::complete_transition(const std::string& transition_id, const std::string& out_step_id) {
   conn_.prepare("UPDATE transitions SET out_step_id = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
       .bind_optional(1, out_step_id.empty() ? std::nullopt : std::optional<std::string>(out_step_id))
       .bind(2, now_)
@@ -40,14 +40,14 @@ void SqliteBranchTx::complete_transition(const std::string& transition_id, const
       .exec();
 }
 
-void SqliteBranchTx::complete_advancement(const std::string& advancement_id) {
+void SqlBranchTx::complete_advancement(const std::string& advancement_id) {
   conn_.prepare("UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, advancement_id)
       .exec();
 }
 
-void SqliteBranchTx::fail_advancement(const std::string& advancement_id, const ErrorInfo& error) {
+void SqlBranchTx::fail_advancement(const std::string& advancement_id, const ErrorInfo& error) {
   conn_.prepare(
            "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = ?2, error_message = ?3, "
            "error_backtrace = ?4 WHERE id = ?5")
@@ -59,7 +59,7 @@ void SqliteBranchTx::fail_advancement(const std::string& advancement_id, const E
       .exec();
 }
 
-int64_t SqliteBranchTx::errored_advancements(const std::string& transition_id) {
+int64_t SqlBranchTx::errored_advancements(const std::string& transition_id) {
   auto stmt = conn_.prepare(std::string("SELECT COUNT(*) FROM advancements WHERE transition_id = ? AND "
                                         "error_klass IS NOT NULL AND error_klass NOT IN ") +
                             kCrashMarkersSql);
@@ -68,7 +68,7 @@ int64_t SqliteBranchTx::errored_advancements(const std::string& transition_id) {
   return stmt.int64(0);
 }
 
-void SqliteBranchTx::release_branch(const std::string& branch_id) {
+void SqlBranchTx::release_branch(const std::string& branch_id) {
   conn_.prepare(
            "UPDATE branches SET status = 'in_progress', claim_token = NULL, claimed_for_advancing_at = NULL, "
            "last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")
@@ -77,7 +77,7 @@ void SqliteBranchTx::release_branch(const std::string& branch_id) {
       .exec();
 }
 
-void SqliteBranchTx::complete_branch(const std::string& branch_id) {
+void SqlBranchTx::complete_branch(const std::string& branch_id) {
   conn_.prepare(
            "UPDATE branches SET status = 'completed', claim_token = NULL, claimed_for_advancing_at = NULL, "
            "last_advanced_at = ?1, completed_at = ?1, updated_at = ?1 WHERE id = ?2")
@@ -86,7 +86,7 @@ void SqliteBranchTx::complete_branch(const std::string& branch_id) {
       .exec();
 }
 
-void SqliteBranchTx::halt_branch(const std::string& branch_id, const std::string& reason) {
+void SqlBranchTx::halt_branch(const std::string& branch_id, const std::string& reason) {
   conn_.prepare(
            "UPDATE branches SET status = 'halted', halt_reason = ?1, claim_token = NULL, "
            "claimed_for_advancing_at = NULL, last_advanced_at = ?2, completed_at = ?2, updated_at = ?2 "
@@ -97,7 +97,7 @@ void SqliteBranchTx::halt_branch(const std::string& branch_id, const std::string
       .exec();
 }
 
-bool SqliteBranchTx::run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) {
+bool SqlBranchTx::run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) {
   if (statuses.empty()) return false;
   std::string sql = "SELECT 1 FROM branches WHERE run_id = ?1 AND status IN (";
   for (size_t i = 0; i < statuses.size(); ++i) sql += (i ? ", ?" : "?") + std::to_string(i + 2);
@@ -108,7 +108,7 @@ bool SqliteBranchTx::run_has_branch_in(const std::string& run_id, const std::vec
   return any.step();
 }
 
-void SqliteBranchTx::close_run(const std::string& run_id, RunState state) {
+void SqlBranchTx::close_run(const std::string& run_id, RunState state) {
   if (state == RunState::kOpen) throw std::logic_error("close_run: a run is closed as completed or halted");
   const bool halted = state == RunState::kHalted;
   const char* sql_run =
@@ -123,4 +123,4 @@ void SqliteBranchTx::close_run(const std::string& run_id, RunState state) {
   conn_.prepare(sql_pipeline).bind(1, now_).bind(2, run_id).exec();
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

@@ -1,11 +1,10 @@
-// Crash recovery in the SQLite store: reaping dead processes and sweeping
+// Crash recovery: reaping dead processes and sweeping
 // orphaned claims (SPEC §6).
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_time.h"
+#include "store/sql/sql_store.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
-std::optional<std::string> SqliteStore::find_process(int64_t pid, const std::string& machine) {
+std::optional<std::string> SqlStore::find_process(int64_t pid, const std::string& machine) {
   auto held = lock();
   auto stmt = conn_.prepare("SELECT id FROM processes WHERE pid = ? AND machine_identifier = ?");
   stmt.bind(1, pid).bind(2, machine);
@@ -13,7 +12,7 @@ std::optional<std::string> SqliteStore::find_process(int64_t pid, const std::str
   return stmt.text(0);
 }
 
-std::vector<std::string> SqliteStore::stale_processes(const std::string& except_id, double stale_after_seconds) {
+std::vector<std::string> SqlStore::stale_processes(const std::string& except_id, double stale_after_seconds) {
   auto held = lock();
   auto stmt = conn_.prepare("SELECT id FROM processes WHERE last_heartbeat_at < dw_now(?1) AND id <> ?2");
   stmt.bind(1, -stale_after_seconds).bind(2, except_id);
@@ -22,7 +21,7 @@ std::vector<std::string> SqliteStore::stale_processes(const std::string& except_
   return out;
 }
 
-std::vector<ProcessInfo> SqliteStore::processes() {
+std::vector<ProcessInfo> SqlStore::processes() {
   auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT id, pid, machine_identifier, role, (julianday(dw_now()) - julianday(last_heartbeat_at)) * 86400.0 "
@@ -34,16 +33,16 @@ std::vector<ProcessInfo> SqliteStore::processes() {
   return out;
 }
 
-std::optional<bool> SqliteStore::heartbeat_stale(int64_t pid, const std::string& machine, double seconds) {
+std::optional<bool> SqlStore::heartbeat_stale(int64_t pid, const std::string& machine, double seconds) {
   auto held = lock();
   auto stmt = conn_.prepare(
-      "SELECT last_heartbeat_at < dw_now(?3) FROM processes WHERE pid = ?1 AND machine_identifier = ?2");
+      "SELECT CASE WHEN last_heartbeat_at < dw_now(?3) THEN 1 ELSE 0 END FROM processes WHERE pid = ?1 AND machine_identifier = ?2");
   stmt.bind(1, pid).bind(2, machine).bind(3, -seconds);
   if (!stmt.step()) return std::nullopt;
   return stmt.int64(0) != 0;
 }
 
-RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_where,
+RecoveryCounts SqlStore::recover_claims_in_tx(const std::string& executions_where,
                                                  const std::string& advancements_where, const std::string& bind_value,
                                                  const ErrorInfo& cause, const CrashPlanner& plan,
                                                  const std::string& now, const Death* death) {
@@ -116,14 +115,18 @@ RecoveryCounts SqliteStore::recover_claims_in_tx(const std::string& executions_w
   return counts;
 }
 
-bool SqliteStore::reap_process(const std::string& process_id, bool force, double stale_after_seconds,
+bool SqlStore::reap_process(const std::string& process_id, bool force, double stale_after_seconds,
                                const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   {
-    auto check = conn_.prepare(force ? "SELECT 1 FROM processes WHERE id = ?1"
-                                     : "SELECT 1 FROM processes WHERE id = ?1 AND last_heartbeat_at < dw_now(?2)");
+    // Locked (PostgreSQL) so a heartbeat cannot land between this check
+    // and the delete below.
+    auto check = conn_.prepare((force ? std::string("SELECT 1 FROM processes WHERE id = ?1")
+                                      : std::string("SELECT 1 FROM processes WHERE id = ?1 AND "
+                                                    "last_heartbeat_at < dw_now(?2)")) +
+                               conn_.dialect().for_update);
     check.bind(1, process_id);
     if (!force) check.bind(2, -stale_after_seconds);
     if (!check.step()) return false;  // gone, or it heartbeat since we looked
@@ -137,7 +140,7 @@ bool SqliteStore::reap_process(const std::string& process_id, bool force, double
   return true;
 }
 
-RecoveryCounts SqliteStore::sweep_orphans(double older_than_seconds, const CrashPlanner& plan) {
+RecoveryCounts SqlStore::sweep_orphans(double older_than_seconds, const CrashPlanner& plan) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -158,4 +161,4 @@ RecoveryCounts SqliteStore::sweep_orphans(double older_than_seconds, const Crash
   return recovered;
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

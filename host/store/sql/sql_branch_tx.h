@@ -1,22 +1,22 @@
 // The mutations an advancer makes while it holds a branch claim, on the
-// SQLite connection of the claiming store (see BranchTx). Defined in
-// sqlite_branch_tx.cpp (steps, transitions, branch states) and
-// sqlite_fanout.cpp (fan-out children, barriers and fan-in).
+// connection of the claiming store (see BranchTx). Defined in
+// sql_branch_tx.cpp (steps, transitions, branch states) and
+// sql_fanout.cpp (fan-out children, barriers and fan-in).
 #pragma once
 
 #include <string>
 
-#include "store/sqlite/sqlite_store.h"
+#include "store/sql/sql_store.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
 // Crash markers: an advancement that ended with one of these was a crash of
 // the advancer, not a routing error, and counts against the crash budget.
 inline constexpr const char* kCrashMarkersSql = "('ProcessCrash', 'ThreadCrash', 'AbandonedClaim', 'OrphanedClaim')";
 
-class SqliteBranchTx final : public BranchTx {
+class SqlBranchTx final : public BranchTx {
  public:
-  SqliteBranchTx(SqliteStore& store, std::string now) : store_(store), conn_(store.conn_), now_(std::move(now)) {}
+  SqlBranchTx(SqlStore& store, std::string now) : store_(store), conn_(store.conn_), now_(std::move(now)) {}
 
   std::string step_output_json(const std::string& step_id) override;
   std::string last_result_type(const std::string& step_id) override;
@@ -39,9 +39,9 @@ class SqliteBranchTx final : public BranchTx {
   std::string fire_fan_in(const std::string& barrier_branch_id, NewStep step) override;
 
  private:
-  SqliteStore& store_;
+  SqlStore& store_;
   Connection& conn_;
   std::string now_;
 };
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

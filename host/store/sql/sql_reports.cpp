@@ -1,11 +1,11 @@
-// Read-only queries of the SQLite store: what the status document shows,
+// Read-only queries of the store: what the status document shows,
 // listings and progress totals. Each runs in one read transaction for a
 // consistent view.
-#include "store/sqlite/sqlite_store.h"
+#include "store/sql/sql_store.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
-std::optional<PipelineRecord> SqliteStore::pipeline_record(const std::string& pipeline_id) {
+std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipeline_id) {
   auto held = lock();
   ReadTransaction tx(conn_);
   PipelineRecord pipeline;
@@ -36,10 +36,7 @@ std::optional<PipelineRecord> SqliteStore::pipeline_record(const std::string& pi
     }
   }
   bool has_plugin_columns = false;
-  {
-    auto columns = conn_.prepare("SELECT 1 FROM pragma_table_info('executions') WHERE name = 'plugin_name'");
-    has_plugin_columns = columns.step();
-  }
+  has_plugin_columns = conn_.has_column("executions", "plugin_name");
   for (RunRecord& run : pipeline.runs) {
     {
       auto l = conn_.prepare(
@@ -75,8 +72,8 @@ std::optional<PipelineRecord> SqliteStore::pipeline_record(const std::string& pi
       }
     }
     auto s = conn_.prepare(
-        "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> '$.args', "
-        "j.output_payload -> '$.payload', j.id, s.started_at, s.completed_at FROM steps s "
+        "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
+        "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at FROM steps s "
         "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
     s.bind(1, run.id);
     while (s.step()) {
@@ -88,30 +85,28 @@ std::optional<PipelineRecord> SqliteStore::pipeline_record(const std::string& pi
   return pipeline;
 }
 
-std::vector<PipelineSummary> SqliteStore::list_pipelines(const ListFilter& filter) {
+std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) {
   auto held = lock();
   auto stmt = conn_.prepare(
-      "SELECT id, klass, status, triggered_at FROM pipelines WHERE (?1 IS NULL OR status = ?1) "
-      "AND (?2 IS NULL OR klass = ?2) ORDER BY triggered_at DESC, id DESC LIMIT ?3");
+      "SELECT id, klass, status, triggered_at FROM pipelines WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) "
+      "AND (CAST(?2 AS TEXT) IS NULL OR klass = ?2) ORDER BY triggered_at DESC, id DESC LIMIT ?3");
   stmt.bind_optional(1, filter.status).bind_optional(2, filter.pipeline).bind(3, static_cast<int64_t>(filter.limit));
   std::vector<PipelineSummary> out;
   while (stmt.step()) out.push_back(PipelineSummary{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
   return out;
 }
 
-void SqliteStore::check_storage() {
+void SqlStore::check_storage() {
   auto held = lock();
-  conn_.check_files();
+  conn_.check_storage();
 }
 
-int64_t SqliteStore::data_version() {
+int64_t SqlStore::data_version() {
   auto held = lock();
-  auto stmt = conn_.prepare("PRAGMA data_version");
-  stmt.step();
-  return stmt.int64(0);
+  return conn_.data_version();
 }
 
-int64_t SqliteStore::successes_since(std::string* cursor) {
+int64_t SqlStore::successes_since(std::string* cursor) {
   auto held = lock();
   if (cursor->empty()) {
     // First call: start from now, so the count covers this session only.
@@ -122,7 +117,7 @@ int64_t SqliteStore::successes_since(std::string* cursor) {
   }
   // Result ids are UUIDv7, so "newer than the cursor" is a range scan of the
   // primary key over the new rows only.
-  auto stmt = conn_.prepare("SELECT id, result_type = 'success' FROM results WHERE id > ? ORDER BY id");
+  auto stmt = conn_.prepare("SELECT id, CASE WHEN result_type = 'success' THEN 1 ELSE 0 END FROM results WHERE id > ? ORDER BY id");
   stmt.bind(1, *cursor);
   int64_t count = 0;
   while (stmt.step()) {
@@ -132,13 +127,13 @@ int64_t SqliteStore::successes_since(std::string* cursor) {
   return count;
 }
 
-Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
+Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   auto held = lock();
   Progress total;
   ReadTransaction tx(conn_);
   for (const auto& pipeline : pipelines) {
     auto p = conn_.prepare(
-        "SELECT COUNT(*), COALESCE(SUM(status IN ('pending', 'in_progress', 'advancing', 'waiting')), 0) "
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'in_progress', 'advancing', 'waiting') THEN 1 ELSE 0 END), 0) "
         "FROM pipelines WHERE klass = ?");
     p.bind(1, pipeline);
     p.step();
@@ -148,4 +143,4 @@ Progress SqliteStore::progress(const std::vector<std::string>& pipelines) {
   return total;
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

@@ -5,9 +5,9 @@
 #include <variant>
 #include <vector>
 
-#include "store/sqlite/sqlite_connection.h"
+#include "store/sql/sql_connection.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
 // Inserts many rows into one table with multi-row INSERT statements: full
 // batches of kRowsPerStatement rows, the remainder split into power-of-two
@@ -57,4 +57,4 @@ inline BatchInsert branch_links_insert(Connection& conn) {
                      "(?, ?, ?, ?, ?)", 5);
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

@@ -1,15 +1,14 @@
-// Reviving a halted pipeline (SPEC §7) in the SQLite store: one transaction
+// Reviving a halted pipeline (SPEC §7) in one transaction
 // that copies the latest run into a new one, with every id remapped, and
 // re-opens the branches that halted.
 #include <map>
 
-#include "store/sqlite/sqlite_batch_insert.h"
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_time.h"
+#include "store/sql/batch_insert.h"
+#include "store/sql/sql_store.h"
 #include "store/store_error.h"
 #include "util/uuid.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 namespace {
 
 using Value = BatchInsert::Value;
@@ -53,7 +52,7 @@ struct OldStep {
 
 }  // namespace
 
-std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) {
+std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -107,7 +106,7 @@ std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_c
   {
     auto s = conn_.prepare(
         "SELECT s.id, s.branch_id, s.source_step_id, s.node, s.klass, s.to_transition, s.status, s.started_at, "
-        "s.completed_at, j.id IS NOT NULL, j.input_args, j.output_payload, j.started_at, j.completed_at "
+        "s.completed_at, CASE WHEN j.id IS NULL THEN 0 ELSE 1 END, j.input_args, j.output_payload, j.started_at, j.completed_at "
         "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
     s.bind(1, old_run);
     while (s.step()) {
@@ -243,4 +242,4 @@ std::string SqliteStore::revive(const std::string& pipeline_id, bool duplicate_c
   return new_run;
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

@@ -1,15 +1,14 @@
-// The pipeline advancer's side of the SQLite store: branch claims, the claim
+// The pipeline advancer's side of the store: branch claims, the claim
 // fence and the mutations allowed inside it.
 #include <random>
 
-#include "store/sqlite/sqlite_branch_tx.h"
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_time.h"
+#include "store/sql/sql_branch_tx.h"
+#include "store/sql/sql_store.h"
 #include "util/fault.h"
 #include "util/uuid.h"
 
-namespace ductwork::sqlite {
-BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const std::string& process_id, int window,
+namespace ductwork::sql {
+BranchClaimResult SqlStore::claim_branch(const std::string& pipeline, const std::string& process_id, int window,
                                             int sample, BranchClaim* out, const AdvanceInClaim* advance) {
   std::vector<ClaimedBranch> claimed;
   BranchClaimResult result = claim_branches(pipeline, process_id, window, sample, 1, advance, &claimed);
@@ -20,7 +19,7 @@ BranchClaimResult SqliteStore::claim_branch(const std::string& pipeline, const s
   return result;
 }
 
-BranchClaimResult SqliteStore::claim_branches(const std::string& pipeline, const std::string& process_id, int window,
+BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const std::string& process_id, int window,
                                               int sample, int max_claims, const AdvanceInClaim* advance,
                                               std::vector<ClaimedBranch>* out) {
   auto held = lock();
@@ -60,7 +59,7 @@ BranchClaimResult SqliteStore::claim_branches(const std::string& pipeline, const
     if (!advance) continue;
     conn_.prepare("SAVEPOINT advance_in_claim").exec();
     try {
-      SqliteBranchTx branch_tx(*this, now);
+      SqlBranchTx branch_tx(*this, now);
       (*advance)(branch_tx, out->back().claim);
       conn_.prepare("RELEASE advance_in_claim").exec();
     } catch (...) {
@@ -75,7 +74,7 @@ BranchClaimResult SqliteStore::claim_branches(const std::string& pipeline, const
   return BranchClaimResult::kClaimed;
 }
 
-std::optional<BranchClaim> SqliteStore::claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
+std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
                                                         const std::string& process_id, const std::string& now) {
   std::string token = new_uuid_v4();
   int rows = conn_.prepare(
@@ -129,9 +128,10 @@ std::optional<BranchClaim> SqliteStore::claim_one_in_tx(const std::string& branc
     int64_t prev_crashes = 0;
     bool prev_open = false, prev_crashed = false;
     {
-      auto prev = conn_.prepare(std::string("SELECT id, crash_count, completed_at IS NULL, error_klass IN ") +
+      auto prev = conn_.prepare(std::string("SELECT id, crash_count, CASE WHEN completed_at IS NULL THEN 1 ELSE 0 END, "
+                                            "CASE WHEN error_klass IN ") +
                                 kCrashMarkersSql +
-                                " FROM advancements WHERE transition_id = ? ORDER BY started_at DESC, id DESC LIMIT 1");
+                                " THEN 1 ELSE 0 END FROM advancements WHERE transition_id = ? ORDER BY started_at DESC, id DESC LIMIT 1");
       prev.bind(1, claim.transition_id);
       if (prev.step()) {
         prev_id = prev.text(0);
@@ -165,7 +165,7 @@ std::optional<BranchClaim> SqliteStore::claim_one_in_tx(const std::string& branc
   return claim;
 }
 
-bool SqliteStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,
+bool SqlStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                                    const std::function<void(BranchTx&)>& body) {
   auto held = lock();
   WriteTransaction tx(conn_);
@@ -174,10 +174,10 @@ bool SqliteStore::with_claim_fence(const std::string& branch_id, const std::stri
     fence.bind(1, branch_id);
     if (!fence.step() || fence.is_null(0) || fence.text(0) != claim_token) return false;
   }
-  SqliteBranchTx branch_tx(*this, db_now(conn_));
+  SqlBranchTx branch_tx(*this, db_now(conn_));
   body(branch_tx);
   tx.commit();
   return true;
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

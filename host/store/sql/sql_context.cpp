@@ -1,11 +1,10 @@
-// Run context (the tuples table) in the SQLite store.
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_time.h"
+// Run context (the tuples table) in the store.
+#include "store/sql/sql_store.h"
 #include "util/uuid.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
-std::optional<std::string> SqliteStore::context_get(const std::string& run_id, const std::string& key) {
+std::optional<std::string> SqlStore::context_get(const std::string& run_id, const std::string& key) {
   auto held = lock();
   auto stmt = conn_.prepare("SELECT serialized_value FROM tuples WHERE run_id = ? AND key = ?");
   stmt.bind(1, run_id).bind(2, key);
@@ -13,7 +12,7 @@ std::optional<std::string> SqliteStore::context_get(const std::string& run_id, c
   return stmt.is_null(0) ? std::string("null") : stmt.text(0);
 }
 
-bool SqliteStore::context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
+bool SqlStore::context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
                               bool overwrite) {
   auto held = lock();
   WriteTransaction tx(conn_);
@@ -32,4 +31,4 @@ bool SqliteStore::context_set(const std::string& run_id, const std::string& key,
   return rows > 0;
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

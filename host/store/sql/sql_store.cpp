@@ -1,14 +1,12 @@
-#include "store/sqlite/sqlite_store.h"
+#include "store/sql/sql_store.h"
 
-#include "config/config.h"
 #include "store/migrations.h"
-#include "store/sqlite/sqlite_time.h"
 #include "store/store_error.h"
 #include "util/uuid.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
-std::vector<std::string> SqliteStore::migrate() {
+std::vector<std::string> SqlStore::migrate() {
   auto held = lock();
   std::vector<std::string> applied_now;
   {
@@ -17,8 +15,9 @@ std::vector<std::string> SqliteStore::migrate() {
         "CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
     tx.commit();
   }
-  for (const auto& migration : sqlite_migrations()) {
+  for (const auto& migration : conn_.migrations()) {
     WriteTransaction tx(conn_);
+    conn_.lock_migrations();
     // Re-checked under the write lock: two processes starting together must
     // not both apply the same file.
     bool done;
@@ -42,7 +41,7 @@ std::vector<std::string> SqliteStore::migrate() {
   return applied_now;
 }
 
-std::string SqliteStore::insert_step(const NewStep& step, const std::string& status) {
+std::string SqlStore::insert_step(const NewStep& step, const std::string& status) {
   const std::string now = db_now(conn_);
   std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
   conn_.prepare(
@@ -60,11 +59,11 @@ std::string SqliteStore::insert_step(const NewStep& step, const std::string& sta
       .exec();
   conn_.prepare(
            "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, ?3, json_object('args', json(?4)), ?5, ?5, ?5)")
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)")
       .bind(1, job_id)
       .bind(2, step_id)
       .bind(3, step.klass)
-      .bind(4, step.args_json)
+      .bind(4, args_document(step.args_json))
       .bind(5, now)
       .exec();
   conn_.prepare(
@@ -85,7 +84,7 @@ std::string SqliteStore::insert_step(const NewStep& step, const std::string& sta
   return step_id;
 }
 
-TriggeredPipeline SqliteStore::trigger(const NewPipeline& request) {
+TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
   auto held = lock();
   TriggeredPipeline out{new_uuid_v7(), new_uuid_v7()};
   std::string branch_id = new_uuid_v7();
@@ -123,7 +122,7 @@ TriggeredPipeline SqliteStore::trigger(const NewPipeline& request) {
   return out;
 }
 
-void SqliteStore::register_process(const std::string& id, int64_t pid, const std::string& machine,
+void SqlStore::register_process(const std::string& id, int64_t pid, const std::string& machine,
                                    const std::string& role) {
   auto held = lock();
   WriteTransaction tx(conn_);
@@ -140,7 +139,7 @@ void SqliteStore::register_process(const std::string& id, int64_t pid, const std
   tx.commit();
 }
 
-bool SqliteStore::heartbeat(const std::string& process_id) {
+bool SqlStore::heartbeat(const std::string& process_id) {
   auto held = lock();
   WriteTransaction tx(conn_);
   int changed = conn_.prepare("UPDATE processes SET last_heartbeat_at = dw_now(), updated_at = dw_now() WHERE id = ?")
@@ -150,22 +149,22 @@ bool SqliteStore::heartbeat(const std::string& process_id) {
   return changed > 0;
 }
 
-void SqliteStore::remove_process(const std::string& process_id) {
+void SqlStore::remove_process(const std::string& process_id) {
   auto held = lock();
   WriteTransaction tx(conn_);
   conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
   tx.commit();
 }
 
-std::string SqliteStore::run_definition(const std::string& run_id) {
+std::string SqlStore::run_definition(const std::string& run_id) {
   auto held = lock();
   auto stmt = conn_.prepare("SELECT definition FROM runs WHERE id = ?");
   stmt.bind(1, run_id);
-  if (!stmt.step()) throw StoreError("database " + conn_.path() + ": no run " + run_id);
+  if (!stmt.step()) throw StoreError("database " + conn_.name() + ": no run " + run_id);
   return stmt.text(0);
 }
 
-std::optional<std::vector<std::string>> SqliteStore::take_on_halt(const std::string& run_id) {
+std::optional<std::vector<std::string>> SqlStore::take_on_halt(const std::string& run_id) {
   auto held = lock();
   WriteTransaction tx(conn_);
   int won = conn_.prepare(
@@ -186,18 +185,4 @@ std::optional<std::vector<std::string>> SqliteStore::take_on_halt(const std::str
   return reasons;
 }
 
-SqliteStoreFactory::SqliteStoreFactory(std::string path)
-    : shared_(std::make_shared<SharedDatabase>(std::move(path))) {}
-
-std::unique_ptr<Store> SqliteStoreFactory::open() { return std::make_unique<SqliteStore>(shared_); }
-
-}  // namespace ductwork::sqlite
-
-namespace ductwork {
-
-std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config) {
-  if (config.adapter == "sqlite") return std::make_unique<sqlite::SqliteStoreFactory>(config.path);
-  throw StoreError("database adapter " + config.adapter + " is not supported");
-}
-
-}  // namespace ductwork
+}  // namespace ductwork::sql

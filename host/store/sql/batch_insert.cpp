@@ -1,11 +1,11 @@
-#include "store/sqlite/sqlite_batch_insert.h"
+#include "store/sql/batch_insert.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
 BatchInsert::BatchInsert(Connection& conn, std::string head, std::string row, int width)
     : conn_(conn),
@@ -67,4 +67,4 @@ void BatchInsert::write(size_t first_row, size_t rows) {
   stmt.exec();
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

@@ -1,4 +1,4 @@
-// SqliteBranchTx: fan-out children, barrier walks and fan-in (SPEC §5).
+// SqlBranchTx: fan-out children, barrier walks and fan-in (SPEC §5).
 //
 // A branch that divides or expands becomes the *barrier* of the matching
 // fan-in: it records how many children it made (fanout_width), each child
@@ -7,18 +7,19 @@
 // position of the lineage it belongs to, and bumps the barrier's counter.
 // The arrival that brings the counter to the width fires the fan-in, once,
 // reading every arrived output in position order. All of it happens in the
-// arriving branch's transaction, which SQLite serialises with every other
-// writer, so exactly one arrival sees the full count.
-#include "store/sqlite/sqlite_batch_insert.h"
-#include "store/sqlite/sqlite_branch_tx.h"
+// arriving branch's transaction, and the counter's UPDATE ... RETURNING
+// serialises arrivals on the barrier row (SQLite: the write lock; PostgreSQL:
+// the row lock), so exactly one arrival sees the full count.
+#include "store/sql/batch_insert.h"
+#include "store/sql/sql_branch_tx.h"
 #include "store/store_error.h"
 #include "util/json.h"
 #include "util/uuid.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 namespace {
 
-// A JSON array of strings, for `IN (SELECT value FROM json_each(?))`.
+// A JSON array of strings, for `IN (...)` (Dialect::json_text_list).
 std::string json_string_list(const std::vector<std::string>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
@@ -35,7 +36,7 @@ std::string json_string_list(const std::vector<std::string>& items) {
 
 }  // namespace
 
-void SqliteBranchTx::create_children(const BranchClaim& parent, const std::string& to_transition,
+void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& to_transition,
                                      const std::vector<NewChild>& children) {
   BatchInsert branches(conn_,
                        "INSERT INTO branches (id, run_id, pipeline_klass, status, fanout_index, last_advanced_at, "
@@ -48,7 +49,7 @@ void SqliteBranchTx::create_children(const BranchClaim& parent, const std::strin
                     "(?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)", 10);
   BatchInsert jobs(conn_,
                    "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) VALUES ",
-                   "(?, ?, ?, json_object('args', json(?)), ?, ?, ?)", 7);
+                   "(?, ?, ?, ?, ?, ?, ?)", 7);
   BatchInsert executions(conn_,
                          "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
                          "updated_at) VALUES ",
@@ -68,7 +69,7 @@ void SqliteBranchTx::create_children(const BranchClaim& parent, const std::strin
     links.add({new_uuid_v7(), parent.branch_id, branch_id, now, now});
     steps.add({step_id, parent.run_id, branch_id, parent.step_id, child.node, child.klass, to_transition, now, now,
                now});
-    jobs.add({job_id, step_id, child.klass, child.args_json, now, now, now});
+    jobs.add({job_id, step_id, child.klass, args_document(child.args_json), now, now, now});
     executions.add({execution_id, job_id, now, now, now});
     availabilities.add({new_uuid_v7(), execution_id, parent.pipeline, now, now, now});
   }
@@ -81,7 +82,7 @@ void SqliteBranchTx::create_children(const BranchClaim& parent, const std::strin
       .exec();
 }
 
-std::optional<Barrier> SqliteBranchTx::find_barrier(const std::string& branch_id,
+std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id,
                                                     const std::vector<std::string>& nodes) {
   const std::string wanted = json_string_list(nodes);
   std::string current = branch_id;
@@ -97,8 +98,8 @@ std::optional<Barrier> SqliteBranchTx::find_barrier(const std::string& branch_id
     }
     bool ran;
     {
-      auto ran_node = conn_.prepare(
-          "SELECT 1 FROM steps WHERE branch_id = ?1 AND node IN (SELECT value FROM json_each(?2)) LIMIT 1");
+      auto ran_node = conn_.prepare("SELECT 1 FROM steps WHERE branch_id = ?1 AND node IN (" +
+                                    conn_.dialect().json_text_list("?2") + ") LIMIT 1");
       ran_node.bind(1, parent).bind(2, wanted);
       ran = ran_node.step();
     }
@@ -115,7 +116,7 @@ std::optional<Barrier> SqliteBranchTx::find_barrier(const std::string& branch_id
   throw StoreError("branch " + branch_id + ": parent links do not end (corrupted branch_links?)");
 }
 
-ArrivalCount SqliteBranchTx::arrive(const Barrier& barrier, const std::string& branch_id,
+ArrivalCount SqlBranchTx::arrive(const Barrier& barrier, const std::string& branch_id,
                                     const std::string& step_id) {
   conn_.prepare(
            "INSERT INTO fan_in_arrivals (id, barrier_branch_id, ordinal, branch_id, step_id, created_at, updated_at) "
@@ -138,7 +139,7 @@ ArrivalCount SqliteBranchTx::arrive(const Barrier& barrier, const std::string& b
   return out;
 }
 
-std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewStep step) {
+std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewStep step) {
   const std::string branch_id = new_uuid_v7();
   int won = conn_.prepare(
                      "UPDATE branches SET fanin_branch_id = ?1, updated_at = ?2 WHERE id = ?3 AND "
@@ -161,7 +162,7 @@ std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, Ne
   bool any_arrived = false;
   {
     auto arrived = conn_.prepare(
-        "SELECT a.branch_id, j.output_payload -> '$.payload' FROM fan_in_arrivals a "
+        "SELECT a.branch_id, j.output_payload -> 'payload' FROM fan_in_arrivals a "
         "JOIN jobs j ON j.step_id = a.step_id WHERE a.barrier_branch_id = ? ORDER BY a.ordinal");
     arrived.bind(1, barrier_branch_id);
     while (arrived.step()) {
@@ -183,4 +184,4 @@ std::string SqliteBranchTx::fire_fan_in(const std::string& barrier_branch_id, Ne
   return store_.insert_step(step, "pending");
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

@@ -1,14 +1,13 @@
-// The job worker's side of the SQLite store: claim, succeeded!, errored!.
-#include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/sqlite_time.h"
+// The job worker's side of the store: claim, succeeded!, errored!.
+#include "store/sql/sql_store.h"
 #include "util/uuid.h"
 
-namespace ductwork::sqlite {
+namespace ductwork::sql {
 
-std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, const std::string& process_id) {
+std::optional<ClaimedJob> SqlStore::claim_job(const std::string& pipeline, const std::string& process_id) {
   auto held = lock();
   {
-    // Look before taking SQLite's write lock: idle workers woken by another
+    // Look before taking a write transaction (SQLite's write lock): idle workers woken by another
     // process's commit mostly find nothing due, and must not queue up as
     // writers to learn that. The claim below re-asserts the predicate.
     auto due = conn_.prepare(
@@ -23,14 +22,14 @@ std::optional<ClaimedJob> SqliteStore::claim_job(const std::string& pipeline, co
   return job;
 }
 
-std::optional<ClaimedJob> SqliteStore::claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
+std::optional<ClaimedJob> SqlStore::claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
                                                        const std::string& now) {
   std::string availability_id, execution_id;
   {
     auto pick = conn_.prepare(
         "SELECT id, execution_id FROM availabilities "
         "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 "
-        "ORDER BY started_at LIMIT 1");
+        "ORDER BY started_at LIMIT 1" + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, now);
     if (!pick.step()) return std::nullopt;
     availability_id = pick.text(0);
@@ -59,14 +58,14 @@ std::optional<ClaimedJob> SqliteStore::claim_job_in_tx(const std::string& pipeli
   std::string step_status, run_status, pipeline_id;
   {
     auto info = conn_.prepare(
-        "SELECT e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> '$.args', "
+        "SELECT e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
         "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id "
         "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
         "JOIN runs r ON r.id = s.run_id WHERE e.id = ?");
     info.bind(1, execution_id);
     // The availability was already taken above: returning "nothing" here
     // would commit a claim nobody runs. Fail the transaction instead.
-    if (!info.step()) conn_.fail(SQLITE_CORRUPT, "claimed execution " + execution_id + " has no job/step/run");
+    if (!info.step()) conn_.fail("claimed execution " + execution_id + " has no job/step/run", StoreFault::kUnusable);
     job.job_id = info.text(0);
     job.retry_count = info.int64(1);
     job.crash_count = info.int64(2);
@@ -162,7 +161,7 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
       .exec();
   auto availability = conn.prepare(
       "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
-      "VALUES (?1, ?2, ?3, CASE WHEN ?4 > 0 THEN dw_now(?4) ELSE ?5 END, ?5, ?5)");
+      "VALUES (?1, ?2, ?3, CASE WHEN CAST(?4 AS DOUBLE PRECISION) > 0 THEN dw_now(CAST(?4 AS DOUBLE PRECISION)) ELSE ?5 END, ?5, ?5)");
   availability.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, job.pipeline).bind(4, delay_seconds).bind(5, now);
   availability.exec();
 }
@@ -193,16 +192,16 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 
 }  // namespace
 
-bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
+bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                                 std::optional<ClaimedJob>* next) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   if (!close_execution(conn_, job, process_id, now)) return false;
   conn_.prepare(
-           "UPDATE jobs SET output_payload = json_object('payload', json(?1)), completed_at = ?2, updated_at = ?2 "
+           "UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 "
            "WHERE id = ?3")
-      .bind(1, output_json)
+      .bind(1, payload_document(output_json))
       .bind(2, now)
       .bind(3, job.job_id)
       .exec();
@@ -213,7 +212,7 @@ bool SqliteStore::job_succeeded(const ClaimedJob& job, const std::string& proces
   return true;
 }
 
-bool SqliteStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
+bool SqlStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                               const NextExecution& next) {
   auto held = lock();
   WriteTransaction tx(conn_);
@@ -225,7 +224,7 @@ bool SqliteStore::job_errored(const ClaimedJob& job, const std::string& process_
   return true;
 }
 
-bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+bool SqlStore::job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
                               const NextExecution& next) {
   auto held = lock();
   WriteTransaction tx(conn_);
@@ -234,7 +233,7 @@ bool SqliteStore::job_crashed(const ClaimedJob& job, const std::string& process_
   return true;
 }
 
-bool SqliteStore::crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
+bool SqlStore::crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
                               const NextExecution& next, const std::string& now) {
   if (!close_execution(conn_, job, process_id, now)) return false;
   insert_result(conn_, job.execution_id, "process_crashed", &cause, now);
@@ -242,7 +241,7 @@ bool SqliteStore::crash_in_tx(const ClaimedJob& job, const std::string& process_
   return true;
 }
 
-std::optional<double> SqliteStore::seconds_until_next_job(const std::string& pipeline) {
+std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {
   auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
@@ -252,4 +251,4 @@ std::optional<double> SqliteStore::seconds_until_next_job(const std::string& pip
   return stmt.real(0);
 }
 
-}  // namespace ductwork::sqlite
+}  // namespace ductwork::sql

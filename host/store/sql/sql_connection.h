@@ -1,0 +1,213 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "store/migrations.h"
+#include "store/store_error.h"
+
+namespace ductwork::sql {
+
+// The SQL store (sql_store.h) speaks to a database through this small
+// interface; host/store/sqlite/ and host/store/postgresql/ implement it.
+// Statements are written once, in the SQL both databases accept: `?` or
+// `?N` placeholders (rewritten to `$N` for PostgreSQL), text timestamps from
+// dw_now(), JSON columns read with `->` and a bare key. What the two cannot
+// share is named in Dialect.
+
+// One compiled statement of a Connection, as the dialect runs it.
+class StatementBackend {
+ public:
+  virtual ~StatementBackend() = default;
+  virtual void bind_text(int index, std::string_view text) = 0;
+  virtual void bind_int64(int index, int64_t value) = 0;
+  virtual void bind_double(int index, double value) = 0;
+  virtual void bind_null(int index) = 0;
+  // Runs the statement on the first call, then moves through its rows;
+  // true while a row is available.
+  virtual bool step() = 0;
+  // Runs to completion; returns the rows the statement changed.
+  virtual int exec() = 0;
+  virtual std::string text(int column) const = 0;
+  virtual int64_t int64(int column) const = 0;
+  virtual double real(int column) const = 0;
+  virtual bool is_null(int column) const = 0;
+  // Back to unexecuted with no bindings.
+  virtual void reset() noexcept = 0;
+
+  bool in_use = false;  // a Statement handle holds it
+};
+
+// A prepared statement borrowed from a Connection's cache. Binding is
+// 1-based. The statement is reset (bindings cleared) when the handle goes
+// out of scope, so the next user starts clean. One handle per SQL text at a
+// time: borrowing a statement that is still borrowed (a nested use of the
+// same SQL, which would silently reset the outer one) is a std::logic_error.
+class Statement {
+ public:
+  explicit Statement(StatementBackend* backend) : backend_(backend) {}
+  Statement(Statement&& other) noexcept : backend_(other.backend_) { other.backend_ = nullptr; }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() {
+    if (backend_) {
+      backend_->reset();
+      backend_->in_use = false;
+    }
+  }
+
+  Statement& bind(int index, std::string_view text) {
+    backend_->bind_text(index, text);
+    return *this;
+  }
+  Statement& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
+  Statement& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
+  Statement& bind(int index, int64_t value) {
+    backend_->bind_int64(index, value);
+    return *this;
+  }
+  Statement& bind(int index, double value) {
+    backend_->bind_double(index, value);
+    return *this;
+  }
+  Statement& bind_null(int index) {
+    backend_->bind_null(index);
+    return *this;
+  }
+  Statement& bind_optional(int index, const std::optional<std::string>& text) {
+    return text ? bind(index, *text) : bind_null(index);
+  }
+
+  bool step() { return backend_->step(); }
+  int exec() { return backend_->exec(); }
+
+  std::string text(int column) const { return backend_->text(column); }
+  std::optional<std::string> optional_text(int column) const {
+    if (is_null(column)) return std::nullopt;
+    return text(column);
+  }
+  int64_t int64(int column) const { return backend_->int64(column); }
+  double real(int column) const { return backend_->real(column); }
+  bool is_null(int column) const { return backend_->is_null(column); }
+
+ private:
+  StatementBackend* backend_;
+};
+
+// What the two databases spell differently.
+struct Dialect {
+  std::string name;  // "sqlite" | "postgresql"
+  // Appended to the SELECT that picks rows to claim, so concurrent
+  // claimers pass over each other's rows instead of queueing on them
+  // (PostgreSQL). Empty where the write lock already serialises claimers.
+  std::string skip_locked;
+  // Appended to a SELECT whose rows the transaction goes on to change on
+  // the strength of what it read (PostgreSQL's row lock; SQLite's
+  // BEGIN IMMEDIATE already holds the database's only write lock).
+  std::string for_update;
+  // A subquery yielding the strings of the JSON array bound at `param`
+  // (e.g. "?2"), for `x IN (...)`.
+  std::string (*json_text_list)(const std::string& param) = nullptr;
+};
+
+// One database connection with a cache of prepared statements. Not
+// thread-safe: the store serialises its users (sql_store.h).
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // The cached prepared statement for `sql` (compiled on first use).
+  Statement prepare(const std::string& sql);
+  // Runs one or more statements without results (DDL, pragmas).
+  virtual void exec_script(const std::string& sql) = 0;
+
+  // A write transaction: on SQLite it takes the database's write lock at
+  // once (BEGIN IMMEDIATE), so the reads inside it are current.
+  virtual void begin_write() = 0;
+  virtual void commit() = 0;
+  virtual void rollback() noexcept = 0;
+  // A read transaction: one consistent snapshot for several queries.
+  virtual void begin_read() = 0;
+  virtual void end_read() noexcept = 0;
+
+  // How error messages name the database (a path, or a URL without its
+  // password).
+  virtual const std::string& name() const = 0;
+  virtual const Dialect& dialect() const = 0;
+  virtual const std::vector<Migration>& migrations() const = 0;
+  // Inside a write transaction: waits until no other process is applying
+  // migrations to this database (until the transaction ends).
+  virtual void lock_migrations() = 0;
+  // Whether `table` has `column` (a newer CLI reading an older schema).
+  virtual bool has_column(const std::string& table, const std::string& column) = 0;
+
+  // A number that moves whenever another connection commits (see
+  // Store::data_version).
+  virtual int64_t data_version() = 0;
+  // See Store::check_storage.
+  virtual void check_storage() = 0;
+  // Inside a write transaction: tells listening hosts, once the transaction
+  // commits, that `channel` has new work (a no-op where there is no such
+  // mechanism).
+  virtual void notify(const std::string& channel) { (void)channel; }
+
+  // Throws StoreError naming the database.
+  [[noreturn]] void fail(const std::string& what, StoreFault fault = StoreFault::kOther) const;
+
+ protected:
+  virtual std::unique_ptr<StatementBackend> compile(const std::string& sql) = 0;
+  // Forgets every compiled statement (none may be borrowed): after the
+  // connection was re-established they belong to a session that is gone.
+  void drop_statements();
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<StatementBackend>> cache_;
+};
+
+// RAII write transaction, rolled back unless commit() was called.
+class WriteTransaction {
+ public:
+  explicit WriteTransaction(Connection& conn) : conn_(conn) {
+    conn_.begin_write();
+    open_ = true;
+  }
+  ~WriteTransaction() {
+    if (open_) conn_.rollback();
+  }
+  WriteTransaction(const WriteTransaction&) = delete;
+  WriteTransaction& operator=(const WriteTransaction&) = delete;
+  void commit() {
+    conn_.commit();
+    open_ = false;
+  }
+
+ private:
+  Connection& conn_;
+  bool open_ = false;
+};
+
+// Read transaction: a consistent snapshot for multi-query reads.
+class ReadTransaction {
+ public:
+  explicit ReadTransaction(Connection& conn) : conn_(conn) { conn_.begin_read(); }
+  ~ReadTransaction() { conn_.end_read(); }
+  ReadTransaction(const ReadTransaction&) = delete;
+  ReadTransaction& operator=(const ReadTransaction&) = delete;
+
+ private:
+  Connection& conn_;
+};
+
+// The database clock, read once per transaction so every row the
+// transaction writes carries the same instant.
+std::string db_now(Connection& conn);
+
+}  // namespace ductwork::sql
