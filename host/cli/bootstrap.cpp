@@ -94,6 +94,7 @@ std::vector<std::string> Bootstrap::hosted_pipelines() {
 }
 
 bool Bootstrap::database_exists() const {
+  if (config_.database.adapter != "sqlite") return true;  // a server: asking it tells
   std::error_code ec;
   return std::filesystem::exists(config_.database.path, ec);
 }

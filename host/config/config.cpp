@@ -337,20 +337,31 @@ class Parser {
   }
 
   void parse_database(const YAML::Node& db, Config* config) const {
-    only_keys(db, "database", {"adapter", "path"});
+    only_keys(db, "database", {"adapter", "path", "url", "pool"});
     if (db["adapter"]) {
-      config->database.adapter = string(db["adapter"], "database.adapter");
-      const std::string& adapter = config->database.adapter;
-      if (adapter == "postgresql" || adapter == "postgres") {
-        fail("database.adapter", "adapter postgresql is not supported by this build (only \"sqlite\")",
-             db["adapter"]);
+      std::string adapter = string(db["adapter"], "database.adapter");
+      if (adapter == "postgres") adapter = "postgresql";
+      if (adapter != "sqlite" && adapter != "postgresql") {
+        expected("database.adapter", "\"sqlite\" or \"postgresql\"", db["adapter"], {"sqlite", "postgresql"});
       }
-      if (adapter != "sqlite") {
-        expected("database.adapter", "\"sqlite\" (the only adapter this build supports)", db["adapter"],
-                 {"sqlite", "postgresql"});
-      }
+      config->database.adapter = adapter;
     }
-    if (db["path"]) config->database.path = path(db["path"], "database.path");
+    const bool postgresql = config->database.adapter == "postgresql";
+    if (db["path"]) {
+      if (postgresql) fail("database.path", "applies to the sqlite adapter; postgresql takes database.url", db["path"]);
+      config->database.path = path(db["path"], "database.path");
+    }
+    if (db["url"]) {
+      if (!postgresql) {
+        fail("database.url", "applies to the postgresql adapter; sqlite takes database.path", db["url"]);
+      }
+      config->database.url = string(db["url"], "database.url");
+      if (config->database.url.empty()) fail("database.url", "is empty", db["url"]);
+    }
+    if (db["pool"]) {
+      if (!postgresql) fail("database.pool", "applies to the postgresql adapter", db["pool"]);
+      config->database.pool = static_cast<int>(integer(db["pool"], "database.pool", 1, 1000));
+    }
   }
 
   void parse_job_worker(const YAML::Node& jw, Config* config) const {
@@ -514,13 +525,9 @@ std::string database_path_from_url(const std::string& url) {
     }
   }
   if (scheme.empty()) return url;
-  if (scheme == "postgresql" || scheme == "postgres") {
-    throw ConfigError(variable_label(name) + ": adapter postgresql is not supported by this build (only sqlite: " +
-                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
-  }
   if (scheme != "sqlite") {
-    throw ConfigError(variable_label(name) + ": adapter " + scheme + " is not supported by this build (only sqlite: " +
-                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
+    throw ConfigError(variable_label(name) + ": adapter " + scheme + " is not supported (sqlite: " +
+                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH; postgresql: postgresql://...)");
   }
   std::string rest = url.substr(std::string("sqlite:").size());
   if (starts_with(rest, "//")) {
@@ -590,7 +597,7 @@ void apply_environment(const Environment& env, Config* config) {
   static const std::vector<std::string> kKnown = {
       "DUCTWORK_CONFIG",      "DUCTWORK_ROLE",   "DUCTWORK_DATABASE_URL", "DUCTWORK_PLUGINS_DIRECTORY",
       "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES", "DUCTWORK_FORKING", "DUCTWORK_LOG_LEVEL",
-      "DUCTWORK_LOG_FORMAT",
+      "DUCTWORK_LOG_FORMAT", "DUCTWORK_MACHINE_ID",
       // fault injection for durability tests (util/fault.h)
       "DUCTWORK_FAULT", "DUCTWORK_FAULT_MARKER", "DUCTWORK_FAULT_SLEEP"};
   auto absolute = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
@@ -603,8 +610,18 @@ void apply_environment(const Environment& env, Config* config) {
     config->role = *v;
   }
   if (const std::string* v = variable(env, "DUCTWORK_DATABASE_URL")) {
-    config->database.adapter = "sqlite";
-    config->database.path = absolute(database_path_from_url(*v));
+    if (starts_with(*v, "postgresql:") || starts_with(*v, "postgres:")) {
+      config->database.adapter = "postgresql";
+      config->database.url = *v;
+    } else {
+      config->database.adapter = "sqlite";
+      config->database.url.clear();
+      config->database.path = absolute(database_path_from_url(*v));
+    }
+  }
+  if (config->database.adapter == "postgresql" && config->database.url.empty()) {
+    throw ConfigError("database.url: required with database.adapter postgresql (or set DUCTWORK_DATABASE_URL to "
+                      "postgresql://USER:PASSWORD@HOST:PORT/DATABASE)");
   }
   if (const std::string* v = variable(env, "DUCTWORK_PLUGINS_DIRECTORY")) config->plugins_directory = absolute(*v);
   if (const std::string* v = variable(env, "DUCTWORK_DEFINITIONS_DIRECTORY")) {

@@ -60,8 +60,10 @@ class Scoped {
 };
 
 struct DatabaseConfig {
-  std::string adapter = "sqlite";
+  std::string adapter = "sqlite";          // "sqlite" | "postgresql"
   std::string path = "ductwork.sqlite3";  // sqlite: file path, created on first use
+  std::string url;                         // postgresql: postgresql://user:pw@host:port/db (or keyword form)
+  int pool = 8;                            // postgresql: connections per process
 };
 
 // A pipeline (and step) name written as a key of a per-pipeline map, with

@@ -12,7 +12,8 @@ struct Migration {
   std::string sql;
 };
 
-// The migrations of the SQLite dialect, in file-name order.
+// The migrations of each dialect, in file-name order.
 const std::vector<Migration>& sqlite_migrations();
+const std::vector<Migration>& postgresql_migrations();
 
 }  // namespace ductwork

@@ -1,4 +1,5 @@
 #include "config/config.h"
+#include "store/postgresql/pg_store.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/store_error.h"
 
@@ -6,6 +7,10 @@ namespace ductwork {
 
 std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config) {
   if (config.adapter == "sqlite") return std::make_unique<sqlite::SqliteStoreFactory>(config.path);
+  if (config.adapter == "postgresql") {
+    if (config.url.empty()) throw StoreError("database.url: required with database.adapter postgresql");
+    return std::make_unique<pg::PgStoreFactory>(config.url, config.pool);
+  }
   throw StoreError("database adapter " + config.adapter + " is not supported");
 }
 

@@ -23,6 +23,7 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
                                               int sample, int max_claims, const AdvanceInClaim* advance,
                                               std::vector<ClaimedBranch>* out) {
   auto held = lock();
+  max_claims = std::min(max_claims, conn_.dialect().max_branch_claims);
   // Candidates are read before the write transaction; each claim below
   // re-asserts the whole predicate, so a candidate that moved on meanwhile
   // (another process claimed it) just loses.
@@ -57,16 +58,25 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
     if (!claim) continue;
     out->push_back(ClaimedBranch{std::move(*claim), nullptr});
     if (!advance) continue;
+    // Keeps the claim and drops what advancing wrote: the caller records
+    // the error against this claim through the fence.
+    auto keep_claim_drop_advance = [&] {
+      conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
+      out->back().error = std::current_exception();
+    };
     conn_.prepare("SAVEPOINT advance_in_claim").exec();
     try {
       SqlBranchTx branch_tx(*this, now);
       (*advance)(branch_tx, out->back().claim);
       conn_.prepare("RELEASE advance_in_claim").exec();
+    } catch (const StoreError& e) {
+      // A deadlock or a lost connection says nothing about the branch: the
+      // whole transaction goes (its claims too) and the branches are
+      // claimed again later, with no error charged to them.
+      if (e.fault() == StoreFault::kBusy || e.fault() == StoreFault::kUnavailable) throw;
+      keep_claim_drop_advance();
     } catch (...) {
-      // Keep the claim, drop what advancing wrote: the caller records the
-      // error against this claim through the fence.
-      conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
-      out->back().error = std::current_exception();
+      keep_claim_drop_advance();
     }
   }
   if (out->size() == first) return BranchClaimResult::kContended;
@@ -76,6 +86,16 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
 
 std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
                                                         const std::string& process_id, const std::string& now) {
+  if (!conn_.dialect().skip_locked.empty()) {
+    // Where claimers run concurrently (PostgreSQL), a candidate another
+    // transaction is claiming is passed over instead of waited for: waiting
+    // on several rows taken in different orders would deadlock.
+    auto free = conn_.prepare(
+        "SELECT 1 FROM branches WHERE id = ?1 AND status = 'in_progress' AND claim_token IS NULL AND advanceable = 1" +
+        conn_.dialect().skip_locked);
+    free.bind(1, branch_id);
+    if (!free.step()) return std::nullopt;
+  }
   std::string token = new_uuid_v4();
   int rows = conn_.prepare(
                       "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "

@@ -75,6 +75,7 @@ void SqlBranchTx::release_branch(const std::string& branch_id) {
       .bind(1, now_)
       .bind(2, branch_id)
       .exec();
+  conn_.notify(Connection::Work::kBranches);  // advanceable again when its step still is
 }
 
 void SqlBranchTx::complete_branch(const std::string& branch_id) {

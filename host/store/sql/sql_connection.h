@@ -110,6 +110,11 @@ struct Dialect {
   // the strength of what it read (PostgreSQL's row lock; SQLite's
   // BEGIN IMMEDIATE already holds the database's only write lock).
   std::string for_update;
+  // How many branches one transaction may claim and advance. Where claimers
+  // run concurrently, two batches reaching two fan-in barriers in opposite
+  // orders would deadlock on the barrier rows; one claim per transaction
+  // holds at most one barrier row, so they cannot.
+  int max_branch_claims = 1 << 30;
   // A subquery yielding the strings of the JSON array bound at `param`
   // (e.g. "?2"), for `x IN (...)`.
   std::string (*json_text_list)(const std::string& param) = nullptr;
@@ -155,9 +160,10 @@ class Connection {
   // See Store::check_storage.
   virtual void check_storage() = 0;
   // Inside a write transaction: tells listening hosts, once the transaction
-  // commits, that `channel` has new work (a no-op where there is no such
-  // mechanism).
-  virtual void notify(const std::string& channel) { (void)channel; }
+  // commits, that it made work of this kind (a no-op where there is no such
+  // mechanism: SQLite's data_version already moves on every commit).
+  enum class Work { kJobs, kBranches };
+  virtual void notify(Work work) { (void)work; }
 
   // Throws StoreError naming the database.
   [[noreturn]] void fail(const std::string& what, StoreFault fault = StoreFault::kOther) const;

@@ -74,6 +74,7 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
     availabilities.add({new_uuid_v7(), execution_id, parent.pipeline, now, now, now});
   }
   for (BatchInsert* batch : {&branches, &links, &steps, &jobs, &executions, &availabilities}) batch->flush();
+  conn_.notify(Connection::Work::kJobs);
   conn_.prepare("UPDATE branches SET fanout_width = ?1, fanin_arrived = 0, fanin_branch_id = NULL, updated_at = ?2 "
                 "WHERE id = ?3")
       .bind(1, static_cast<int64_t>(children.size()))

@@ -164,6 +164,7 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
       "VALUES (?1, ?2, ?3, CASE WHEN CAST(?4 AS DOUBLE PRECISION) > 0 THEN dw_now(CAST(?4 AS DOUBLE PRECISION)) ELSE ?5 END, ?5, ?5)");
   availability.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, job.pipeline).bind(4, delay_seconds).bind(5, now);
   availability.exec();
+  conn.notify(Connection::Work::kJobs);
 }
 
 // The step's job is done (advancing) or out of budget (failed): either way
@@ -178,6 +179,7 @@ void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* statu
       .bind(1, now)
       .bind(2, job.branch_id)
       .exec();
+  conn.notify(Connection::Work::kBranches);
 }
 
 // What the engine decided after a failure or a crash: the step failed, or

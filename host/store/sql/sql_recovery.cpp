@@ -110,6 +110,7 @@ RecoveryCounts SqlStore::recover_claims_in_tx(const std::string& executions_wher
         .bind(1, now)
         .bind(2, branch_id)
         .exec();
+    conn_.notify(Connection::Work::kBranches);
     ++counts.advancements;
   }
   return counts;

@@ -238,6 +238,8 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
       .bind(1, now)
       .bind(2, pipeline_id)
       .exec();
+  conn_.notify(Connection::Work::kJobs);
+  conn_.notify(Connection::Work::kBranches);
   tx.commit();
   return new_run;
 }

@@ -11,6 +11,7 @@ std::vector<std::string> SqlStore::migrate() {
   std::vector<std::string> applied_now;
   {
     WriteTransaction tx(conn_);
+    conn_.lock_migrations();
     conn_.exec_script(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
     tx.commit();
@@ -81,6 +82,7 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
       .bind(3, step.pipeline)
       .bind(4, now)
       .exec();
+  conn_.notify(Connection::Work::kJobs);
   return step_id;
 }
 

@@ -1,0 +1,331 @@
+#include "store/postgresql/pg_connection.h"
+
+#include <Poco/Data/PostgreSQL/Connector.h>
+#include <Poco/Data/PostgreSQL/SessionImpl.h>
+#include <Poco/Data/Session.h>
+#include <Poco/Exception.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "store/migrations.h"
+#include "store/postgresql/pg_store.h"
+
+namespace ductwork::pg {
+namespace {
+
+std::once_flag register_once;
+
+// Libpq's quoting for a keyword value: single quotes, \ and ' escaped.
+std::string quote_value(const char* value) {
+  std::string out = "'";
+  for (const char* p = value; *p; ++p) {
+    if (*p == '\'' || *p == '\\') out += '\\';
+    out += *p;
+  }
+  return out + "'";
+}
+
+// The engine's view of a server error.
+StoreFault classify(const char* sqlstate, bool connection_bad) {
+  if (connection_bad) return StoreFault::kUnavailable;
+  if (!sqlstate) return StoreFault::kOther;
+  std::string code(sqlstate);
+  if (code.rfind("08", 0) == 0 || code == "57P01" || code == "57P02" || code == "57P03") {
+    return StoreFault::kUnavailable;  // connection exceptions, server shutting down or starting
+  }
+  if (code == "40001" || code == "40P01" || code == "55P03") return StoreFault::kBusy;
+  if (code == "53100") return StoreFault::kFull;
+  if (code == "XX001" || code == "XX002") return StoreFault::kUnusable;  // data or index corrupted
+  return StoreFault::kOther;
+}
+
+std::string json_elements(const std::string& param) {
+  return "SELECT json_array_elements_text(CAST(" + param + " AS json))";
+}
+
+// A statement prepared on the server under a generated name; parameters
+// travel as text, results come back as text.
+class PgStatement final : public sql::StatementBackend {
+ public:
+  PgStatement(Connection* conn, std::string sql, int params)
+      : conn_(conn), sql_(std::move(sql)), values_(static_cast<size_t>(params)) {
+    static std::atomic<uint64_t> counter{0};
+    name_ = "dw_" + std::to_string(++counter);
+    prepare();
+  }
+  ~PgStatement() override {
+    reset();
+    // A statement of a live session is deallocated; one of a session that
+    // is gone went with it.
+    if (epoch_ == conn_->epoch() && PQstatus(conn_->handle()) == CONNECTION_OK &&
+        PQtransactionStatus(conn_->handle()) == PQTRANS_IDLE) {
+      PQclear(PQexec(conn_->handle(), ("DEALLOCATE " + name_).c_str()));
+    }
+  }
+
+  void bind_text(int index, std::string_view text) override { slot(index) = std::string(text); }
+  void bind_int64(int index, int64_t value) override { slot(index) = std::to_string(value); }
+  void bind_double(int index, double value) override {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", value);
+    slot(index) = buf;
+  }
+  void bind_null(int index) override { slot(index).reset(); }
+
+  bool step() override {
+    if (!result_) execute();
+    ++row_;
+    return row_ < PQntuples(result_);
+  }
+  int exec() override {
+    if (!result_) execute();
+    const char* n = PQcmdTuples(result_);
+    return n && *n ? std::atoi(n) : 0;
+  }
+
+  std::string text(int column) const override {
+    return std::string(PQgetvalue(result_, row_, column), static_cast<size_t>(PQgetlength(result_, row_, column)));
+  }
+  int64_t int64(int column) const override {
+    const char* v = PQgetvalue(result_, row_, column);
+    if (v[0] == 't' && v[1] == '\0') return 1;  // a boolean column
+    if (v[0] == 'f' && v[1] == '\0') return 0;
+    return std::strtoll(v, nullptr, 10);
+  }
+  double real(int column) const override { return std::strtod(PQgetvalue(result_, row_, column), nullptr); }
+  bool is_null(int column) const override { return PQgetisnull(result_, row_, column) != 0; }
+  void reset() noexcept override {
+    if (result_) PQclear(result_);
+    result_ = nullptr;
+    row_ = -1;
+    for (auto& v : values_) v.reset();
+  }
+
+ private:
+  std::optional<std::string>& slot(int index) {
+    if (index < 1 || static_cast<size_t>(index) > values_.size()) {
+      conn_->fail("bind: no parameter " + std::to_string(index) + " in: " + sql_);
+    }
+    return values_[static_cast<size_t>(index - 1)];
+  }
+
+  void prepare() {
+    epoch_ = conn_->epoch();
+    PGresult* r = PQprepare(conn_->handle(), name_.c_str(), sql_.c_str(), static_cast<int>(values_.size()), nullptr);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) conn_->fail_result(r, "prepare: " + sql_);
+    PQclear(r);
+  }
+
+  void execute() {
+    if (epoch_ != conn_->epoch()) prepare();  // the session was re-established
+    std::vector<const char*> values(values_.size());
+    for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i] ? values_[i]->c_str() : nullptr;
+    PGresult* r = PQexecPrepared(conn_->handle(), name_.c_str(), static_cast<int>(values.size()), values.data(),
+                                 nullptr, nullptr, 0);
+    ExecStatusType status = PQresultStatus(r);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) conn_->fail_result(r, "statement: " + sql_);
+    result_ = r;
+    row_ = -1;
+  }
+
+  Connection* conn_;
+  std::string sql_;
+  std::string name_;
+  uint64_t epoch_ = 0;
+  std::vector<std::optional<std::string>> values_;
+  PGresult* result_ = nullptr;
+  int row_ = -1;
+};
+
+}  // namespace
+
+ConnectionTarget parse_target(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (!options) {
+    std::string why = error ? error : "out of memory";
+    PQfreemem(error);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw StoreError("database url is not a PostgreSQL connection string: " + why);
+  }
+  ConnectionTarget target;
+  std::string user, host, port, dbname;
+  bool has_timeout = false;
+  for (PQconninfoOption* o = options; o->keyword; ++o) {
+    if (!o->val) continue;
+    std::string keyword = o->keyword;
+    if (!target.conninfo.empty()) target.conninfo += ' ';
+    target.conninfo += keyword + "=" + quote_value(o->val);
+    if (keyword == "user") user = o->val;
+    if (keyword == "host" || (keyword == "hostaddr" && host.empty())) host = o->val;
+    if (keyword == "port") port = o->val;
+    if (keyword == "dbname") dbname = o->val;
+    if (keyword == "connect_timeout") has_timeout = true;
+  }
+  PQconninfoFree(options);
+  // Without a timeout a connect to a host that does not answer waits for
+  // the kernel's (minutes); the host's retry loop wants to know sooner.
+  if (!has_timeout) target.conninfo += (target.conninfo.empty() ? "" : " ") + std::string("connect_timeout=5");
+  target.display = "postgresql://" + (user.empty() ? "" : user + "@") + (host.empty() ? "localhost" : host) +
+                   (port.empty() ? "" : ":" + port) + "/" + dbname;
+  return target;
+}
+
+std::string to_dollar_placeholders(const std::string& sql, int* count) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int highest = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    char c = sql[i];
+    if (c == '\'' || c == '"') {  // copy a quoted string or identifier as it is
+      size_t end = sql.find(c, i + 1);
+      while (end != std::string::npos && end + 1 < sql.size() && sql[end + 1] == c) end = sql.find(c, end + 2);
+      if (end == std::string::npos) end = sql.size() - 1;
+      out.append(sql, i, end - i + 1);
+      i = end;
+      continue;
+    }
+    if (c != '?') {
+      out += c;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') ++j;
+    int number = j > i + 1 ? std::atoi(sql.substr(i + 1, j - i - 1).c_str()) : highest + 1;
+    if (number > highest) highest = number;
+    out += '$';
+    out += std::to_string(number);
+    i = j - 1;
+  }
+  *count = highest;
+  return out;
+}
+
+Connection::Connection(const ConnectionTarget& target) : display_(target.display) {
+  std::call_once(register_once, [] { Poco::Data::PostgreSQL::Connector::registerConnector(); });
+  try {
+    session_ = std::make_unique<Poco::Data::Session>("PostgreSQL", target.conninfo);
+  } catch (const Poco::Exception& e) {
+    std::string why = e.message().empty() ? e.displayText() : e.message();
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw StoreError("database " + display_ + ": cannot connect: " + why, StoreFault::kUnavailable);
+  }
+  auto* impl = static_cast<Poco::Data::PostgreSQL::SessionImpl*>(session_->impl());
+  conn_ = static_cast<PGconn*>(impl->handle());
+  run("SET client_min_messages = warning");
+}
+
+Connection::~Connection() {
+  drop_statements();
+  session_.reset();
+}
+
+void Connection::ensure_open() {
+  if (PQstatus(conn_) == CONNECTION_OK) return;
+  PQreset(conn_);
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(conn_);
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw StoreError("database " + display_ + ": cannot reconnect: " + why, StoreFault::kUnavailable);
+  }
+  ++epoch_;
+  run("SET client_min_messages = warning");
+}
+
+void Connection::fail_result(PGresult* result, const std::string& what) const {
+  const char* sqlstate = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
+  std::string message = result ? PQresultErrorMessage(result) : "";
+  if (message.empty()) message = PQerrorMessage(conn_);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  StoreFault fault = classify(sqlstate, PQstatus(conn_) != CONNECTION_OK);
+  if (result) PQclear(result);
+  throw StoreError("database " + display_ + ": " + what + ": " + message, fault);
+}
+
+void Connection::run(const char* sql) {
+  PGresult* r = PQexec(conn_, sql);
+  ExecStatusType status = PQresultStatus(r);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail_result(r, sql);
+  PQclear(r);
+}
+
+std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql) {
+  ensure_open();
+  int params = 0;
+  std::string text = to_dollar_placeholders(sql, &params);
+  return std::make_unique<PgStatement>(this, std::move(text), params);
+}
+
+void Connection::exec_script(const std::string& sql) {
+  ensure_open();
+  run(sql.c_str());
+}
+
+void Connection::begin_write() {
+  ensure_open();
+  notify_jobs_ = notify_branches_ = false;
+  run("BEGIN");
+}
+
+void Connection::commit() {
+  // The notifications go out when (and only if) the transaction commits;
+  // PostgreSQL delivers identical ones of one transaction once.
+  std::string sql;
+  if (notify_jobs_) sql += std::string("NOTIFY ") + kJobsChannel + "; ";
+  if (notify_branches_) sql += std::string("NOTIFY ") + kBranchesChannel + "; ";
+  notify_jobs_ = notify_branches_ = false;
+  sql += "COMMIT";
+  run(sql.c_str());
+}
+
+void Connection::rollback() noexcept {
+  notify_jobs_ = notify_branches_ = false;
+  if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
+}
+
+void Connection::begin_read() {
+  ensure_open();
+  run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+void Connection::end_read() noexcept {
+  if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "COMMIT"));
+}
+
+const sql::Dialect& Connection::dialect() const {
+  // FOR NO KEY UPDATE: the claim changes no key, and a stronger lock would
+  // also block the foreign-key checks of rows that reference the claimed one.
+  static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE", 1, json_elements};
+  return postgresql;
+}
+
+const std::vector<Migration>& Connection::migrations() const { return postgresql_migrations(); }
+
+void Connection::lock_migrations() {
+  // One lock number for "migrating ductwork's schema", held until the
+  // transaction ends.
+  run("SELECT pg_advisory_xact_lock(7358201946101)");
+}
+
+bool Connection::has_column(const std::string& table, const std::string& column) {
+  auto stmt = prepare(
+      "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?1 "
+      "AND column_name = ?2");
+  stmt.bind(1, table).bind(2, column);
+  return stmt.step();
+}
+
+int64_t Connection::data_version() { return version_ ? version_() : 0; }
+
+void Connection::check_storage() {}
+
+void Connection::notify(Work work) {
+  // Sent with the COMMIT (no extra round trip), once per kind.
+  (work == Work::kJobs ? notify_jobs_ : notify_branches_) = true;
+}
+
+}  // namespace ductwork::pg

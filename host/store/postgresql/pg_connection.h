@@ -1,0 +1,88 @@
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/sql/sql_connection.h"
+#include "store/sql/sql_store.h"
+
+namespace Poco::Data {
+class Session;
+}
+
+namespace ductwork::pg {
+
+// A PostgreSQL URL or keyword string made ready for libpq: checked, a
+// connect timeout added when it has none, and a name for messages that
+// leaves the password out. Throws StoreError naming what is wrong.
+struct ConnectionTarget {
+  std::string conninfo;  // libpq keyword=value form
+  std::string display;   // postgresql://user@host:port/db, never the password
+};
+ConnectionTarget parse_target(const std::string& url);
+
+// `?` / `?N` placeholders as SQLite reads them, rewritten to PostgreSQL's
+// `$N` (a bare `?` takes the number after the largest so far). Quoted text
+// is left alone. *count is set to the largest number.
+std::string to_dollar_placeholders(const std::string& sql, int* count);
+
+// One session with the server, opened through Poco::Data's PostgreSQL
+// connector; statements run through libpq's extended protocol on the
+// session's own handle (Poco::Data's statement layer re-parses and re-binds
+// on every execution: see docs/decisions.md). A session the server dropped
+// is re-established on the next use; statements are then prepared again.
+class Connection final : public sql::Connection {
+ public:
+  explicit Connection(const ConnectionTarget& target);
+  ~Connection() override;
+
+  void exec_script(const std::string& sql) override;
+  void begin_write() override;
+  void commit() override;
+  void rollback() noexcept override;
+  void begin_read() override;
+  void end_read() noexcept override;
+  const std::string& name() const override { return display_; }
+  const sql::Dialect& dialect() const override;
+  const std::vector<Migration>& migrations() const override;
+  void lock_migrations() override;
+  bool has_column(const std::string& table, const std::string& column) override;
+  int64_t data_version() override;
+  void check_storage() override;
+  void notify(Work work) override;
+
+  PGconn* handle() const { return conn_; }
+  // Bumped each time the session is re-established: statements prepared
+  // under an older epoch prepare themselves again.
+  uint64_t epoch() const { return epoch_; }
+  // Re-establishes a session the server dropped; throws StoreError
+  // (kUnavailable) when the server cannot be reached.
+  void ensure_open();
+  // Throws StoreError for a failed result (or a lost session) with the
+  // server's message, classified by SQLSTATE. Clears `result`.
+  [[noreturn]] void fail_result(PGresult* result, const std::string& what) const;
+  // Installs what data_version() reads (the process's Listener count).
+  void set_version_source(std::function<int64_t()> source) { version_ = std::move(source); }
+
+ protected:
+  std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
+
+ private:
+  void run(const char* sql);
+
+  std::string display_;
+  std::unique_ptr<Poco::Data::Session> session_;
+  PGconn* conn_ = nullptr;
+  uint64_t epoch_ = 1;
+  bool notify_jobs_ = false;
+  bool notify_branches_ = false;
+  std::function<int64_t()> version_;
+};
+
+}  // namespace ductwork::pg
