@@ -93,8 +93,8 @@ std::vector<std::string> Bootstrap::hosted_pipelines() {
   return out;
 }
 
-bool Bootstrap::database_exists() const {
-  if (config_.database.adapter != "sqlite") return true;  // a server: asking it tells
+bool Bootstrap::database_exists() {
+  if (config_.database.adapter != "sqlite") return open_store_for_reading()->has_schema();  // a server: ask it
   std::error_code ec;
   return std::filesystem::exists(config_.database.path, ec);
 }

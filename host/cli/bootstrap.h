@@ -56,7 +56,7 @@ class Bootstrap {
 
   // True when the configured database already exists (read-only commands
   // must not create it).
-  bool database_exists() const;
+  bool database_exists();
   // Opens the database and applies pending migrations. An unopenable or
   // corrupt database is BadInput naming the path.
   StoreFactory& stores();

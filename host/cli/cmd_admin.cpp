@@ -18,7 +18,7 @@ int cmd_migrate(const Args& args) {
     throw BadInput(e.what());
   }
   if (applied.empty()) {
-    std::printf("database %s is up to date\n", boot.config().database.path.c_str());
+    std::printf("database %s is up to date\n", database_name(boot.config().database).c_str());
   }
   for (const auto& version : applied) std::printf("applied %s\n", version.c_str());
   return kExitOk;

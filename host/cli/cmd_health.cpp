@@ -32,7 +32,7 @@ int cmd_health(const Args& args) {
   bool verbose = args.flag("verbose");
   Bootstrap boot(args, stderr, LogLevel::kError);
   if (!boot.database_exists()) {
-    std::printf("unhealthy: no database at %s (no host has run)\n", boot.config().database.path.c_str());
+    std::printf("unhealthy: no database at %s (no host has run)\n", database_name(boot.config().database).c_str());
     return kExitFailure;
   }
   std::vector<ProcessInfo> rows = boot.open_store_for_reading()->processes();

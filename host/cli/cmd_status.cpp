@@ -57,7 +57,7 @@ int cmd_status(const Args& args) {
   const std::string& id = args.positionals[0];
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   // A read must not create the database as a side effect.
-  if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + boot.config().database.path + ")");
+  if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + database_name(boot.config().database) + ")");
   auto report = pipeline_report(*boot.open_store_for_reading(), id);
   if (!report) throw BadInput("unknown pipeline id '" + id + "'");
   if (args.flag("json")) {

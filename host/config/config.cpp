@@ -526,8 +526,9 @@ std::string database_path_from_url(const std::string& url) {
   }
   if (scheme.empty()) return url;
   if (scheme != "sqlite") {
-    throw ConfigError(variable_label(name) + ": adapter " + scheme + " is not supported (sqlite: " +
-                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH; postgresql: postgresql://...)");
+    throw ConfigError(variable_label(name) + ": adapter " + scheme + " is not supported by this build (sqlite: " +
+                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH; postgresql: " +
+                      "postgresql://USER:PASSWORD@HOST:PORT/DATABASE)");
   }
   std::string rest = url.substr(std::string("sqlite:").size());
   if (starts_with(rest, "//")) {

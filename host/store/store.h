@@ -109,6 +109,8 @@ class Store {
   // ---- schema
   // Applies every migration not yet recorded; returns the names applied now.
   virtual std::vector<std::string> migrate() = 0;
+  // Whether migrate() ever ran on this database.
+  virtual bool has_schema() = 0;
 
   // ---- trigger
   // Creates pipeline, run, first branch, start step, job, execution and
@@ -267,5 +269,8 @@ class StoreFactory {
 struct DatabaseConfig;
 // Builds the factory for the configured adapter. Throws StoreError.
 std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config);
+// How messages name the configured database: the SQLite file's path, or the
+// server's URL without its password.
+std::string database_name(const DatabaseConfig& config);
 
 }  // namespace ductwork

@@ -14,4 +14,13 @@ std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config) {
   throw StoreError("database adapter " + config.adapter + " is not supported");
 }
 
+std::string database_name(const DatabaseConfig& config) {
+  if (config.adapter != "postgresql") return config.path;
+  try {
+    return pg::parse_target(config.url).display;
+  } catch (const StoreError&) {
+    return "(an invalid database.url)";
+  }
+}
+
 }  // namespace ductwork

@@ -78,7 +78,7 @@ TEST(PluginsTest, ListsTestkitAlone) {
   ASSERT_EQ(doc["plugins"].size(), 1u) << doc.dump(2);
   expect_testkit(doc);
   EXPECT_EQ(doc["refused"], json::array());
-  EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "plugins must not create the database";
+  EXPECT_FALSE(ws.database_created()) << "plugins must not create the database";
 
   testsupport::ProcessResult text = ws.run({"plugins"});
   EXPECT_EQ(text.exit_code, 0) << text.describe();
@@ -180,7 +180,7 @@ TEST(ValidateTest, GoodDefinitionsAreOk) {
   std::set<std::string> names;
   for (const auto& p : doc["pipelines"]) names.insert(p.get<std::string>());
   EXPECT_EQ(names, (std::set<std::string>{"Chain3", "Context"}));
-  EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "validate must not create the database";
+  EXPECT_FALSE(ws.database_created()) << "validate must not create the database";
 
   testsupport::ProcessResult text = ws.run({"validate"});
   EXPECT_EQ(text.exit_code, 0) << text.describe();
@@ -265,7 +265,7 @@ TEST(MigrateTest, AppliesEveryMigrationOnceThenIsUpToDate) {
   std::stringstream out(first.out);
   for (std::string line; std::getline(out, line);) lines.push_back(line);
   EXPECT_EQ(lines, expected) << first.out;
-  EXPECT_TRUE(testsupport::file_exists(ws.db_path()));
+  EXPECT_TRUE(ws.database_created());
 
   testsupport::ProcessResult second = ws.run({"migrate"});
   ASSERT_EQ(second.exit_code, 0) << second.describe();

@@ -34,7 +34,7 @@ class BadInputTest : public ::testing::TestWithParam<bool> {
     ws_.define("chain10.yml", chain10());
     if (GetParam()) {
       ASSERT_FALSE(ws_.trigger("Chain10", {"0"}).empty());
-      ASSERT_TRUE(testsupport::file_exists(ws_.db_path()));
+      ASSERT_TRUE(ws_.database_created());
     }
   }
 
@@ -93,7 +93,7 @@ TEST_P(BadInputTest, MissingConfigFile) {
 }
 
 TEST_P(BadInputTest, ConfigWithUnknownKey) {
-  ws_.write_config_text("database: {path: \"" + ws_.db_path() + "\"}\nplugins: {directory: \"" DUCTWORK_PLUGIN_DIR
+  ws_.write_config_text(ws_.database_yaml() + "plugins: {directory: \"" DUCTWORK_PLUGIN_DIR
                         "\"}\ndefinitions: {directory: \"" + ws_.definitions_dir() +
                         "\"}\npipelines: \"*\"\njob_worker: {cuont: 2}\n");
   expect_bad_input({"trigger", "Chain10", "0"}, {"job_worker.cuont", "ductwork.yml"});
@@ -102,7 +102,7 @@ TEST_P(BadInputTest, ConfigWithUnknownKey) {
 }
 
 TEST_P(BadInputTest, ConfigWithWrongShape) {
-  ws_.write_config_text("database: {path: \"" + ws_.db_path() + "\"}\nplugins: {directory: \"" DUCTWORK_PLUGIN_DIR
+  ws_.write_config_text(ws_.database_yaml() + "plugins: {directory: \"" DUCTWORK_PLUGIN_DIR
                         "\"}\ndefinitions: {directory: \"" + ws_.definitions_dir() +
                         "\"}\npipelines: \"*\"\njob_worker: {count: \"many\"}\n");
   expect_bad_input({"trigger", "Chain10", "0"}, {"job_worker.count", "ductwork.yml"});

@@ -17,7 +17,7 @@ TEST(CliContractTest, HelpListsEveryCommandAndExitsZero) {
       EXPECT_NE(r.out.find(std::string("  ") + command), std::string::npos) << command << " missing:\n" << r.out;
     }
     EXPECT_NE(r.out.find("exit codes: 0 ok, 1 runtime failure, 2 bad input"), std::string::npos) << r.out;
-    EXPECT_FALSE(testsupport::file_exists(ws.db_path()));
+    EXPECT_FALSE(ws.database_created());
   }
 }
 
@@ -37,7 +37,7 @@ TEST(CliContractTest, DuctworkYmlInTheCurrentFolderIsFoundWithoutDashC) {
   ws.define("inc.yml", chain_definition("IncOne", {"Inc"}));
   ProcessResult t = ws.run_raw({"trigger", "IncOne", "1"});  // cwd is the workspace
   ASSERT_EQ(t.exit_code, 0) << t.describe();
-  EXPECT_TRUE(testsupport::file_exists(ws.db_path())) << "the workspace's ductwork.yml chose the database";
+  EXPECT_TRUE(ws.database_created()) << "the workspace's ductwork.yml chose the database";
 }
 
 TEST(CliContractTest, StartWithNoPipelineDefinedIsBadInput) {

@@ -22,8 +22,7 @@ void define_pipelines(Workspace& ws) {
 // `pipelines`, and may give any section the head does not).
 std::string config_text(const Workspace& ws, const std::string& body) {
   std::ostringstream y;
-  y << "database: {path: \"" << ws.db_path() << "\"}\n"
-    << "plugins: {directory: \"" << DUCTWORK_PLUGIN_DIR << "\"}\n"
+  y << ws.database_yaml() << "plugins: {directory: \"" << DUCTWORK_PLUGIN_DIR << "\"}\n"
     << "definitions: {directory: \"" << ws.definitions_dir() << "\"}\n"
     << body;
   return y.str();
@@ -158,11 +157,26 @@ TEST_P(ConfigMistakeTest, EachKindOfMistakeIsRefusedByStartAndValidateNamingIt) 
   }
 }
 
-TEST_P(ConfigMistakeTest, ThePostgresqlAdapterIsNotInThisBuild) {
+TEST_P(ConfigMistakeTest, ThePostgresqlAdapterNeedsAUrl) {
   ws_.write_config_text("plugins: {directory: \"" DUCTWORK_PLUGIN_DIR "\"}\ndefinitions: {directory: \"" +
                         ws_.definitions_dir() + "\"}\npipelines: \"*\"\ndatabase: {adapter: postgresql}\n");
   for (const char* cmd : {"start", "validate", "migrate"}) {
-    expect_refused({cmd}, {"ductwork.yml:4: database.adapter: adapter postgresql is not supported by this build"});
+    expect_refused({cmd}, {"database.url: required with database.adapter postgresql"});
+  }
+}
+
+// A server that does not answer fails the command at once, naming the
+// database without its password, and writes nothing anywhere.
+TEST_P(ConfigMistakeTest, AnUnreachablePostgresqlServerIsAClearError) {
+  ws_.write_config_text("plugins: {directory: \"" DUCTWORK_PLUGIN_DIR "\"}\ndefinitions: {directory: \"" +
+                        ws_.definitions_dir() + "\"}\npipelines: \"*\"\n" +
+                        "database: {adapter: postgresql, url: \"postgresql://dw:s3cret@127.0.0.1:1/nowhere\"}\n");
+  ws_.define("a.yml", chain_definition("A", {"Inc"}));
+  for (const auto& cmd : std::vector<std::vector<std::string>>{{"migrate"}, {"trigger", "A", "1"}, {"start", "--drain"}}) {
+    testsupport::ProcessResult r = ws_.run(cmd, 20);
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << ": " << r.describe();
+    EXPECT_NE(r.err.find("postgresql://dw@127.0.0.1:1/nowhere: cannot connect"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("s3cret"), std::string::npos) << "the password must not be shown: " << r.err;
   }
 }
 
@@ -185,8 +199,6 @@ TEST_P(ConfigMistakeTest, BadEnvironmentValuesAreRefusedNamingTheVariable) {
       {{{"DUCTWORK_FORKING", "maybe"}}, {"DUCTWORK_FORKING (forking): expected fork or none, got \"maybe\""}},
       {{{"DUCTWORK_PIPELINES", "A,,B"}}, {"DUCTWORK_PIPELINES (pipelines): expected a comma-separated list", "got \"A,,B\""}},
       {{{"DUCTWORK_ROLE", "janitor"}}, {"DUCTWORK_ROLE (role)", "got \"janitor\""}},
-      {{{"DUCTWORK_DATABASE_URL", "postgresql://db.example/ductwork"}},
-       {"DUCTWORK_DATABASE_URL (database): adapter postgresql is not supported by this build"}},
       {{{"DUCTWORK_DATABASE_URL", "mysql://db.example/ductwork"}}, {"adapter mysql is not supported by this build"}},
       {{{"DUCTWORK_DATABASE_URL", "sqlite://host/x.db"}}, {"DUCTWORK_DATABASE_URL (database): expected a SQLite file"}},
   };
@@ -217,7 +229,7 @@ TEST(ConfigNamesAtValidate, PerPipelineAndPerStepNamesAreCheckedByValidate) {
   EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("job_worker.max_crash.Bee"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("job_worker.max_retry.A.Dobule"), std::string::npos) << r.err;
-  EXPECT_FALSE(testsupport::file_exists(ws.db_path()));
+  EXPECT_FALSE(ws.database_created());
 }
 
 // --- Pipelines ------------------------------------------------------------
@@ -282,7 +294,7 @@ TEST(ConfigEnvironmentTest, DatabaseUrlPointsEveryCommandAtAnotherFile) {
     ASSERT_EQ(t.exit_code, 0) << t.describe() << t.err;
     std::string id = t.out.substr(0, t.out.find('\n'));
     EXPECT_TRUE(testsupport::file_exists(other));
-    EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "the file's database must not be touched";
+    EXPECT_FALSE(ws.database_created()) << "the file's database must not be touched";
 
     EXPECT_EQ(ws.run_with_env({"start", "--drain"}, env).exit_code, 0);
     testsupport::ProcessResult s = ws.run_with_env({"status", id, "--json"}, env);
@@ -295,8 +307,8 @@ TEST(ConfigEnvironmentTest, DatabaseUrlPointsEveryCommandAtAnotherFile) {
 
 TEST(ConfigEnvironmentTest, PluginsAndDefinitionsDirectories) {
   Workspace ws;
-  ws.write_config_text("database: {path: \"" + ws.db_path() +
-                       "\"}\nplugins: {directory: no-plugins}\ndefinitions: {directory: no-definitions}\n"
+  ws.write_config_text(ws.database_yaml() +
+                       "plugins: {directory: no-plugins}\ndefinitions: {directory: no-definitions}\n"
                        "pipelines: \"*\"\n" + kFast);
   ws.write("other-defs/c.yml", chain_definition("C", {"Inc", "Inc", "Inc"}));
   EXPECT_EQ(ws.run({"trigger", "C", "0"}).exit_code, 2) << "C is not in the configured directory";

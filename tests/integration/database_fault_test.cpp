@@ -118,15 +118,15 @@ TEST(DatabaseRaceTest, MigrateRacingStartAndTriggerOnAFreshFile) {
   ProcessResult drained = ws.run({"start", "--drain"}, 60);
   EXPECT_EQ(drained.exit_code, 0) << drained.describe();
   EXPECT_EQ(ws.status(id)["runs"][0]["steps"][1]["output"], 42);
-  auto rows = testsupport::run_process(
-      {find_on_path("sqlite3"), ws.db_path(), "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations"});
+  std::string rows = ws.sql("SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations");
   size_t migrations = 0;
-  for (const auto& f : std::filesystem::directory_iterator(std::string(DUCTWORK_SOURCE_DIR) + "/schema/sqlite")) {
+  const std::string schema = std::string(DUCTWORK_SOURCE_DIR) + (ws.pg() ? "/schema/postgresql" : "/schema/sqlite");
+  for (const auto& f : std::filesystem::directory_iterator(schema)) {
     migrations += f.path().extension() == ".sql";
   }
   ASSERT_GE(migrations, 4u);
   std::string n = std::to_string(migrations);
-  EXPECT_EQ(rows.out, n + "|" + n + "\n") << "each migration recorded once";
+  EXPECT_EQ(rows, n + "|" + n + "\n") << "each migration recorded once";
 }
 
 // Issue 9, item 23: two `start`s on one file (an operator starting a second

@@ -16,11 +16,7 @@ using Fault = std::tuple<std::string, std::string>;  // checkpoint, action
 
 class DurabilityTest : public ::testing::TestWithParam<Fault> {};
 
-std::string sql(const Workspace& ws, const std::string& query) {
-  std::string sqlite = find_on_path("sqlite3");
-  if (sqlite.empty()) return "";
-  return testsupport::run_process({sqlite, ws.db_path(), query}).out;
-}
+std::string sql(const Workspace& ws, const std::string& query) { return ws.sql(query); }
 
 TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
   const auto& [checkpoint, action] = GetParam();

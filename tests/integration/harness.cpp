@@ -18,11 +18,20 @@ std::ostream& operator<<(std::ostream& os, const DbSnapshot& s) {
   return os << (s.exists ? "database{" + s.counts + "}" : std::string("no database"));
 }
 
-Workspace::Workspace(const ConfigOptions& options) { write_config(options); }
+Workspace::Workspace(const ConfigOptions& options) {
+  if (testsupport::on_postgresql()) pg_ = std::make_unique<testsupport::PgDatabase>();
+  write_config(options);
+}
+
+std::string Workspace::database_yaml() const {
+  // One line on either dialect, so line numbers in messages do not move.
+  if (pg_) return "database: {adapter: postgresql, url: \"" + pg_->url() + "\"}\n";
+  return "database: {path: \"" + db_path() + "\"}\n";
+}
 
 void Workspace::write_config(const ConfigOptions& options) {
   std::ostringstream y;
-  y << "database:\n  path: \"" << db_path() << "\"\n"
+  y << "database:\n  " << database_yaml().substr(std::string("database: ").size())
     << "plugins:\n  directory: \"" << options.plugins_directory << "\"\n"
     << "definitions:\n  directory: \"" << definitions_dir() << "\"\n"
     << "pipelines: \"*\"\n"
@@ -115,6 +124,15 @@ json Workspace::list(const std::vector<std::string>& extra) const {
 
 DbSnapshot Workspace::snapshot() const {
   DbSnapshot snap;
+  if (pg_) {
+    snap.exists = pg_->has_table("schema_migrations");
+    if (!snap.exists) return snap;
+    for (const char* table : kTables) {
+      snap.counts += std::string(snap.counts.empty() ? "" : " ") + table + "=" +
+                     pg_->scalar(std::string("SELECT count(*) FROM ") + table);
+    }
+    return snap;
+  }
   snap.exists = testsupport::file_exists(db_path());
   if (!snap.exists) return snap;
   static const std::string sqlite3 = find_on_path("sqlite3");
@@ -136,6 +154,20 @@ DbSnapshot Workspace::snapshot() const {
   EXPECT_EQ(r.exit_code, 0) << "sqlite3: " << r.describe();
   snap.counts = r.out;
   return snap;
+}
+
+bool Workspace::database_created() const {
+  return pg_ ? pg_->has_table("schema_migrations") : testsupport::file_exists(db_path());
+}
+
+std::string Workspace::sql(const std::string& query) const {
+  if (pg_) return pg_->query(query);
+  if (!testsupport::file_exists(db_path())) return "";
+  static const std::string sqlite3 = find_on_path("sqlite3");
+  EXPECT_FALSE(sqlite3.empty()) << "sqlite3 is installed by packaging/install-deps.sh";
+  ProcessResult r = testsupport::run_process({sqlite3, "-batch", db_path(), query});
+  EXPECT_EQ(r.exit_code, 0) << "sqlite3: " << r.describe();
+  return r.out;
 }
 
 json parse_json(const std::string& text, const std::string& what) {
@@ -176,9 +208,13 @@ size_t count_of(const std::string& text, const std::string& needle) {
 }
 
 int64_t process_rows(const Workspace& ws) {
+  if (ws.pg()) {
+    if (!ws.pg()->has_table("processes")) return -1;
+    return std::stoll(ws.pg()->scalar("SELECT count(*) FROM processes"));
+  }
   std::string sqlite = find_on_path("sqlite3");
   if (sqlite.empty()) return -1;
-  if (!testsupport::file_exists(ws.db_path())) return -1;
+  if (!ws.database_created()) return -1;
   auto r = testsupport::run_process({sqlite, ws.db_path(), "SELECT COUNT(*) FROM processes"});
   try {
     return std::stoll(r.out);

@@ -10,7 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include <memory>
+
 #include "process_runner.h"
+#include "test_database.h"
 
 namespace ductwork::it {
 
@@ -35,9 +38,15 @@ struct DbSnapshot {
 };
 std::ostream& operator<<(std::ostream& os, const DbSnapshot& s);
 
+// On PostgreSQL (testsupport::on_postgresql()) the database is a fresh one on
+// the test cluster instead of the file at db_path().
 class Workspace {
  public:
   explicit Workspace(const ConfigOptions& options = {});
+  // The `database:` section for a ductwork.yml, as one line.
+  std::string database_yaml() const;
+  // The PostgreSQL database, or null on SQLite.
+  const testsupport::PgDatabase* pg() const { return pg_.get(); }
 
   const std::string& dir() const { return tmp_.path(); }
   std::string config_path() const { return tmp_.file("ductwork.yml"); }
@@ -77,9 +86,17 @@ class Workspace {
   json list(const std::vector<std::string>& extra = {}) const;
 
   DbSnapshot snapshot() const;
+  // Whether the database was created (SQLite: the file exists; PostgreSQL:
+  // the schema was migrated into it).
+  bool database_created() const;
+  // Every row of `query` on the workspace database, as the sqlite3 shell
+  // prints it (columns joined by '|', one line per row); "" when there is no
+  // database yet.
+  std::string sql(const std::string& query) const;
 
  private:
   testsupport::TempDir tmp_;
+  std::unique_ptr<testsupport::PgDatabase> pg_;
 };
 
 // Parses text as JSON, recording a test failure (and returning null) when it

@@ -92,7 +92,7 @@ TEST(ListTest, WithoutADatabaseListsNothingAndCreatesNothing) {
   Workspace ws;
   ws.define("alpha.yml", chain_definition("Alpha", {"Inc"}));
   EXPECT_EQ(ws.list(), json::array());
-  EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "list must not create the database";
+  EXPECT_FALSE(ws.database_created()) << "list must not create the database";
 }
 
 TEST(ListTest, NewestFirstAndAtMostLimitRows) {

@@ -47,7 +47,7 @@ TEST(NamesTest, APipelineNameThatIsNotPlainTextIsRefusedAtLoadNamingFileAndLine)
     EXPECT_NE(t.err.find(file), std::string::npos) << t.err;
     ProcessResult s = ws.run({"start", "--drain"}, 20);
     EXPECT_EQ(s.exit_code, 2) << s.describe();
-    EXPECT_FALSE(testsupport::file_exists(ws.db_path())) << "nothing may be written";
+    EXPECT_FALSE(ws.database_created()) << "nothing may be written";
   }
 }
 

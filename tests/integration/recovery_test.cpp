@@ -138,8 +138,6 @@ TEST(SupervisorTest, AStepThatKillsItsChildCostsOneChildAndOneCrash) {
 // cannot spin. Read from the availability rows the engine wrote (when each
 // new execution became claimable) and the attempts (when it was claimed).
 TEST(SupervisorTest, CrashesBackOffAfterTheFirstThirdOfTheBudget) {
-  std::string sqlite = find_on_path("sqlite3");
-  if (sqlite.empty()) GTEST_SKIP() << "sqlite3 not installed";
   ConfigOptions options = forking();
   options.job_worker_extra = "max_crash: 6";  // retry_delay: 0.05 (the workspace default)
   Workspace ws(options);
@@ -151,14 +149,12 @@ TEST(SupervisorTest, CrashesBackOffAfterTheFirstThirdOfTheBudget) {
   json doc = ws.status(id);
   ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
   ASSERT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 5u);
-  auto rows = testsupport::run_process(
-      {sqlite, ws.db_path(),
-       "SELECT e.crash_count, printf('%.3f', (julianday(a.started_at) - julianday(a.created_at)) * 86400), "
-       "printf('%.3f', (julianday(t.started_at) - julianday(a.started_at)) * 86400) "
-       "FROM executions e JOIN availabilities a ON a.execution_id = e.id JOIN attempts t ON t.execution_id = e.id "
-       "ORDER BY e.crash_count"});
-  ASSERT_EQ(rows.exit_code, 0) << rows.describe();
-  std::istringstream lines(rows.out);
+  std::string rows = ws.sql(
+      "SELECT e.crash_count, (julianday(a.started_at) - julianday(a.created_at)) * 86400, "
+      "(julianday(t.started_at) - julianday(a.started_at)) * 86400 "
+      "FROM executions e JOIN availabilities a ON a.execution_id = e.id JOIN attempts t ON t.execution_id = e.id "
+      "ORDER BY e.crash_count");
+  std::istringstream lines(rows);
   // crash_count -> the delay the engine chose: 1 and 2 (max_crash 6 / 3)
   // at once, then 3 x 0.05 and 4 x 0.05 seconds.
   const double expected[] = {0.0, 0.0, 0.0, 0.15, 0.2};
@@ -167,11 +163,11 @@ TEST(SupervisorTest, CrashesBackOffAfterTheFirstThirdOfTheBudget) {
     int crash_count = 0;
     double delay = 0, claimed_after = 0;
     ASSERT_EQ(std::sscanf(line.c_str(), "%d|%lf|%lf", &crash_count, &delay, &claimed_after), 3) << line;
-    ASSERT_EQ(crash_count, seen) << rows.out;
-    EXPECT_NEAR(delay, expected[seen], 0.002) << "crash_count " << crash_count << ": " << rows.out;
-    EXPECT_GE(claimed_after, -0.001) << "claimed before it was due: " << rows.out;
+    ASSERT_EQ(crash_count, seen) << rows;
+    EXPECT_NEAR(delay, expected[seen], 0.002) << "crash_count " << crash_count << ": " << rows;
+    EXPECT_GE(claimed_after, -0.001) << "claimed before it was due: " << rows;
   }
-  EXPECT_EQ(seen, 5) << rows.out;
+  EXPECT_EQ(seen, 5) << rows;
 }
 
 TEST(SupervisorTest, AStepThatAlwaysSegfaultsEndsJobCrashesExhausted) {
@@ -218,11 +214,9 @@ TEST(SupervisorTest, AKilledWorkerChildIsRestartedAndItsStepRecovered) {
     return doc.is_object() && doc["runs"][0]["steps"][0]["status"] == "in_progress";
   }));
   // The worker child of the pipeline is the process that owns the claim.
-  std::string sqlite = find_on_path("sqlite3");
-  ASSERT_FALSE(sqlite.empty());
-  auto pid = testsupport::run_process({sqlite, ws.db_path(), "SELECT pid FROM processes WHERE role = 'worker'"});
-  ASSERT_FALSE(pid.out.empty());
-  ASSERT_EQ(::kill(std::stoi(pid.out), SIGKILL), 0);
+  std::string pid = ws.sql("SELECT pid FROM processes WHERE role = 'worker'");
+  ASSERT_FALSE(pid.empty());
+  ASSERT_EQ(::kill(std::stoi(pid), SIGKILL), 0);
   // Open the gate once the kill is seen (the claim crashed), so the re-run
   // finishes and the first run could not have.
   ASSERT_TRUE(eventually(10, [&] {
@@ -236,7 +230,7 @@ TEST(SupervisorTest, AKilledWorkerChildIsRestartedAndItsStepRecovered) {
   const json& executions = doc["runs"][0]["steps"][0]["executions"];
   ASSERT_EQ(executions.size(), 2u);
   EXPECT_EQ(executions[0]["error_klass"], "ProcessCrash");
-  EXPECT_EQ(executions[0]["error_message"], "worker pid " + std::to_string(std::stoi(pid.out)) +
+  EXPECT_EQ(executions[0]["error_message"], "worker pid " + std::to_string(std::stoi(pid)) +
                                                 " killed by SIGKILL while running step Gate");
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 1001);
 }
@@ -361,10 +355,11 @@ namespace ductwork::it {
 namespace {
 
 std::string roles(const Workspace& ws) {
-  std::string sqlite = find_on_path("sqlite3");
-  return testsupport::run_process({sqlite, ws.db_path(), "SELECT group_concat(role, ',') FROM "
-                                                         "(SELECT role FROM processes ORDER BY role)"})
-      .out;
+  std::string rows = ws.sql("SELECT role FROM processes ORDER BY role");
+  std::string joined;  // one line, comma-separated, like group_concat
+  for (char c : rows) joined += c == '\n' ? ',' : c;
+  if (!joined.empty()) joined.back() = '\n';
+  return joined;
 }
 
 TEST(RoleTest, RoleAndDuctworkRoleChooseWhichChildrenRun) {

@@ -65,16 +65,12 @@ TEST(ReviveTest, AStepThatExhaustedItsCrashBudgetIsReRunAfterRevive) {
 // `otherwise` or with an unknown edge type can only be made by editing the
 // stored run, which is what sqlite3 does here (as an operator could).
 TEST(ReviveTest, EveryAdvancerSideHaltReasonRetriesTheTransition) {
-  std::string sqlite = find_on_path("sqlite3");
-  ASSERT_FALSE(sqlite.empty()) << "sqlite3 is installed by packaging/install-deps.sh";
-  auto sql = [&](const Workspace& ws, const std::string& query) {
-    return testsupport::run_process({sqlite, ws.db_path(), query}).out;
-  };
+  auto sql = [&](const Workspace& ws, const std::string& query) { return ws.sql(query); };
   ConfigOptions options;
   options.extra = "pipeline_advancer: {count: 2, polling_timeout: 0.05, max_retry: 2, steps: {max_depth: 2}}\n";
   Workspace ws(options);
   // (The generated file already has a pipeline_advancer line; replace it.)
-  std::string text = "database:\n  path: \"" + ws.db_path() + "\"\nplugins:\n  directory: \"" +
+  std::string text = ws.database_yaml() + "plugins:\n  directory: \"" +
                      DUCTWORK_PLUGIN_DIR + "\"\ndefinitions:\n  directory: \"" + ws.definitions_dir() +
                      "\"\npipelines: \"*\"\njob_worker: {count: 2, polling_timeout: 0.05, retry_delay: 0.05}\n";
   ws.write_config_text(text + options.extra);
@@ -166,10 +162,7 @@ TEST(ReviveTest, DuplicateContextCopiesTheRunContextIntoTheNewRun) {
     std::string new_run = runs.back()["id"].get<std::string>();
     EXPECT_EQ(copied.out.find(new_run) != std::string::npos || fresh.out.find(new_run) != std::string::npos, true)
         << "revive prints the new run's id";
-    return testsupport::run_process({sqlite3, ws.db_path(),
-                                     "SELECT key || '=' || serialized_value FROM tuples WHERE run_id = '" + new_run +
-                                         "'"})
-        .out;
+    return ws.sql("SELECT key || '=' || serialized_value FROM tuples WHERE run_id = '" + new_run + "'");
   };
   EXPECT_EQ(context_of(with), "colour={\"n\":7,\"name\":\"teal\"}\n");
   EXPECT_EQ(context_of(without), "") << "no --duplicate-context: an empty context";

@@ -7,7 +7,7 @@
 # `postgres` system user (Debian's postgresql package creates it). It
 # listens on 127.0.0.1 on a free port and on a Unix socket inside DIR only;
 # trust authentication, loopback only. `stop` shuts it down fast and
-# removes DIR.
+# removes DIR. The URL is also written to DIR/url (the test suite reads it).
 set -euo pipefail
 command=${1:?usage: pg_cluster.sh start|stop DIR}
 dir=${2:?usage: pg_cluster.sh start|stop DIR}
@@ -23,6 +23,9 @@ as_server() {
 
 case $command in
   start)
+    # A cluster left by an interrupted run is stopped and replaced.
+    if [[ -d $dir/data ]]; then as_server "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true; fi
+    rm -rf "$dir"
     mkdir -p "$dir"
     chmod 0700 "$dir"
     [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$dir"
@@ -34,13 +37,15 @@ case $command in
       port=$((20000 + RANDOM % 40000))
       if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
       if as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-          -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null; then
+          -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=400" start >/dev/null; then
         break
       fi
       [[ $attempt -eq 5 ]] && { cat "$dir/server.log" >&2; exit 1; }
     done
     as_server "$bindir/createdb" -h 127.0.0.1 -p "$port" -U ductwork ductwork
-    echo "postgresql://ductwork@127.0.0.1:$port/ductwork"
+    url="postgresql://ductwork@127.0.0.1:$port/ductwork"
+    echo "$url" >"$dir/url"
+    echo "$url"
     ;;
   stop)
     if [[ -d $dir/data ]]; then as_server "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true; fi

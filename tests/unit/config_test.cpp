@@ -195,8 +195,18 @@ TEST(Config, ErrorsSayWhatWasGiven) {
   EXPECT_NE(error_of("pipelines: [A, {B: 1}]").find("pipelines[1]: expected a pipeline name, got a map"),
             std::string::npos);
   EXPECT_NE(error_of("pipelines: '*'\n[a]: 1").find("expected names as keys"), std::string::npos);
-  EXPECT_EQ(error_of("pipelines: '*'\ndatabase: {adapter: postgresql}"),
-            "test.yml:2: database.adapter: adapter postgresql is not supported by this build (only \"sqlite\")");
+  EXPECT_NE(error_of("pipelines: '*'\ndatabase: {adapter: mysql}")
+                .find("test.yml:2: database.adapter: expected \"sqlite\" or \"postgresql\", got \"mysql\""),
+            std::string::npos);
+  EXPECT_EQ(error_of("pipelines: '*'\ndatabase: {adapter: postgresql, path: x.db}"),
+            "test.yml:2: database.path: applies to the sqlite adapter; postgresql takes database.url");
+  EXPECT_EQ(error_of("pipelines: '*'\ndatabase: {url: 'postgresql://h/d'}"),
+            "test.yml:2: database.url: applies to the postgresql adapter; sqlite takes database.path");
+  EXPECT_EQ(error_of("pipelines: '*'\ndatabase: {pool: 3}"),
+            "test.yml:2: database.pool: applies to the postgresql adapter");
+  EXPECT_NE(error_of("pipelines: '*'\ndatabase: {adapter: postgresql, url: 'postgresql://h/d', pool: 0}")
+                .find("database.pool: expected an integer from 1 to 1000, got 0"),
+            std::string::npos);
 }
 
 TEST(Config, TyposGetASuggestion) {
@@ -333,10 +343,10 @@ TEST(ConfigEnvironment, DatabaseUrlShapes) {
   EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "/srv/dw.db"}}).database.path, "/srv/dw.db");
   EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "dw.db"}}).database.path, cwd + "/dw.db");
   EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "data:1.db"}}).database.path, cwd + "/data:1.db");
-  EXPECT_EQ(env_error({{"DUCTWORK_DATABASE_URL", "postgresql://u@db/ductwork"}}),
-            "DUCTWORK_DATABASE_URL (database): adapter postgresql is not supported by this build (only sqlite: a "
-            "path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH)");
-  EXPECT_NE(env_error({{"DUCTWORK_DATABASE_URL", "postgres:dbname=x"}}).find("adapter postgresql"), std::string::npos);
+  Config pg = with_env({{"DUCTWORK_DATABASE_URL", "postgresql://u@db/ductwork"}});
+  EXPECT_EQ(pg.database.adapter, "postgresql");
+  EXPECT_EQ(pg.database.url, "postgresql://u@db/ductwork");
+  EXPECT_EQ(with_env({{"DUCTWORK_DATABASE_URL", "postgres://db/x"}}).database.adapter, "postgresql");
   EXPECT_NE(env_error({{"DUCTWORK_DATABASE_URL", "redis://x"}}).find("adapter redis is not supported"),
             std::string::npos);
   for (const char* bad : {"sqlite:", "sqlite://", "sqlite://host/x.db", "sqlite:///"}) {

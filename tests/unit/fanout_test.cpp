@@ -240,14 +240,12 @@ class FanoutRaceTest : public FanoutTest {
  protected:
   // Runs `definition` with 2 worker threads and 8 advancer threads: four
   // pairs of advancers each share one connection (contending in-process),
-  // and the pairs contend with each other through SQLite's locks.
+  // and the pairs contend with each other through the database's locks.
   RaceOutcome race(const Definition& def, const json& args, const std::string& fan_in_klass) {
     configure("job_worker: {retry_delay: 0}\npipeline_advancer: {count: 8}");
     auto t = trigger(def, args);
-    DatabaseConfig db;
-    db.path = dir.file("test.sqlite3");
     std::vector<std::unique_ptr<StoreFactory>> factories;
-    for (int i = 0; i < 4; ++i) factories.push_back(make_store_factory(db));
+    for (int i = 0; i < 4; ++i) factories.push_back(make_store_factory(database));
     std::atomic<bool> done{false};
     std::vector<std::thread> threads;
     for (int w = 0; w < 2; ++w) {
@@ -282,7 +280,7 @@ class FanoutRaceTest : public FanoutTest {
         count("SELECT COUNT(*) FROM branches WHERE run_id = ? AND status = 'advancing'", t.run_id);
     out.duplicated_steps = count(
         "SELECT COUNT(*) FROM (SELECT branch_id, node FROM steps WHERE run_id = ? GROUP BY branch_id, node "
-        "HAVING COUNT(*) > 1)",
+        "HAVING COUNT(*) > 1) AS duplicated",
         t.run_id);
     json doc = report(t);
     for (const auto& s : doc["runs"][0]["steps"])

@@ -8,17 +8,23 @@
 #include "engine/trigger.h"
 #include "store/store.h"
 #include "temp_dir.h"
+#include "test_database.h"
 
 namespace ductwork::test {
 
-// A migrated SQLite database in a temp directory, with helpers to compile a
-// definition and trigger it.
+// A migrated database — a SQLite file in a temp directory, or a fresh
+// PostgreSQL database when the suite runs on PostgreSQL (test_database.h) —
+// with helpers to compile a definition and trigger it.
 class StoreFixture {
  public:
   StoreFixture() {
-    DatabaseConfig db;
-    db.path = dir.file("test.sqlite3");
-    factory = make_store_factory(db);
+    database.path = dir.file("test.sqlite3");
+    if (testsupport::on_postgresql()) {
+      pg = std::make_unique<testsupport::PgDatabase>();
+      database.adapter = "postgresql";
+      database.url = pg->url();
+    }
+    factory = make_store_factory(database);
     store = factory->open();
     store->migrate();
   }
@@ -28,6 +34,8 @@ class StoreFixture {
   TriggeredPipeline trigger(const Definition& def, const json& args) { return trigger_pipeline(*store, def, args); }
 
   testsupport::TempDir dir;
+  std::unique_ptr<testsupport::PgDatabase> pg;  // outlives the stores below
+  DatabaseConfig database;                       // what factory connects to
   std::unique_ptr<StoreFactory> factory;
   std::unique_ptr<Store> store;
 };

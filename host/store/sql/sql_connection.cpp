@@ -1,5 +1,8 @@
 #include "store/sql/sql_connection.h"
 
+#include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <stdexcept>
 
 namespace ductwork::sql {
@@ -31,6 +34,24 @@ std::string db_now(Connection& conn) {
   auto stmt = conn.prepare("SELECT dw_now()");
   stmt.step();
   return stmt.text(0);
+}
+
+std::string add_seconds(const std::string& db_time, double seconds) {
+  std::tm tm{};
+  int micros = 0;
+  if (std::sscanf(db_time.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &micros) != 7) {
+    throw StoreError("not a database time: \"" + db_time + "\"");
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  int64_t total = static_cast<int64_t>(timegm(&tm)) * 1000000 + micros + std::llround(seconds * 1e6);
+  std::time_t secs = static_cast<std::time_t>(total / 1000000);
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%06lld", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(total % 1000000));
+  return buf;
 }
 
 }  // namespace ductwork::sql

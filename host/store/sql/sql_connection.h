@@ -215,5 +215,9 @@ class ReadTransaction {
 // The database clock, read once per transaction so every row the
 // transaction writes carries the same instant.
 std::string db_now(Connection& conn);
+// A database time ("YYYY-MM-DD HH:MM:SS.ffffff") moved by `seconds`, so a
+// delay counts from the transaction's own instant, not from whenever the
+// statement that stores it happens to run.
+std::string add_seconds(const std::string& db_time, double seconds);
 
 }  // namespace ductwork::sql

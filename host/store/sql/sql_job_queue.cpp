@@ -161,8 +161,12 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
       .exec();
   auto availability = conn.prepare(
       "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
-      "VALUES (?1, ?2, ?3, CASE WHEN CAST(?4 AS DOUBLE PRECISION) > 0 THEN dw_now(CAST(?4 AS DOUBLE PRECISION)) ELSE ?5 END, ?5, ?5)");
-  availability.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, job.pipeline).bind(4, delay_seconds).bind(5, now);
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
+  availability.bind(1, new_uuid_v7())
+      .bind(2, execution_id)
+      .bind(3, job.pipeline)
+      .bind(4, delay_seconds > 0 ? add_seconds(now, delay_seconds) : now)
+      .bind(5, now);
   availability.exec();
   conn.notify(Connection::Work::kJobs);
 }

@@ -42,6 +42,11 @@ std::vector<std::string> SqlStore::migrate() {
   return applied_now;
 }
 
+bool SqlStore::has_schema() {
+  auto held = lock();
+  return conn_.has_column("schema_migrations", "version");
+}
+
 std::string SqlStore::insert_step(const NewStep& step, const std::string& status) {
   const std::string now = db_now(conn_);
   std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();

@@ -36,6 +36,7 @@ class SqlStore final : public Store {
   explicit SqlStore(std::shared_ptr<SharedConnection> shared) : shared_(std::move(shared)), conn_(shared_->connection()) {}
 
   std::vector<std::string> migrate() override;
+  bool has_schema() override;
   TriggeredPipeline trigger(const NewPipeline& request) override;
 
   void register_process(const std::string& id, int64_t pid, const std::string& machine,

@@ -17,25 +17,32 @@ using test::StoreFixture;
 
 const char* kChain = "pipeline: P\nsteps:\n  - start: Inc\n  - chain: Double\n";
 
-class SqliteStoreTest : public ::testing::Test, public StoreFixture {
+class StoreTest : public ::testing::Test, public StoreFixture {
  protected:
   void SetUp() override { store->register_process(process_id, 4242, "machine-a", "all"); }
   const std::string process_id = "proc-1";
 };
 
-TEST_F(SqliteStoreTest, MigrateIsIncrementalAndIdempotent) {
+TEST_F(StoreTest, MigrateIsIncrementalAndIdempotent) {
   EXPECT_TRUE(store->migrate().empty());
   testsupport::TempDir other;
-  DatabaseConfig db;
+  DatabaseConfig db = database;
   db.path = other.file("fresh.sqlite3");
+  std::unique_ptr<testsupport::PgDatabase> fresh_pg;
+  if (pg) {
+    fresh_pg = std::make_unique<testsupport::PgDatabase>();
+    db.url = fresh_pg->url();
+  }
   auto fresh = make_store_factory(db)->open();
+  EXPECT_FALSE(fresh->has_schema());
   auto applied = fresh->migrate();
   ASSERT_GE(applied.size(), 2u);
   EXPECT_EQ(applied.front(), "001_create_tables");
   EXPECT_TRUE(fresh->migrate().empty());
+  EXPECT_TRUE(fresh->has_schema());
 }
 
-TEST_F(SqliteStoreTest, TriggerCreatesTheWholeStartInOneGo) {
+TEST_F(StoreTest, TriggerCreatesTheWholeStartInOneGo) {
   auto t = trigger(compile(kChain), json::array({5}));
   auto report = pipeline_report(*store, t.pipeline_id);
   ASSERT_TRUE(report);
@@ -54,7 +61,7 @@ TEST_F(SqliteStoreTest, TriggerCreatesTheWholeStartInOneGo) {
   EXPECT_TRUE(run["steps"][0]["executions"][0]["result_type"].is_null());
 }
 
-TEST_F(SqliteStoreTest, ClaimTakesEachAvailabilityOnce) {
+TEST_F(StoreTest, ClaimTakesEachAvailabilityOnce) {
   auto t = trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(job);
@@ -68,7 +75,7 @@ TEST_F(SqliteStoreTest, ClaimTakesEachAvailabilityOnce) {
   EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "in_progress");
 }
 
-TEST_F(SqliteStoreTest, SucceededIsFencedOnTheOwner) {
+TEST_F(StoreTest, SucceededIsFencedOnTheOwner) {
   trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(job);
@@ -83,7 +90,7 @@ TEST_F(SqliteStoreTest, SucceededIsFencedOnTheOwner) {
   EXPECT_EQ(step["executions"][0]["result_type"], "success");
 }
 
-TEST_F(SqliteStoreTest, ErroredRetriesAfterTheDelayThenFails) {
+TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
   trigger(compile(kChain), json::array({1}));
   ErrorInfo error{"Boom", "it broke", "frame"};
   auto job = store->claim_job("P", process_id);
@@ -107,7 +114,7 @@ TEST_F(SqliteStoreTest, ErroredRetriesAfterTheDelayThenFails) {
   EXPECT_FALSE(store->claim_job("P", process_id));
 }
 
-TEST_F(SqliteStoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
+TEST_F(StoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
   auto t = trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_crashed(*job, process_id, ErrorInfo{"ProcessCrash", "owner reaped", ""},
@@ -122,7 +129,7 @@ TEST_F(SqliteStoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
   EXPECT_EQ(first["error_klass"], "ProcessCrash");
 }
 
-TEST_F(SqliteStoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
+TEST_F(StoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
   trigger(compile(kChain), json::array({1}));
   BranchClaim claim;
   EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kIdle);
@@ -138,7 +145,7 @@ TEST_F(SqliteStoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
   EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &second), BranchClaimResult::kIdle) << "already claimed";
 }
 
-TEST_F(SqliteStoreTest, ClaimFenceRejectsADivergedToken) {
+TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
   trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
@@ -155,7 +162,7 @@ TEST_F(SqliteStoreTest, ClaimFenceRejectsADivergedToken) {
   EXPECT_TRUE(ran);
 }
 
-TEST_F(SqliteStoreTest, FenceBodyThatThrowsWritesNothing) {
+TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
   auto t = trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
@@ -171,7 +178,7 @@ TEST_F(SqliteStoreTest, FenceBodyThatThrowsWritesNothing) {
   EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "advancing");
 }
 
-TEST_F(SqliteStoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
+TEST_F(StoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   auto t = trigger(compile(kChain), json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
@@ -189,7 +196,7 @@ TEST_F(SqliteStoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   EXPECT_EQ((*report)["runs"][0]["branches"][0]["halt_reason"], "job_retries_exhausted");
 }
 
-TEST_F(SqliteStoreTest, ContextIsSetOnceUnlessOverwritten) {
+TEST_F(StoreTest, ContextIsSetOnceUnlessOverwritten) {
   auto t = trigger(compile(kChain), json::array({1}));
   EXPECT_FALSE(store->context_get(t.run_id, "k"));
   EXPECT_TRUE(store->context_set(t.run_id, "k", "42", false));
@@ -199,7 +206,7 @@ TEST_F(SqliteStoreTest, ContextIsSetOnceUnlessOverwritten) {
   EXPECT_EQ(*store->context_get(t.run_id, "k"), "{\"a\":1}");
 }
 
-TEST_F(SqliteStoreTest, HeartbeatReportsAReapedRow) {
+TEST_F(StoreTest, HeartbeatReportsAReapedRow) {
   EXPECT_TRUE(store->heartbeat(process_id));
   store->remove_process(process_id);
   EXPECT_FALSE(store->heartbeat(process_id));
@@ -211,7 +218,7 @@ CrashPlanner crash_policy(int max_crash) {
   };
 }
 
-TEST_F(SqliteStoreTest, ReapRechecksStalenessUnlessForced) {
+TEST_F(StoreTest, ReapRechecksStalenessUnlessForced) {
   store->register_process("other", 99, "machine-a", "all");
   RecoveryCounts counts;
   EXPECT_FALSE(store->reap_process("other", false, 3600.0, crash_policy(3), &counts, Death())) << "fresh heartbeat";
@@ -222,14 +229,14 @@ TEST_F(SqliteStoreTest, ReapRechecksStalenessUnlessForced) {
   EXPECT_EQ(store->find_process(4242, "machine-a"), std::optional<std::string>(process_id));
 }
 
-TEST_F(SqliteStoreTest, StaleProcessesNeverIncludesTheCaller) {
+TEST_F(StoreTest, StaleProcessesNeverIncludesTheCaller) {
   store->register_process("other", 99, "machine-a", "all");
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(store->stale_processes(process_id, 0.001), std::vector<std::string>{"other"});
   EXPECT_TRUE(store->stale_processes(process_id, 3600.0).empty());
 }
 
-TEST_F(SqliteStoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
+TEST_F(StoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   auto t = trigger(compile(kChain), json::array({1}));
   store->register_process("dead", 99, "machine-a", "all");
   auto job = store->claim_job("P", "dead");
@@ -247,7 +254,7 @@ TEST_F(SqliteStoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   EXPECT_EQ(first["error_klass"], "ProcessCrash");
 }
 
-TEST_F(SqliteStoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
+TEST_F(StoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
   trigger(compile(kChain), json::array({1}));
   store->register_process("dead", 99, "machine-a", "all");
   auto job = store->claim_job("P", process_id);
@@ -269,7 +276,7 @@ TEST_F(SqliteStoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
   EXPECT_EQ(next.advancement_crash_count, 1) << "the reaped advancement counts as a crash";
 }
 
-TEST_F(SqliteStoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
+TEST_F(StoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
   auto t = trigger(compile(kChain), json::array({1}));
   auto queued = trigger(compile(kChain), json::array({2}));
   auto job = store->claim_job("P", "ghost");  // no processes row: an orphaned claim

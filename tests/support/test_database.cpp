@@ -1,0 +1,90 @@
+#include "test_database.h"
+
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+namespace ductwork::testsupport {
+namespace {
+
+std::string cluster_url() {
+  const char* file = std::getenv("DWTEST_PG_URL_FILE");
+  if (!file || !*file) throw std::runtime_error("DWTEST_PG_URL_FILE is not set (run through ctest)");
+  std::ifstream in(file);
+  std::string url;
+  if (!in || !std::getline(in, url) || url.empty()) {
+    throw std::runtime_error(std::string("no PostgreSQL test cluster URL in ") + file +
+                             " (the ctest fixture postgresql_cluster_start starts it)");
+  }
+  return url;
+}
+
+// Runs one statement on `url`; returns the first value ("" when none), or
+// with `all_rows` every row as the sqlite3 shell prints it.
+std::string run(const std::string& url, const std::string& sql, bool all_rows = false) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(conn);
+    PQfinish(conn);
+    throw std::runtime_error("cannot connect to " + url + ": " + why);
+  }
+  PGresult* r = PQexec(conn, sql.c_str());
+  ExecStatusType status = PQresultStatus(r);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    std::string why = PQresultErrorMessage(r);
+    PQclear(r);
+    PQfinish(conn);
+    throw std::runtime_error(sql + ": " + why);
+  }
+  std::string value;
+  if (all_rows) {
+    for (int row = 0; row < PQntuples(r); ++row) {
+      for (int col = 0; col < PQnfields(r); ++col) value += std::string(col ? "|" : "") + PQgetvalue(r, row, col);
+      value += '\n';
+    }
+  } else if (PQntuples(r) > 0 && PQnfields(r) > 0) {
+    value = PQgetvalue(r, 0, 0);
+  }
+  PQclear(r);
+  PQfinish(conn);
+  return value;
+}
+
+}  // namespace
+
+bool on_postgresql() {
+  const char* file = std::getenv("DWTEST_PG_URL_FILE");
+  return file && *file;
+}
+
+PgDatabase::PgDatabase() : admin_url_(cluster_url()) {
+  static std::atomic<int> counter{0};
+  std::random_device rd;
+  name_ = "t_" + std::to_string(::getpid()) + "_" + std::to_string(++counter) + "_" + std::to_string(rd() % 100000);
+  run(admin_url_, "CREATE DATABASE " + name_);
+  url_ = admin_url_.substr(0, admin_url_.rfind('/') + 1) + name_;
+}
+
+PgDatabase::~PgDatabase() {
+  try {
+    run(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+  } catch (const std::exception&) {
+    // The cluster goes with the suite anyway.
+  }
+}
+
+std::string PgDatabase::scalar(const std::string& sql) const { return run(url_, sql); }
+
+std::string PgDatabase::query(const std::string& sql) const { return run(url_, sql, true); }
+
+bool PgDatabase::has_table(const std::string& table) const {
+  return scalar("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND "
+                "table_name = '" + table + "'") == "1";
+}
+
+}  // namespace ductwork::testsupport

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ductwork::testsupport {
+
+// The store dialect the suites run on: PostgreSQL when DWTEST_PG_URL_FILE
+// names the file holding the test cluster's URL (ctest sets it for the `pg.`
+// copies of the suites; tests/support/pg_cluster.sh, started by the
+// `postgresql` fixture, writes it), SQLite otherwise.
+bool on_postgresql();
+
+// A fresh, empty database on the test cluster, dropped (with any sessions
+// still connected to it) when this goes out of scope.
+class PgDatabase {
+ public:
+  PgDatabase();
+  ~PgDatabase();
+  PgDatabase(const PgDatabase&) = delete;
+  PgDatabase& operator=(const PgDatabase&) = delete;
+
+  const std::string& url() const { return url_; }
+  // The first column of the first row of `sql` as text ("" when no row);
+  // throws std::runtime_error when the statement fails.
+  std::string scalar(const std::string& sql) const;
+  // Every row of `sql` as the sqlite3 shell prints it: columns joined by
+  // '|', each row ended by a newline.
+  std::string query(const std::string& sql) const;
+  bool has_table(const std::string& table) const;
+
+ private:
+  std::string admin_url_;
+  std::string name_;
+  std::string url_;
+};
+
+}  // namespace ductwork::testsupport
