@@ -31,11 +31,18 @@ int cmd_health(const Args& args) {
   }
   bool verbose = args.flag("verbose");
   Bootstrap boot(args, stderr, LogLevel::kError);
-  if (!boot.database_exists()) {
-    std::printf("unhealthy: no database at %s (no host has run)\n", database_name(boot.config().database).c_str());
+  std::vector<ProcessInfo> rows;
+  try {
+    if (!boot.database_exists()) {
+      std::printf("unhealthy: no database at %s (no host has run)\n", database_name(boot.config().database).c_str());
+      return kExitFailure;
+    }
+    rows = boot.open_store_for_reading()->processes();
+  } catch (const BadInput& e) {
+    // A database server that does not answer: that is the answer.
+    std::printf("unhealthy: database unreachable: %s\n", e.what());
     return kExitFailure;
   }
-  std::vector<ProcessInfo> rows = boot.open_store_for_reading()->processes();
   const std::string machine = machine_identifier();
   double limit = stale_after(boot.config());
   std::vector<std::string> problems;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "store/store_error.h"
 #include "util/fault.h"
 #include "engine/error_info.h"
 #include "engine/job_policy.h"
@@ -26,6 +27,15 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       health_(health) {}
 
 bool JobWorker::run_once() {
+  // Results kept while the database server was out of reach go first (and
+  // throw again while it still is: the loop backs off).
+  while (!unsettled_.empty()) {
+    commit(unsettled_.front().first, unsettled_.front().second);
+    logger_.info("Kept step result committed after the database returned",
+                 {{"pipeline", pipeline_}, {"job_id", unsettled_.front().first.job_id},
+                  {"step", unsettled_.front().first.klass}});
+    unsettled_.erase(unsettled_.begin());
+  }
   if (!unclosed_.empty()) close_unclosed();
   std::optional<ClaimedJob> job;
   if (pending_) {
@@ -39,12 +49,12 @@ bool JobWorker::run_once() {
     logger_.debug("Job claimed", {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass},
                                   {"run_id", job->run_id}, {"branch_id", job->branch_id}});
   }
+  StepOutcome outcome;
   try {
     fault_point("after_job_claim");
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
                         static_cast<std::size_t>(config_.job_worker.max_output_bytes)};
     fault_point("during_job_execution");
-    StepOutcome outcome;
     {
       LoopHealth::RunningStep running(health_);
       set_running_execution(job->execution_id);  // named by a crash report
@@ -55,13 +65,26 @@ bool JobWorker::run_once() {
       job->plugin_name = outcome.plugin->name;
       job->plugin_version = outcome.plugin->version;
     }
-    commit(*job, outcome);
   } catch (const std::exception& e) {
     // The iteration is leaving with a claim it has not committed. Close it
     // now with the real error (a crash, not a retry) rather than leave it
     // for the reaper; the execution is fenced, so a claim that was
     // committed or taken away meanwhile is left alone.
     abandon(*job, make_error_info(demangled_type_name(e), e.what()));
+    throw;
+  }
+  try {
+    commit(*job, outcome);
+  } catch (const std::exception& e) {
+    if (is_database_unreachable(e)) {
+      // SPEC §11: the result is kept and committed once the server is back,
+      // if the claim's fence still holds then (a reaper may have taken it).
+      logger_.warn("Database unreachable; keeping the step result to commit when it returns",
+                   {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}});
+      unsettled_.emplace_back(std::move(*job), std::move(outcome));
+    } else {
+      abandon(*job, make_error_info(demangled_type_name(e), e.what()));
+    }
     throw;
   }
   return true;

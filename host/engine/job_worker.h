@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
+#include "engine/step_invoker.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
 #include "store/store.h"
@@ -68,6 +69,9 @@ class JobWorker {
   LoopHealth* health_;
   std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
   std::optional<ClaimedJob> pending_;
+  // Step results whose commit met an unreachable database server, retried
+  // (fenced as always) before anything else once it answers again.
+  std::vector<std::pair<ClaimedJob, StepOutcome>> unsettled_;
 };
 
 }  // namespace ductwork

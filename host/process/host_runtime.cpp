@@ -156,12 +156,15 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
         } done{busy_workers_};
         worked = worker->run_once();
       }
+      outage_.succeeded();
       if (worked) continue;
       idle = worker->idle_seconds();
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;  // its claim cannot be committed anywhere
-      logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
-      idle = kErrorBackoffSeconds;
+      if (!outage_.failed(e, &idle)) {
+        logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        idle = kErrorBackoffSeconds;
+      }
     }
     if (stopping_.load() && !(worker && worker->has_pending())) break;  // never leave a claim behind
     idle_wait(waker, seen, idle);
@@ -183,11 +186,14 @@ void HostRuntime::advancer_loop(LoopHealth& health) {
                                               process_id_, &plugins_);
       }
       BranchClaimResult result = advancer->run_once();
+      outage_.succeeded();
       if (result != BranchClaimResult::kIdle) continue;  // claimed or contended: go again at once
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;
-      logger_.error("Pipeline advancer iteration failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
-      idle = kErrorBackoffSeconds;
+      if (!outage_.failed(e, &idle)) {
+        logger_.error("Pipeline advancer iteration failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        idle = kErrorBackoffSeconds;
+      }
     }
     if (stopping_.load()) break;
     idle_wait(waker, seen, idle);
@@ -232,9 +238,13 @@ void HostRuntime::heartbeat_loop() {
         store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
       }
       if (role_.reaper) reaper->tick(process_id_);
+      outage_.succeeded();
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;
-      logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      double backoff = 0;
+      if (!outage_.failed(e, &backoff)) {
+        logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      }
     }
     stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
   }
@@ -255,8 +265,11 @@ void HostRuntime::change_watch_loop() {
       seen_version = version;
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;
-      logger_.error("Change watch failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
-      stop_waker_.wait(seen, std::chrono::duration<double>(kErrorBackoffSeconds));
+      double backoff = kErrorBackoffSeconds;
+      if (!outage_.failed(e, &backoff)) {
+        logger_.error("Change watch failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      }
+      stop_waker_.wait(seen, std::chrono::duration<double>(backoff));
       continue;
     }
     stop_waker_.wait(seen, kInterval);

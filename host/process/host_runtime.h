@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "process/database_outage.h"
 #include "config/config.h"
 #include "engine/catalog.h"
 #include "engine/loop_health.h"
@@ -80,6 +81,8 @@ class HostRuntime {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> database_unusable_{false};
+  // A database server out of reach: every loop backs off and retries.
+  DatabaseOutage outage_{logger_};
   std::atomic<int> busy_workers_{0};
   // Thread health: each loop thread stamps its slot at every iteration, idle
   // or not, and marks it busy while a step runs. Slots are created before

@@ -290,6 +290,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
           break;
         }
       }
+      outage_.succeeded();
     } catch (const std::exception& e) {
       if (is_database_unusable(e)) {
         // Children fail the same way and exit; restarting them, or going
@@ -299,7 +300,10 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         rc = kExitDatabaseUnusable;
         break;
       }
-      logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      double backoff = 0;  // the tick keeps its pace: it also watches the children
+      if (!outage_.failed(e, &backoff)) {
+        logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      }
     }
   }
   stop_children();

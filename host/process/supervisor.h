@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "process/database_outage.h"
 #include "config/config.h"
 #include "process/host_runtime.h"
 #include "store/store.h"
@@ -72,6 +73,7 @@ class Supervisor {
   const Config& config_;
   StoreFactory& stores_;
   Logger& logger_;
+  DatabaseOutage outage_{logger_};
   std::vector<std::string> pipelines_;
   Options options_;
   std::unique_ptr<Store> store_;

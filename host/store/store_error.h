@@ -35,6 +35,12 @@ inline bool is_database_unusable(const std::exception& e) {
   return store && store->fault() == StoreFault::kUnusable;
 }
 
+// True when `e` says the database server cannot be reached (yet).
+inline bool is_database_unreachable(const std::exception& e) {
+  const auto* store = dynamic_cast<const StoreError*>(&e);
+  return store && store->fault() == StoreFault::kUnavailable;
+}
+
 // A revive the store refused because of the pipeline's state (unknown, not
 // halted, no run); nothing was written.
 class ReviveRefused : public std::runtime_error {

@@ -250,14 +250,14 @@ TEST(ValidateTest, EveryConstructOfTheLanguageValidates) {
 }
 
 TEST(MigrateTest, AppliesEveryMigrationOnceThenIsUpToDate) {
+  Workspace ws;
   std::vector<std::string> expected;
-  for (const auto& e : fs::directory_iterator(std::string(DUCTWORK_SOURCE_DIR) + "/schema/sqlite")) {
+  for (const auto& e : fs::directory_iterator(ws.schema_dir())) {
     if (e.path().extension() == ".sql") expected.push_back("applied " + e.path().stem().string());
   }
   std::sort(expected.begin(), expected.end());
   ASSERT_FALSE(expected.empty());
 
-  Workspace ws;
   ws.define("chain.yml", chain_definition("Chain1", {"Inc"}));
   testsupport::ProcessResult first = ws.run({"migrate"});
   ASSERT_EQ(first.exit_code, 0) << first.describe();
@@ -270,7 +270,7 @@ TEST(MigrateTest, AppliesEveryMigrationOnceThenIsUpToDate) {
   testsupport::ProcessResult second = ws.run({"migrate"});
   ASSERT_EQ(second.exit_code, 0) << second.describe();
   EXPECT_NE(second.out.find("up to date"), std::string::npos) << second.out;
-  EXPECT_NE(second.out.find(ws.db_path()), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find(ws.database_name()), std::string::npos) << second.out;
   EXPECT_EQ(second.out.find("applied"), std::string::npos) << second.out;
 
   // The migrated database is usable.

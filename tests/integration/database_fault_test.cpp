@@ -120,8 +120,7 @@ TEST(DatabaseRaceTest, MigrateRacingStartAndTriggerOnAFreshFile) {
   EXPECT_EQ(ws.status(id)["runs"][0]["steps"][1]["output"], 42);
   std::string rows = ws.sql("SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations");
   size_t migrations = 0;
-  const std::string schema = std::string(DUCTWORK_SOURCE_DIR) + (ws.pg() ? "/schema/postgresql" : "/schema/sqlite");
-  for (const auto& f : std::filesystem::directory_iterator(schema)) {
+  for (const auto& f : std::filesystem::directory_iterator(ws.schema_dir())) {
     migrations += f.path().extension() == ".sql";
   }
   ASSERT_GE(migrations, 4u);

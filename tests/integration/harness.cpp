@@ -30,8 +30,12 @@ std::string Workspace::database_yaml() const {
 }
 
 void Workspace::write_config(const ConfigOptions& options) {
+  database_url_ = options.database_url;
   std::ostringstream y;
-  y << "database:\n  " << database_yaml().substr(std::string("database: ").size())
+  std::string database = options.database_url.empty()
+                             ? database_yaml()
+                             : "database: {adapter: postgresql, url: \"" + options.database_url + "\"}\n";
+  y << "database:\n  " << database.substr(std::string("database: ").size())
     << "plugins:\n  directory: \"" << options.plugins_directory << "\"\n"
     << "definitions:\n  directory: \"" << definitions_dir() << "\"\n"
     << "pipelines: \"*\"\n"
@@ -161,6 +165,7 @@ bool Workspace::database_created() const {
 }
 
 std::string Workspace::sql(const std::string& query) const {
+  if (!database_url_.empty()) return testsupport::pg_query(database_url_, query);
   if (pg_) return pg_->query(query);
   if (!testsupport::file_exists(db_path())) return "";
   static const std::string sqlite3 = find_on_path("sqlite3");

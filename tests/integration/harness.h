@@ -27,6 +27,9 @@ struct ConfigOptions {
   std::string job_worker_extra;
   // Appended at the end of the file verbatim.
   std::string extra;
+  // A PostgreSQL URL to use instead of the workspace's own database (a
+  // test that runs its own server).
+  std::string database_url;
 };
 
 // A reading of the database: whether the file exists and, when it does, the
@@ -45,6 +48,12 @@ class Workspace {
   explicit Workspace(const ConfigOptions& options = {});
   // The `database:` section for a ductwork.yml, as one line.
   std::string database_yaml() const;
+  // How the host names the database in messages: the file, or the URL.
+  std::string database_name() const { return !database_url_.empty() ? database_url_ : pg_ ? pg_->url() : db_path(); }
+  // The schema folder of the dialect in use.
+  std::string schema_dir() const {
+    return std::string(DUCTWORK_SOURCE_DIR) + (pg_ ? "/schema/postgresql" : "/schema/sqlite");
+  }
   // The PostgreSQL database, or null on SQLite.
   const testsupport::PgDatabase* pg() const { return pg_.get(); }
 
@@ -97,6 +106,7 @@ class Workspace {
  private:
   testsupport::TempDir tmp_;
   std::unique_ptr<testsupport::PgDatabase> pg_;
+  std::string database_url_;  // ConfigOptions::database_url, when given
 };
 
 // Parses text as JSON, recording a test failure (and returning null) when it

@@ -2,6 +2,8 @@
 # A throw-away PostgreSQL 15 cluster for the test suite (issue 10).
 #   tests/support/pg_cluster.sh start DIR   -> prints a postgresql:// URL
 #   tests/support/pg_cluster.sh stop DIR
+#   tests/support/pg_cluster.sh down DIR    (stop the server, keep its data)
+#   tests/support/pg_cluster.sh up DIR      (start it again on the same port)
 # DIR is created (mode 0700) and owned by the server's user. initdb refuses
 # to run as root, and CI runs as root: as root the server runs as the
 # `postgres` system user (Debian's postgresql package creates it). It
@@ -21,6 +23,11 @@ as_server() {
   fi
 }
 
+server_start() {
+  as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -p $1 -k $dir -c fsync=off -c max_connections=400" start >/dev/null
+}
+
 case $command in
   start)
     # A cluster left by an interrupted run is stopped and replaced.
@@ -36,23 +43,29 @@ case $command in
     for attempt in 1 2 3 4 5; do
       port=$((20000 + RANDOM % 40000))
       if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-      if as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-          -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=400" start >/dev/null; then
+      if server_start "$port"; then
         break
       fi
       [[ $attempt -eq 5 ]] && { cat "$dir/server.log" >&2; exit 1; }
     done
     as_server "$bindir/createdb" -h 127.0.0.1 -p "$port" -U ductwork ductwork
+    echo "$port" >"$dir/port"
     url="postgresql://ductwork@127.0.0.1:$port/ductwork"
     echo "$url" >"$dir/url"
     echo "$url"
+    ;;
+  down)
+    as_server "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+    ;;
+  up)
+    server_start "$(cat "$dir/port")" || { cat "$dir/server.log" >&2; exit 1; }
     ;;
   stop)
     if [[ -d $dir/data ]]; then as_server "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true; fi
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: pg_cluster.sh start|stop DIR" >&2
+    echo "usage: pg_cluster.sh start|stop|down|up DIR" >&2
     exit 2
     ;;
 esac

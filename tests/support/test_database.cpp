@@ -82,6 +82,8 @@ std::string PgDatabase::scalar(const std::string& sql) const { return run(url_, 
 
 std::string PgDatabase::query(const std::string& sql) const { return run(url_, sql, true); }
 
+std::string pg_query(const std::string& url, const std::string& sql) { return run(url, sql, true); }
+
 bool PgDatabase::has_table(const std::string& table) const {
   return scalar("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND "
                 "table_name = '" + table + "'") == "1";

@@ -13,6 +13,9 @@ bool on_postgresql();
 
 // A fresh, empty database on the test cluster, dropped (with any sessions
 // still connected to it) when this goes out of scope.
+// Every row of `sql` on the database at `url`, as PgDatabase::query.
+std::string pg_query(const std::string& url, const std::string& sql);
+
 class PgDatabase {
  public:
   PgDatabase();
