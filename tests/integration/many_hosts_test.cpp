@@ -3,6 +3,7 @@
 // cooperate the same way); the outage needs a server and runs as pg.* only.
 #include <signal.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,11 @@ TEST(ManyHostsTest, ThreeHostsShareTheWorkAndFinishWhatAKilledOneHeld) {
 TEST(DatabaseOutageTest, AHostSurvivesTenSecondsWithoutItsServer) {
   if (!testsupport::on_postgresql()) GTEST_SKIP() << "needs a database server: runs as pg.DatabaseOutageTest";
   testsupport::TempDir scratch;
+  // The server runs as the postgres user (as root, initdb refuses), which
+  // must be able to reach its folder.
+  std::filesystem::permissions(scratch.path(), std::filesystem::perms::owner_all |
+                                                   std::filesystem::perms::group_exec |
+                                                   std::filesystem::perms::others_exec);
   const std::string cluster = scratch.file("cluster");
   const std::string script = std::string(DUCTWORK_SOURCE_DIR) + "/tests/support/pg_cluster.sh";
   testsupport::ProcessResult started = testsupport::run_process({script, "start", cluster});

@@ -121,6 +121,7 @@ class PgStatement final : public sql::StatementBackend {
   }
 
   void execute() {
+    conn_->ensure_open();  // outside a transaction, a dropped session is re-established here
     if (epoch_ != conn_->epoch()) prepare();  // the session was re-established
     std::vector<const char*> values(values_.size());
     for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i] ? values_[i]->c_str() : nullptr;
@@ -226,6 +227,11 @@ Connection::~Connection() {
 
 void Connection::ensure_open() {
   if (PQstatus(conn_) == CONNECTION_OK) return;
+  if (in_transaction_) {
+    // A new session would run the rest of the transaction's statements
+    // outside it: the transaction is lost, and says so.
+    throw StoreError("database " + display_ + ": the connection was lost in a transaction", StoreFault::kUnavailable);
+  }
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string why = PQerrorMessage(conn_);
@@ -269,6 +275,7 @@ void Connection::begin_write() {
   ensure_open();
   notify_jobs_ = notify_branches_ = false;
   run("BEGIN");
+  in_transaction_ = true;
 }
 
 void Connection::commit() {
@@ -279,20 +286,24 @@ void Connection::commit() {
   if (notify_branches_) sql += std::string("NOTIFY ") + kBranchesChannel + "; ";
   notify_jobs_ = notify_branches_ = false;
   sql += "COMMIT";
+  in_transaction_ = false;  // committed or not, the transaction is over
   run(sql.c_str());
 }
 
 void Connection::rollback() noexcept {
   notify_jobs_ = notify_branches_ = false;
+  in_transaction_ = false;
   if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
 }
 
 void Connection::begin_read() {
   ensure_open();
   run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  in_transaction_ = true;
 }
 
 void Connection::end_read() noexcept {
+  in_transaction_ = false;
   if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "COMMIT"));
 }
 

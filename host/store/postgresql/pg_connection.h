@@ -80,6 +80,7 @@ class Connection final : public sql::Connection {
   std::unique_ptr<Poco::Data::Session> session_;
   PGconn* conn_ = nullptr;
   uint64_t epoch_ = 1;
+  bool in_transaction_ = false;
   bool notify_jobs_ = false;
   bool notify_branches_ = false;
   std::function<int64_t()> version_;
