@@ -13,6 +13,10 @@
 // child, separate processes and connections, cross-process wake-ups).
 //
 //   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A]
+//                  [--database-url postgresql://USER@HOST:PORT/DB]
+// With --database-url every run gets a fresh database on that PostgreSQL
+// server (created and dropped through the URL's database); without, a
+// fresh SQLite file.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,10 +34,12 @@
 #include "engine/trigger.h"
 #include "plugin/plugin_registry.h"
 #include "process/host_runtime.h"
-#include "store/sqlite/sqlite_store.h"
+#include "bench_database.h"
+#include "store/sql/sql_store.h"
 
 namespace fs = std::filesystem;
 using namespace ductwork;
+using ductwork::bench::BenchDatabase;
 using ductwork::bench::parse_micros;
 
 namespace {
@@ -46,6 +52,7 @@ struct Options {
   int workers = 2;
   int advancers = 2;
   int light_chains = 30;
+  std::string database_url;  // PostgreSQL server; empty: SQLite files
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -71,8 +78,8 @@ std::vector<double> latencies(sql::Connection& conn) {
   return out;
 }
 
-Config bench_config(const Options& o, const std::string& db) {
-  std::string yaml = "pipelines: '*'\ndatabase: {path: " + db + "}\n" +
+Config bench_config(const Options& o, const BenchDatabase& db) {
+  std::string yaml = "pipelines: '*'\n" + db.yaml() +
                      "job_worker: {count: " + std::to_string(o.workers) + ", polling_timeout: 1}\n" +
                      "pipeline_advancer: {count: " + std::to_string(o.advancers) + ", polling_timeout: 1}\n" +
                      "logger: {level: error}\n";
@@ -95,9 +102,10 @@ struct RunResult {
 };
 
 RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logger& logger, const fs::path& dir) {
-  std::string db = (dir / "throughput.sqlite3").string();
+  BenchDatabase db(o.database_url, dir, "throughput");
   Config config = bench_config(o, db);
-  sqlite::SqliteStoreFactory factory(db);
+  auto factory_ptr = make_store_factory(db.config());
+  StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
   store->migrate();
   Definition def = chain_definition(o.length);
@@ -118,9 +126,10 @@ RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logge
 
 std::vector<double> light_load_run(const Options& o, const PluginRegistry& registry, Logger& logger,
                                    const fs::path& dir) {
-  std::string db = (dir / "latency.sqlite3").string();
+  BenchDatabase db(o.database_url, dir, "latency");
   Config config = bench_config(o, db);
-  sqlite::SqliteStoreFactory factory(db);
+  auto factory_ptr = make_store_factory(db.config());
+  StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
   store->migrate();
   Definition def = chain_definition(o.length);
@@ -139,15 +148,15 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
 
 // The same workload through `ductwork start --drain` (forking supervisor).
 RunResult forking_run(const Options& o, const fs::path& dir) {
-  std::string db = (dir / "forking.sqlite3").string();
+  BenchDatabase db(o.database_url, dir, "forking");
   std::string config_path = (dir / "ductwork.yml").string();
   {
     std::FILE* f = std::fopen(config_path.c_str(), "w");
     std::fprintf(f,
-                 "database: {path: %s}\nplugins: {directory: %s}\ndefinitions: {directory: %s}\n"
+                 "%splugins: {directory: %s}\ndefinitions: {directory: %s}\n"
                  "pipelines: '*'\njob_worker: {count: %d, polling_timeout: 1}\n"
                  "pipeline_advancer: {count: %d, polling_timeout: 1}\nlogger: {level: error}\n",
-                 db.c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers, o.advancers);
+                 db.yaml().c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers, o.advancers);
     std::fclose(f);
     fs::create_directories(dir / "defs");
     std::FILE* d = std::fopen((dir / "defs" / "bench.yml").string().c_str(), "w");
@@ -156,7 +165,8 @@ RunResult forking_run(const Options& o, const fs::path& dir) {
     std::fputs(yaml.c_str(), d);
     std::fclose(d);
   }
-  sqlite::SqliteStoreFactory factory(db);
+  auto factory_ptr = make_store_factory(db.config());
+  StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
   store->migrate();
   Definition def = chain_definition(o.length);
@@ -191,6 +201,7 @@ int main(int argc, char** argv) {
     else if (k == "--advancers") o.advancers = v;
     else if (k == "--light-chains") o.light_chains = v;
     else if (k == "--binary") o.binary = argv[i + 1];
+    else if (k == "--database-url") o.database_url = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -201,8 +212,8 @@ int main(int argc, char** argv) {
   if (!registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger)) return 1;
   fs::path dir = fs::temp_directory_path() / ("ductwork-bench-" + std::to_string(::getpid()));
 
-  std::printf("ductwork_bench: %d chains x %d Inc steps, %d workers, %d advancers, %d runs\n", o.chains, o.length,
-              o.workers, o.advancers, o.repeat);
+  std::printf("ductwork_bench: %d chains x %d Inc steps, %d workers, %d advancers, %d runs, on %s\n", o.chains,
+              o.length, o.workers, o.advancers, o.repeat, o.database_url.empty() ? "SQLite" : "PostgreSQL");
   std::vector<double> rates, p50s, p99s;
   for (int r = 0; r < o.repeat; ++r) {
     fs::remove_all(dir);

@@ -12,6 +12,8 @@
 //     (getrusage(RUSAGE_CHILDREN) after waiting for it).
 //
 //   ductwork_fanout_bench [--items N] [--repeat R] [--workers W] [--advancers A] [--modes fork,none]
+//                         [--database-url postgresql://USER@HOST:PORT/DB]
+// (with a URL each run gets a fresh database on that PostgreSQL server)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,7 +32,8 @@
 
 #include "bench_util.h"
 #include "config/config.h"
-#include "store/sqlite/sqlite_store.h"
+#include "bench_database.h"
+#include "store/sql/sql_store.h"
 #include "util/json.h"
 
 namespace fs = std::filesystem;
@@ -46,6 +49,7 @@ struct Options {
   int workers = 2;
   int advancers = 2;
   std::vector<std::string> modes = {"fork", "none"};
+  std::string database_url;  // PostgreSQL server; empty: SQLite files
 };
 
 // Runs argv to completion with stdout captured (stderr inherited); returns
@@ -101,8 +105,8 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
   fs::create_directories(dir / "pipelines");
   std::ofstream(dir / "pipelines" / "fanout.yml")
       << "pipeline: FanoutBench\nsteps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n";
-  std::ofstream(dir / "ductwork.yml") << "database: {adapter: sqlite, path: " << (dir / "bench.sqlite3").string()
-                                      << "}\nplugins: {directory: " << DUCTWORK_PLUGIN_DIR << "}\n"
+  ductwork::bench::BenchDatabase db(o.database_url, dir, "fanout_" + mode + "_" + std::to_string(index));
+  std::ofstream(dir / "ductwork.yml") << db.yaml() << "plugins: {directory: " << DUCTWORK_PLUGIN_DIR << "}\n"
                                       << "definitions: {directory: " << (dir / "pipelines").string() << "}\n"
                                       << "pipelines: '*'\nforking: " << mode << "\nlogger: {level: warn}\n"
                                       << "job_worker: {count: " << o.workers << ", polling_timeout: 0.05}\n"
@@ -123,9 +127,7 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
 
   // Read the timings straight from the database: a status document of
   // 100,000 steps is far larger than these few numbers.
-  ductwork::DatabaseConfig db;
-  db.path = (dir / "bench.sqlite3").string();
-  auto factory = ductwork::make_store_factory(db);
+  auto factory = ductwork::make_store_factory(db.config());
   auto store = factory->open();
   auto& sqlite = dynamic_cast<ductwork::sql::SqlStore&>(*store);
   auto held = sqlite.lock();
@@ -143,7 +145,7 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
   s.children_s = since("SELECT MAX(completed_at) FROM steps WHERE klass = 'Double'");
   s.collapse_s = since("SELECT started_at FROM steps WHERE klass = 'Sum'");
   s.complete_s = since("SELECT completed_at FROM runs LIMIT 1");
-  json sum_output = json::parse(text("SELECT j.output_payload -> '$.payload' FROM jobs j WHERE j.klass = 'Sum'"),
+  json sum_output = json::parse(text("SELECT j.output_payload -> 'payload' FROM jobs j WHERE j.klass = 'Sum'"),
                                 nullptr, false);
   s.ok = sum_output == json(o.items * (o.items - 1));
   if (!s.ok) std::fprintf(stderr, "wrong Sum output: %s\n", sum_output.dump().c_str());
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
     else if (flag == "--repeat") o.repeat = std::atoi(value.c_str());
     else if (flag == "--workers") o.workers = std::atoi(value.c_str());
     else if (flag == "--advancers") o.advancers = std::atoi(value.c_str());
+    else if (flag == "--database-url") o.database_url = value;
     else if (flag == "--modes") {
       o.modes.clear();
       std::stringstream list(value);
@@ -173,8 +176,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("fan-out %ld items: Range -> expand Double -> collapse Sum; %d worker(s), %d advancer(s)\n", o.items,
-              o.workers, o.advancers);
+  std::printf("fan-out %ld items: Range -> expand Double -> collapse Sum; %d worker(s), %d advancer(s), on %s\n",
+              o.items, o.workers, o.advancers, o.database_url.empty() ? "SQLite" : "PostgreSQL");
   int failures = 0;
   for (const auto& mode : o.modes) {
     std::vector<double> wall, expand, children, collapse, complete, rss;

@@ -23,9 +23,12 @@ as_server() {
   fi
 }
 
+# fsync is off for the test suite (nothing it writes must survive a power
+# cut); benchmarks run with PostgreSQL's default, PG_CLUSTER_FSYNC=on.
 server_start() {
   as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-    -o "-c listen_addresses=127.0.0.1 -p $1 -k $dir -c fsync=off -c max_connections=400" start >/dev/null
+    -o "-c listen_addresses=127.0.0.1 -p $1 -k $dir -c fsync=${PG_CLUSTER_FSYNC:-off} -c max_connections=400" \
+    start >/dev/null
 }
 
 case $command in

@@ -240,6 +240,7 @@ void Connection::ensure_open() {
   }
   ++epoch_;
   run("SET client_min_messages = warning");
+  if (observer_) observer_(PQbackendPID(conn_));
 }
 
 void Connection::fail_result(PGresult* result, const std::string& what) const {

@@ -69,6 +69,12 @@ class Connection final : public sql::Connection {
   [[noreturn]] void fail_result(PGresult* result, const std::string& what) const;
   // Installs what data_version() reads (the process's Listener count).
   void set_version_source(std::function<int64_t()> source) { version_ = std::move(source); }
+  // Told the server process id of this session, now and after each
+  // reconnect (the Listener ignores this process's own notifications).
+  void set_session_observer(std::function<void(int)> observer) {
+    observer_ = std::move(observer);
+    if (observer_) observer_(PQbackendPID(conn_));
+  }
 
  protected:
   std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
@@ -84,6 +90,7 @@ class Connection final : public sql::Connection {
   bool notify_jobs_ = false;
   bool notify_branches_ = false;
   std::function<int64_t()> version_;
+  std::function<void(int)> observer_;
 };
 
 }  // namespace ductwork::pg

@@ -47,12 +47,20 @@ void Listener::loop() {
     }
     int64_t received = 0;
     while (PGnotify* n = PQnotifies(conn)) {
-      ++received;
+      {
+        std::lock_guard<std::mutex> lock(own_mutex_);
+        if (!own_backends_.count(n->be_pid)) ++received;
+      }
       PQfreemem(n);
     }
     if (received > 0) version_ += received;
   }
   drop();
+}
+
+void Listener::own_backend(int backend_pid) {
+  std::lock_guard<std::mutex> lock(own_mutex_);
+  own_backends_.insert(backend_pid);
 }
 
 PgStoreFactory::PgStoreFactory(const std::string& url, int pool)
@@ -61,19 +69,17 @@ PgStoreFactory::PgStoreFactory(const std::string& url, int pool)
       listener_(std::make_shared<Listener>(target_.conninfo)) {
   // The first session is opened now, so a wrong URL, password or database
   // fails the command that asked for it, with the server's reason.
-  sessions_.push_back(std::make_shared<Shared>(target_));
+  sessions_.push_back(std::make_shared<Shared>(target_, listener_));
 }
 
 std::unique_ptr<Store> PgStoreFactory::open() {
   std::shared_ptr<Shared> session;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (next_ < pool_ && next_ >= sessions_.size()) sessions_.push_back(std::make_shared<Shared>(target_));
+    if (next_ < pool_ && next_ >= sessions_.size()) sessions_.push_back(std::make_shared<Shared>(target_, listener_));
     session = sessions_[next_ % sessions_.size()];
     next_ = (next_ + 1) % pool_;
   }
-  std::shared_ptr<Listener> listener = listener_;
-  session->conn.set_version_source([listener] { return listener->version(); });
   return std::make_unique<sql::SqlStore>(session);
 }
 

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "store/postgresql/pg_connection.h"
@@ -32,6 +33,10 @@ class Listener {
 
   // Starts the thread on first use.
   int64_t version();
+  // A session of this process (its server process id): its notifications
+  // are this process's own commits, which in-process wake-ups already
+  // announced, and are not counted.
+  void own_backend(int backend_pid);
 
  private:
   void loop();
@@ -40,6 +45,8 @@ class Listener {
   std::once_flag started_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> version_{0};
+  std::mutex own_mutex_;
+  std::unordered_set<int> own_backends_;
   std::thread thread_;
 };
 
@@ -53,7 +60,10 @@ class PgStoreFactory final : public StoreFactory {
 
  private:
   struct Shared final : sql::SharedConnection {
-    explicit Shared(const ConnectionTarget& target) : conn(target) {}
+    Shared(const ConnectionTarget& target, const std::shared_ptr<Listener>& listener) : conn(target) {
+      conn.set_version_source([listener] { return listener->version(); });
+      conn.set_session_observer([listener](int pid) { listener->own_backend(pid); });
+    }
     sql::Connection& connection() override { return conn; }
     Connection conn;
   };
