@@ -240,7 +240,7 @@ void Connection::ensure_open() {
   }
   ++epoch_;
   run("SET client_min_messages = warning");
-  if (observer_) observer_(PQbackendPID(conn_));
+  if (listener_) listener_->own_backend(PQbackendPID(conn_));
 }
 
 void Connection::fail_result(PGresult* result, const std::string& what) const {
@@ -280,15 +280,20 @@ void Connection::begin_write() {
 }
 
 void Connection::commit() {
-  // The notifications go out when (and only if) the transaction commits;
+  // The notifications go out when (and only if) the transaction commits:
+  // handed to the running Listener after the commit, or (a command with no
+  // listener running, e.g. `trigger`) sent with the COMMIT itself, where
   // PostgreSQL delivers identical ones of one transaction once.
-  std::string sql;
-  if (notify_jobs_) sql += std::string("NOTIFY ") + kJobsChannel + "; ";
-  if (notify_branches_) sql += std::string("NOTIFY ") + kBranchesChannel + "; ";
+  const bool jobs = notify_jobs_, branches = notify_branches_;
   notify_jobs_ = notify_branches_ = false;
+  const bool handed_over = listener_ && listener_->running();
+  std::string sql;
+  if (!handed_over && jobs) sql += std::string("NOTIFY ") + kJobsChannel + "; ";
+  if (!handed_over && branches) sql += std::string("NOTIFY ") + kBranchesChannel + "; ";
   sql += "COMMIT";
   in_transaction_ = false;  // committed or not, the transaction is over
   run(sql.c_str());
+  if (handed_over && (jobs || branches)) listener_->request(jobs, branches);
 }
 
 void Connection::rollback() noexcept {
@@ -311,7 +316,8 @@ void Connection::end_read() noexcept {
 const sql::Dialect& Connection::dialect() const {
   // FOR NO KEY UPDATE: the claim changes no key, and a stronger lock would
   // also block the foreign-key checks of rows that reference the claimed one.
-  static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE", 1, json_elements};
+  static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE", true,
+                                       json_elements};
   return postgresql;
 }
 
@@ -331,7 +337,12 @@ bool Connection::has_column(const std::string& table, const std::string& column)
   return stmt.step();
 }
 
-int64_t Connection::data_version() { return version_ ? version_() : 0; }
+int64_t Connection::data_version() { return listener_ ? listener_->version() : 0; }
+
+void Connection::attach(std::shared_ptr<Listener> listener) {
+  listener_ = std::move(listener);
+  if (listener_) listener_->own_backend(PQbackendPID(conn_));
+}
 
 void Connection::check_storage() {}
 

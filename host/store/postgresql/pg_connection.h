@@ -18,6 +18,8 @@ class Session;
 
 namespace ductwork::pg {
 
+class Listener;
+
 // A PostgreSQL URL or keyword string made ready for libpq: checked, a
 // connect timeout added when it has none, and a name for messages that
 // leaves the password out. Throws StoreError naming what is wrong.
@@ -67,14 +69,11 @@ class Connection final : public sql::Connection {
   // Throws StoreError for a failed result (or a lost session) with the
   // server's message, classified by SQLSTATE. Clears `result`.
   [[noreturn]] void fail_result(PGresult* result, const std::string& what) const;
-  // Installs what data_version() reads (the process's Listener count).
-  void set_version_source(std::function<int64_t()> source) { version_ = std::move(source); }
-  // Told the server process id of this session, now and after each
-  // reconnect (the Listener ignores this process's own notifications).
-  void set_session_observer(std::function<void(int)> observer) {
-    observer_ = std::move(observer);
-    if (observer_) observer_(PQbackendPID(conn_));
-  }
+  // The process's Listener: data_version() reads its count, it sends this
+  // session's notifications once running, and it is told this session's
+  // server process id (now and after each reconnect) so that the
+  // notifications this process sends do not wake it.
+  void attach(std::shared_ptr<Listener> listener);
 
  protected:
   std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
@@ -89,8 +88,7 @@ class Connection final : public sql::Connection {
   bool in_transaction_ = false;
   bool notify_jobs_ = false;
   bool notify_branches_ = false;
-  std::function<int64_t()> version_;
-  std::function<void(int)> observer_;
+  std::shared_ptr<Listener> listener_;
 };
 
 }  // namespace ductwork::pg

@@ -256,7 +256,7 @@ std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sq
 }
 
 const sql::Dialect& Connection::dialect() const {
-  static const sql::Dialect sqlite{"sqlite", "", "", 1 << 30, json_each_list};
+  static const sql::Dialect sqlite{"sqlite", "", "", false, json_each_list};
   return sqlite;
 }
 
