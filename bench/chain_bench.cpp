@@ -17,6 +17,12 @@
 // With --database-url every run gets a fresh database on that PostgreSQL
 // server (created and dropped through the URL's database); without, a
 // fresh SQLite file.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -146,9 +152,9 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
   return latencies(sql_store.connection());
 }
 
-// The same workload through `ductwork start --drain` (forking supervisor).
-RunResult forking_run(const Options& o, const fs::path& dir) {
-  BenchDatabase db(o.database_url, dir, "forking");
+// ductwork.yml and the chain's definition file for `ductwork start`;
+// returns the config's path.
+std::string write_host_files(const Options& o, const fs::path& dir, const BenchDatabase& db) {
   std::string config_path = (dir / "ductwork.yml").string();
   {
     std::FILE* f = std::fopen(config_path.c_str(), "w");
@@ -165,6 +171,13 @@ RunResult forking_run(const Options& o, const fs::path& dir) {
     std::fputs(yaml.c_str(), d);
     std::fclose(d);
   }
+  return config_path;
+}
+
+// The same workload through `ductwork start --drain` (forking supervisor).
+RunResult forking_run(const Options& o, const fs::path& dir) {
+  BenchDatabase db(o.database_url, dir, "forking");
+  std::string config_path = write_host_files(o, dir, db);
   auto factory_ptr = make_store_factory(db.config());
   StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
@@ -185,6 +198,63 @@ RunResult forking_run(const Options& o, const fs::path& dir) {
   auto held = sql_store.lock();
   r.latencies_us = latencies(sql_store.connection());
   return r;
+}
+
+// `ductwork start` in the background as machine `machine` with `role`.
+pid_t spawn_host(const Options& o, const std::string& config_path, const std::string& machine,
+                 const std::string& role) {
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e) env_text.emplace_back(*e);
+  env_text.push_back("DUCTWORK_MACHINE_ID=" + machine);
+  env_text.push_back("DUCTWORK_ROLE=" + role);
+  std::vector<char*> env;
+  for (auto& e : env_text) env.push_back(e.data());
+  env.push_back(nullptr);
+  std::string binary = o.binary, start = "start", dash_c = "-c", config = config_path;
+  char* argv[] = {binary.data(), start.data(), dash_c.data(), config.data(), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, env.data()) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+// Light load across two hosts: a worker host and an advancer host (two
+// `ductwork start` trees with machine ids bench-a and bench-b) on one
+// database, one chain at a time, so every step-to-step hop goes worker host
+// -> advancer host -> worker host through the database and its wake-ups.
+std::vector<double> two_hosts_light_run(const Options& o, const fs::path& dir) {
+  BenchDatabase db(o.database_url, dir, "two_hosts");
+  std::string config_path = write_host_files(o, dir, db);
+  auto factory = make_store_factory(db.config());
+  auto store = factory->open();
+  store->migrate();
+  pid_t hosts[2] = {spawn_host(o, config_path, "bench-a", "worker"), spawn_host(o, config_path, "bench-b", "advancer")};
+  auto both_up = [&] {
+    bool worker = false, advancer = false;
+    for (const auto& p : store->processes()) {
+      worker = worker || p.role == "worker";
+      advancer = advancer || p.role == "advancer";
+    }
+    return worker && advancer;
+  };
+  for (int i = 0; i < 500 && !both_up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Definition def = chain_definition(o.length);
+  for (int i = 0; i < o.light_chains; ++i) {
+    trigger_pipeline(*store, def, json::array({i}));
+    wait_drained(*store);
+  }
+  for (pid_t pid : hosts) {
+    if (pid > 0) ::kill(pid, SIGTERM);
+  }
+  for (pid_t pid : hosts) {
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
+  }
+  auto& sql_store = static_cast<sql::SqlStore&>(*store);
+  auto held = sql_store.lock();
+  return latencies(sql_store.connection());
 }
 
 }  // namespace
@@ -230,6 +300,11 @@ int main(int argc, char** argv) {
   std::vector<double> light = light_load_run(o, registry, logger, dir);
   fs::remove_all(dir);
 
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<double> two_hosts = two_hosts_light_run(o, dir);
+  fs::remove_all(dir);
+
   std::vector<double> fork_rates, fork_p50s;
   for (int r = 0; r < o.repeat; ++r) {
     fs::remove_all(dir);
@@ -249,5 +324,8 @@ int main(int argc, char** argv) {
               o.repeat, median(fork_rates), median(fork_rates) / median(rates));
   std::printf("latency at light load (%d chains one at a time, %zu transitions): p50 %.0f us, p99 %.0f us\n",
               o.light_chains, light.size(), percentile(light, 0.5), percentile(light, 0.99));
+  std::printf("latency at light load across two hosts (worker host + advancer host, %zu transitions): p50 %.0f us, "
+              "p99 %.0f us\n",
+              two_hosts.size(), percentile(two_hosts, 0.5), percentile(two_hosts, 0.99));
   return 0;
 }
