@@ -2,9 +2,7 @@
 
 #include <libpq-fe.h>
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,9 +34,10 @@ std::string to_dollar_placeholders(const std::string& sql, int* count);
 
 // One session with the server, opened through Poco::Data's PostgreSQL
 // connector; statements run through libpq's extended protocol on the
-// session's own handle (Poco::Data's statement layer re-parses and re-binds
-// on every execution: see docs/decisions.md). A session the server dropped
-// is re-established on the next use; statements are then prepared again.
+// session's own handle, bound by position at run time (why not Poco::Data's
+// statements: docs/decisions.md). A session the server dropped is
+// re-established on its next use outside a transaction; statements are then
+// prepared again.
 class Connection final : public sql::Connection {
  public:
   explicit Connection(const ConnectionTarget& target);
