@@ -1,14 +1,8 @@
 #include "store/postgresql/pg_connection.h"
 
-#include <Poco/Data/PostgreSQL/Connector.h>
-#include <Poco/Data/PostgreSQL/SessionImpl.h>
-#include <Poco/Data/Session.h>
-#include <Poco/Exception.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <optional>
 
 #include "store/migrations.h"
@@ -16,8 +10,6 @@
 
 namespace ductwork::pg {
 namespace {
-
-std::once_flag register_once;
 
 // Libpq's quoting for a keyword value: single quotes, \ and ' escaped.
 std::string quote_value(const char* value) {
@@ -207,36 +199,24 @@ std::string to_dollar_placeholders(const std::string& sql, int* count) {
 }
 
 Connection::Connection(const ConnectionTarget& target) : display_(target.display) {
-  std::call_once(register_once, [] { Poco::Data::PostgreSQL::Connector::registerConnector(); });
-  {
-    // Poco 1.11's connector leaks its libpq handle when a connect fails
-    // (found by LeakSanitizer), and a host retries connects for as long as
-    // its server is away; so the server is asked first, through a handle we
-    // free, and Poco only ever makes connects that are expected to work.
-    PGconn* probe = PQconnectdb(target.conninfo.c_str());
-    if (PQstatus(probe) != CONNECTION_OK) {
-      std::string why = PQerrorMessage(probe);
-      PQfinish(probe);
-      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      throw StoreError("database " + display_ + ": cannot connect: " + why, StoreFault::kUnavailable);
-    }
-    PQfinish(probe);
-  }
-  try {
-    session_ = std::make_unique<Poco::Data::Session>("PostgreSQL", target.conninfo);
-  } catch (const Poco::Exception& e) {
-    std::string why = e.message().empty() ? e.displayText() : e.message();
+  // libpq directly, not Poco::Data's session: Poco 1.11's PostgreSQL session
+  // handle loses its libpq handle when a connect fails, and when the
+  // connection is already broken as it is closed (LeakSanitizer, in the
+  // outage test); a host meets both for as long as its server is away.
+  conn_ = PQconnectdb(target.conninfo.c_str());
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    std::string why = PQerrorMessage(conn_);
+    PQfinish(conn_);
+    conn_ = nullptr;
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     throw StoreError("database " + display_ + ": cannot connect: " + why, StoreFault::kUnavailable);
   }
-  auto* impl = static_cast<Poco::Data::PostgreSQL::SessionImpl*>(session_->impl());
-  conn_ = static_cast<PGconn*>(impl->handle());
   run("SET client_min_messages = warning");
 }
 
 Connection::~Connection() {
   drop_statements();
-  session_.reset();
+  PQfinish(conn_);
 }
 
 void Connection::ensure_open() {
@@ -361,7 +341,7 @@ void Connection::attach(std::shared_ptr<Listener> listener) {
 void Connection::check_storage() {}
 
 void Connection::notify(Work work) {
-  // Sent with the COMMIT (no extra round trip), once per kind.
+  // Sent once per kind after the commit (see commit()).
   (work == Work::kJobs ? notify_jobs_ : notify_branches_) = true;
 }
 

@@ -10,10 +10,6 @@
 #include "store/sql/sql_connection.h"
 #include "store/sql/sql_store.h"
 
-namespace Poco::Data {
-class Session;
-}
-
 namespace ductwork::pg {
 
 class Listener;
@@ -32,10 +28,9 @@ ConnectionTarget parse_target(const std::string& url);
 // is left alone. *count is set to the largest number.
 std::string to_dollar_placeholders(const std::string& sql, int* count);
 
-// One session with the server, opened through Poco::Data's PostgreSQL
-// connector; statements run through libpq's extended protocol on the
-// session's own handle, bound by position at run time (why not Poco::Data's
-// statements: docs/decisions.md). A session the server dropped is
+// One libpq session with the server; statements run through libpq's
+// extended protocol, bound by position at run time (why libpq and not
+// Poco::Data: docs/decisions.md). A session the server dropped is
 // re-established on its next use outside a transaction; statements are then
 // prepared again.
 class Connection final : public sql::Connection {
@@ -81,7 +76,6 @@ class Connection final : public sql::Connection {
   void run(const char* sql);
 
   std::string display_;
-  std::unique_ptr<Poco::Data::Session> session_;
   PGconn* conn_ = nullptr;
   uint64_t epoch_ = 1;
   bool in_transaction_ = false;
