@@ -11,6 +11,11 @@
 namespace ductwork::pg {
 namespace {
 
+// libpq's messages end with a newline (and sometimes spaces).
+void trim_end(std::string* text) {
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
+}
+
 // Libpq's quoting for a keyword value: single quotes, \ and ' escaped.
 std::string quote_value(const char* value) {
   std::string out = "'";
@@ -142,7 +147,7 @@ ConnectionTarget parse_target(const std::string& url) {
   if (!options) {
     std::string why = error ? error : "out of memory";
     PQfreemem(error);
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    trim_end(&why);
     throw StoreError("database url is not a PostgreSQL connection string: " + why);
   }
   ConnectionTarget target;
@@ -208,7 +213,7 @@ Connection::Connection(const ConnectionTarget& target) : display_(target.display
     std::string why = PQerrorMessage(conn_);
     PQfinish(conn_);
     conn_ = nullptr;
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    trim_end(&why);
     throw StoreError("database " + display_ + ": cannot connect: " + why, StoreFault::kUnavailable);
   }
   run("SET client_min_messages = warning");
@@ -229,7 +234,7 @@ void Connection::ensure_open() {
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string why = PQerrorMessage(conn_);
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    trim_end(&why);
     throw StoreError("database " + display_ + ": cannot reconnect: " + why, StoreFault::kUnavailable);
   }
   ++epoch_;
@@ -241,7 +246,7 @@ void Connection::fail_result(PGresult* result, const std::string& what) const {
   const char* sqlstate = result ? PQresultErrorField(result, PG_DIAG_SQLSTATE) : nullptr;
   std::string message = result ? PQresultErrorMessage(result) : "";
   if (message.empty()) message = PQerrorMessage(conn_);
-  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  trim_end(&message);
   StoreFault fault = classify(sqlstate, PQstatus(conn_) != CONNECTION_OK);
   if (result) PQclear(result);
   throw StoreError("database " + display_ + ": " + what + ": " + message, fault);
