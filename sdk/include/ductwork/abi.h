@@ -62,7 +62,16 @@ typedef struct dw_host_api {
   int (*context_set)(void* host_handle, const char* key, const char* value_json, int overwrite,
                      char** error_out);
   void (*free_string)(char* s);
+  /* Appended in ABI 1 (check struct_size before calling): flags describing
+   * the error the current execute call is about to return, DW_ERROR_* bits.
+   * A host without this field treats every error as retryable. */
+  void (*set_error_flags)(void* host_handle, uint32_t flags);
 } dw_host_api;
+
+/* Bits of dw_host_api.set_error_flags. */
+/* The error is permanent: the host fails the step at once, without spending
+ * (or waiting for) the remaining retries. */
+#define DW_ERROR_NOT_RETRYABLE 1u
 
 /* What the host passes to one call of execute. Valid only during the call. */
 typedef struct dw_step_context {

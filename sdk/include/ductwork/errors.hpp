@@ -28,6 +28,15 @@ class Error : public std::runtime_error {
   // Frames at construction, nearest first, newline separated (may be empty).
   const std::string& backtrace() const noexcept { return *backtrace_; }
 
+  // Whether the host may retry the step after this error (the default).
+  // A permanent error fails the step at once, without spending retries:
+  //   throw ductwork::Error("Billing::UnknownCustomer", id).retryable(false);
+  bool retryable() const noexcept { return retryable_; }
+  Error& retryable(bool value) noexcept {
+    retryable_ = value;
+    return *this;
+  }
+
  protected:
   // For subclasses that are recorded under their own C++ type name.
   explicit Error(std::string message) : Error(std::string(), std::move(message)) {}
@@ -35,6 +44,18 @@ class Error : public std::runtime_error {
  private:
   std::shared_ptr<const std::string> klass_;
   std::shared_ptr<const std::string> backtrace_;
+  bool retryable_ = true;
+};
+
+// An error no retry can mend (bad input, a missing record): the step fails
+// at once and its branch halts, recorded like any other error. Recorded
+// under its own class name unless `klass` is given.
+class FatalError : public Error {
+ public:
+  explicit FatalError(std::string message) : Error(std::move(message)) { retryable(false); }
+  FatalError(std::string klass, std::string message) : Error(std::move(klass), std::move(message)) {
+    retryable(false);
+  }
 };
 
 // A step was given missing or ill-typed arguments.

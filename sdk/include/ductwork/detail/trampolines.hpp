@@ -5,6 +5,7 @@
 #ifndef DUCTWORK_DETAIL_TRAMPOLINES_HPP
 #define DUCTWORK_DETAIL_TRAMPOLINES_HPP
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -52,6 +53,7 @@ struct ErrorInfo {
   std::string klass;
   std::string message;
   std::string backtrace;
+  bool retryable = true;
 };
 
 // Describes the exception being handled; call only inside a catch block.
@@ -65,6 +67,7 @@ inline ErrorInfo describe_current_exception() {
     info.klass = e.klass().empty() ? demangle(typeid(e).name()) : e.klass();
     info.message = e.what();
     info.backtrace = e.backtrace();
+    info.retryable = e.retryable();
   } catch (const std::exception& e) {
     info.klass = demangle(typeid(e).name());
     info.message = e.what();
@@ -83,10 +86,20 @@ inline ErrorInfo describe_current_exception() {
   return info;
 }
 
+// Tells the host about a permanent error through dw_host_api.set_error_flags,
+// when the host is new enough to have that field.
+inline void report_error_flags(const dw_step_context* raw, const ErrorInfo& info) noexcept {
+  if (info.retryable || raw == nullptr || raw->host == nullptr) return;
+  const dw_host_api* host = raw->host;
+  if (host->struct_size < offsetof(dw_host_api, set_error_flags) + sizeof host->set_error_flags) return;
+  if (host->set_error_flags != nullptr) host->set_error_flags(raw->host_handle, DW_ERROR_NOT_RETRYABLE);
+}
+
 // Fills the error fields of `out` from the exception being handled.
-inline void report_current_exception(dw_step_outcome* out) noexcept {
+inline void report_current_exception(dw_step_outcome* out, const dw_step_context* raw = nullptr) noexcept {
   try {
     ErrorInfo info = describe_current_exception();
+    report_error_flags(raw, info);
     out->error_klass = copy_string(info.klass);
     out->error_message = copy_string(info.message);
     out->error_backtrace = info.backtrace.empty() ? nullptr : copy_string(info.backtrace);
@@ -139,7 +152,7 @@ inline int execute_step(void* instance, const dw_step_context* raw, dw_step_outc
     if (out->output_json == nullptr) throw std::bad_alloc();
     return DW_EXECUTE_OK;
   } catch (...) {
-    report_current_exception(out);
+    report_current_exception(out, raw);
     return DW_EXECUTE_ERROR;
   }
 }
