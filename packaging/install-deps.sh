@@ -11,6 +11,7 @@ packages=(
   jq
   clang-14 libclang-rt-14-dev
   postgresql-15 libpq-dev
+  lintian dpkg-dev systemd pkgconf
 )
 
 missing=()

@@ -10,7 +10,9 @@ flags=(-DDUCTWORK_WERROR=ON)
 case "${1:-}" in
   --asan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-asan}; flags+=(-DDUCTWORK_ASAN=ON) ;;
   --tsan) export DUCTWORK_BUILD_DIR=${DUCTWORK_BUILD_DIR:-$root/build-tsan}; flags+=(-DDUCTWORK_TSAN=ON) ;;
-  "") ;;
+  # The plain run installs under /usr, the packages' layout, so the suite
+  # can build and test them (tests/authoring/package_test.sh).
+  "") flags+=(-DCMAKE_INSTALL_PREFIX=/usr) ;;
   *) echo "usage: packaging/test.sh [--asan|--tsan]" >&2; exit 2 ;;
 esac
 "$root/packaging/build.sh" "${flags[@]}"

@@ -43,5 +43,6 @@ int cmd_plugins(const Args& args);
 int cmd_validate(const Args& args);
 int cmd_health(const Args& args);
 int cmd_revive(const Args& args);
+int cmd_new_plugin(const Args& args);
 
 }  // namespace ductwork::cli

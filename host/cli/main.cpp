@@ -27,6 +27,7 @@ const char* kUsage =
     "  validate [--json]                    check every definition against the loaded steps\n"
     "  revive PIPELINE_ID [--duplicate-context]   re-run a halted pipeline as a new run; prints the run id\n"
     "  health [-p PID] [-V]                 exit 0 when the supervisor(s) heartbeat, 1 with a report if not\n"
+    "  new-plugin NAME [DIR]                write a buildable step plugin folder (default ./NAME)\n"
     "\n"
     "CONFIG defaults to $DUCTWORK_CONFIG, then ./ductwork.yml, else built-in defaults.\n"
     "exit codes: 0 ok, 1 runtime failure, 2 bad input (nothing written)\n";
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
     if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {}));
+    if (command == "new-plugin") return cmd_new_plugin(parse_args(argc, argv, {}, {}));
     if (command == "health") return cmd_health(parse_args(argc, argv, {"verbose"}, {"pid"}));
     std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return kExitBadInput;
