@@ -20,6 +20,7 @@
 #include "plugin/plugin_probe.h"
 #include "process/crash_report.h"
 #include "process/host_runtime.h"
+#include "process/sd_notify.h"
 #include "process/supervisor.h"
 
 namespace ductwork::cli {
@@ -65,15 +66,17 @@ int restart_self() {
 }
 
 int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const sigset_t& signals, bool drain,
-                 RuntimeRole role) {
+                 RuntimeRole role, SystemdNotifier* systemd) {
   StoreFactory& stores = boot.stores();
   HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
   runtime.start();
+  if (systemd) systemd->notify("READY=1\nSTATUS=Running " + std::to_string(pipelines.size()) + " pipelines in threads");
   std::unique_ptr<ProgressLine> progress;
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
   auto store = stores.open();
   const bool supervised = role.supervised;
   int sig = wait_for_stop(signals, boot.logger(), /*reload=*/!supervised, [&] {
+    if (systemd) systemd->watchdog_tick();
     if (runtime.database_unusable()) return false;
     if (!drain && !progress) return true;
     try {
@@ -92,14 +95,16 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
     return true;
   });
   progress.reset();
+  if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
   runtime.stop();
   if (runtime.database_unusable()) return kExitFailure;
   return sig == SIGHUP ? kRestart : kExitOk;
 }
 
 int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::string>& pipelines,
-                   const sigset_t& signals, bool drain) {
+                   const sigset_t& signals, bool drain, SystemdNotifier* systemd) {
   Supervisor::Options options;
+  options.notifier = systemd;
   options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
   if (!args.config_path.empty()) options.config_path = std::filesystem::absolute(args.config_path).string();
   options.drain = drain;
@@ -119,19 +124,27 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
   return rc;
 }
 
-int start_host(const Args& args);
+int start_host(const Args& args, SystemdNotifier* systemd);
 
 }  // namespace
 
 int cmd_start(const Args& args) {
-  int rc = start_host(args);
-  // Every handle of the stopped host is closed by now.
-  return rc == kRestart ? restart_self() : rc;
+  // Under systemd (Type=notify) the top process speaks for the service;
+  // children never do (the notifier takes the variables out of the
+  // environment before any child starts).
+  std::unique_ptr<SystemdNotifier> systemd;
+  if (!args.option("child")) systemd = std::make_unique<SystemdNotifier>();
+  int rc = start_host(args, systemd && systemd->enabled() ? systemd.get() : nullptr);
+  if (rc != kRestart) return rc;
+  // Every handle of the stopped host is closed by now. The same pid starts
+  // again, and says READY=1 again.
+  if (systemd) systemd->restore_environment();
+  return restart_self();
 }
 
 namespace {
 
-int start_host(const Args& args) {
+int start_host(const Args& args, SystemdNotifier* systemd) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork start [--drain] [-c CONFIG]");
   const std::string* child = args.option("child");
   // Signals are taken synchronously by this thread, from the very start so a
@@ -191,14 +204,14 @@ int start_host(const Args& args) {
     } catch (const std::invalid_argument& e) {
       throw BadInput(e.what());
     }
-    return run_threaded(boot, pipelines, signals, /*drain=*/false, role);
+    return run_threaded(boot, pipelines, signals, /*drain=*/false, role, nullptr);
   }
-  if (boot.config().forking) return run_supervisor(boot, args, pipelines, signals, drain);
+  if (boot.config().forking) return run_supervisor(boot, args, pipelines, signals, drain, systemd);
   RuntimeRole role;
   role.name = boot.config().role;
   role.workers = boot.config().role != "advancer";
   role.advancers = boot.config().role != "worker";
-  return run_threaded(boot, pipelines, signals, drain, role);
+  return run_threaded(boot, pipelines, signals, drain, role, systemd);
 }
 
 }  // namespace

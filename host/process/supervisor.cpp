@@ -250,8 +250,14 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
   std::string results_cursor;
   auto next_tick = std::chrono::steady_clock::now();
   check_children(false, false);
+  SystemdNotifier* systemd = options_.notifier;
+  if (systemd) {
+    systemd->notify("READY=1\nSTATUS=Supervising " + std::to_string(children_.size()) + " child processes");
+  }
   int rc = 0;
   while (true) {
+    // The watchdog vouches for this loop: a wedged supervisor is restarted.
+    if (systemd) systemd->watchdog_tick();
     // SIGCHLD ends the wait at once: a dead child is noticed immediately,
     // not after a heartbeat timeout.
     timespec wait{0, 100 * 1000 * 1000};
@@ -264,7 +270,9 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       // A hangup (a closed terminal, `systemctl reload`) never kills the
       // supervisor: its children restart gracefully and pick up changes.
       logger_.info("Reload requested: restarting children gracefully", {{"signal", "SIGHUP"}});
+      if (systemd) systemd->notify("RELOADING=1");
       reload_children();
+      if (systemd) systemd->notify("READY=1");
     }
     try {
       // Exits are checked on every wake-up (SIGCHLD); heartbeats, whose
@@ -306,6 +314,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       }
     }
   }
+  if (systemd) systemd->notify("STOPPING=1");
   stop_children();
   try {
     store_->remove_process(process_id_);

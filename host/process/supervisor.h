@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "process/database_outage.h"
+#include "process/sd_notify.h"
 #include "config/config.h"
 #include "process/host_runtime.h"
 #include "store/store.h"
@@ -34,6 +35,8 @@ class Supervisor {
     std::string executable;   // this binary (/proc/self/exe)
     std::string config_path;  // passed to children with -c (empty: none)
     bool drain = false;       // stop once no run of these pipelines is open
+    // systemd's notification socket (READY/STOPPING/RELOADING/WATCHDOG); null: none.
+    SystemdNotifier* notifier = nullptr;
   };
 
   Supervisor(const Config& config, StoreFactory& stores, Logger& logger, std::vector<std::string> pipelines,
