@@ -65,6 +65,12 @@ if ! systemd-analyze verify --man=no "$work/ductwork.service" >"$artefacts/syste
   fi
 fi
 
+# The hardening systemd rewards: exposure at most 2.0 ("OK"; 10 is "UNSAFE").
+systemd-analyze security --offline=true --no-pager "$work/ductwork.service" >"$artefacts/systemd-security.txt" 2>&1 || true
+exposure=$(sed -n 's/.*Overall exposure level for ductwork.service: \([0-9.]*\).*/\1/p' "$artefacts/systemd-security.txt")
+[[ -n $exposure ]] || { cat "$artefacts/systemd-security.txt" >&2; fail "systemd-analyze security gave no exposure level"; }
+awk -v e="$exposure" 'BEGIN { exit !(e <= 2.0) }' || fail "systemd-analyze security: exposure $exposure > 2.0"
+
 # ---- examples/wordcount, out of tree against the packaged SDK
 cmake -S "$src/examples/wordcount" -B "$work/wordcount" -DCMAKE_PREFIX_PATH="$root/usr" \
   -DCMAKE_BUILD_TYPE=Release >"$artefacts/wordcount-configure.log" 2>&1 || { cat "$artefacts/wordcount-configure.log" >&2; fail "configuring wordcount failed"; }
