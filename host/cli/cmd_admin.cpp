@@ -5,8 +5,25 @@
 #include "config/config_check.h"
 #include "engine/catalog.h"
 #include "store/store_error.h"
+#include "util/suggest.h"
 
 namespace ductwork::cli {
+namespace {
+
+// The names of the pipelines `plugin` exports, in export order. One that is
+// not canonical JSON with a name is left out: load_catalog reports it.
+std::vector<std::string> exported_pipeline_names(const LoadedPlugin& plugin) {
+  std::vector<std::string> names;
+  for (const auto& text : plugin.pipelines_json) {
+    json doc = json::parse(text, nullptr, false);
+    if (doc.is_object() && doc.contains("pipeline") && doc["pipeline"].is_string()) {
+      names.push_back(doc["pipeline"].get<std::string>());
+    }
+  }
+  return names;
+}
+
+}  // namespace
 
 int cmd_migrate(const Args& args) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork migrate [-c CONFIG]");
@@ -73,17 +90,34 @@ int cmd_validate(const Args& args) {
   if (!boot.config().all_pipelines) {
     hosted.clear();
     for (const auto& name : boot.config().pipelines) {
-      if (!defs.find(name)) problems.push_back(boot.config().source + ": pipelines: '" + name + "' is not defined");
-      else hosted.push_back(name);
+      if (!defs.find(name)) {
+        problems.push_back(boot.config().source + ": pipelines: '" + name + "' is not defined" +
+                           did_you_mean(name, pipelines));
+      } else {
+        hosted.push_back(name);
+      }
     }
   }
   if (auto problem = thread_budget_problem(boot.config(), hosted)) problems.push_back(std::move(*problem));
   if (args.flag("json")) {
-    json out = {{"ok", problems.empty()}, {"pipelines", pipelines}, {"problems", problems}};
+    json plugins = json::array();
+    for (const auto& p : boot.plugins().plugins()) {
+      plugins.push_back({{"name", p->name}, {"version", p->version}, {"path", p->path},
+                         {"pipelines", exported_pipeline_names(*p)}});
+    }
+    json out = {{"ok", problems.empty()}, {"pipelines", pipelines}, {"problems", problems}, {"plugins", plugins}};
     std::printf("%s\n", out.dump().c_str());
-  } else {
+  } else if (!problems.empty()) {
+    // Nothing on stdout: a failed validation prints its problems alone.
     for (const auto& p : problems) std::fprintf(stderr, "%s\n", p.c_str());
-    if (problems.empty()) std::printf("%zu pipeline(s) valid\n", pipelines.size());
+  } else {
+    for (const auto& p : boot.plugins().plugins()) {
+      std::string names;
+      for (const auto& n : exported_pipeline_names(*p)) names += (names.empty() ? "" : ", ") + n;
+      std::printf("plugin %s %s (%s): %s\n", p->name.c_str(), p->version.c_str(), p->path.c_str(),
+                  names.empty() ? "no pipelines" : ("pipelines " + names).c_str());
+    }
+    std::printf("%zu pipeline(s) valid\n", pipelines.size());
   }
   return problems.empty() ? kExitOk : kExitBadInput;
 }

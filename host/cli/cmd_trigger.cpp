@@ -5,6 +5,7 @@
 #include "engine/catalog.h"
 #include "engine/trigger.h"
 #include "util/json_limits.h"
+#include "util/suggest.h"
 
 namespace ductwork::cli {
 
@@ -39,8 +40,13 @@ int cmd_trigger(const Args& args) {
   const Definition* definition = boot.definitions().find(name);
   if (!definition) {
     std::string known;
-    for (const auto& [n, _] : boot.definitions().pipelines) known += (known.empty() ? "" : ", ") + n;
-    throw BadInput("unknown pipeline '" + name + "' (defined: " + (known.empty() ? "none" : known) + ")");
+    std::vector<std::string> names;
+    for (const auto& [n, _] : boot.definitions().pipelines) {
+      known += (known.empty() ? "" : ", ") + n;
+      names.push_back(n);
+    }
+    throw BadInput("unknown pipeline '" + name + "'" + did_you_mean(name, names) + " (defined: " +
+                   (known.empty() ? "none" : known) + ")");
   }
   // A run whose step no loaded plugin exports would wait forever: `start`
   // refuses to host such a pipeline. Refuse it here too, before writing.

@@ -93,6 +93,11 @@ void Advancer::advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& 
     return;
   }
   if (claim.step_status == "failed") {
+    // A step that raised a permanent error (DW_ERROR_NOT_RETRYABLE) failed
+    // without spending its retries; it halts job_retries_exhausted too: its
+    // failure result is stored like any other, and what the branch can read
+    // here (the last result's type) does not tell the two apart; the
+    // step's executions in `status` show which it was.
     bool crashed = tx.last_result_type(claim.step_id) == "process_crashed";
     halt_branch(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
     return;

@@ -34,9 +34,14 @@ DefinitionSet load_catalog(const std::string& definitions_directory, const Plugi
 std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins,
                                              const std::vector<std::string>* only) {
   std::vector<std::string> problems;
+  // What a near miss may be suggested from: every bare name, then every
+  // qualified plugin:Step (so "testkit:Dubble" gets "testkit:Double").
   std::vector<std::string> exported;
   for (const auto& plugin : plugins.plugins()) {
     exported.insert(exported.end(), plugin->step_names.begin(), plugin->step_names.end());
+  }
+  for (const auto& plugin : plugins.plugins()) {
+    for (const auto& step : plugin->step_names) exported.push_back(plugin->name + ":" + step);
   }
   for (const auto& [name, definition] : definitions.pipelines) {
     if (only && std::find(only->begin(), only->end(), name) == only->end()) continue;

@@ -2,9 +2,9 @@
 
 namespace ductwork {
 
-NextExecution after_error(int64_t retry_count, int64_t crash_count, const RetryPolicy& policy) {
+NextExecution after_error(int64_t retry_count, int64_t crash_count, const RetryPolicy& policy, bool retryable) {
   NextExecution next;
-  next.step_failed = retry_count >= policy.max_retry;
+  next.step_failed = !retryable || retry_count >= policy.max_retry;
   next.retry_count = retry_count + 1;
   next.crash_count = crash_count;
   next.delay_seconds = policy.retry_delay_seconds;

@@ -23,8 +23,10 @@ struct CrashPolicy {
   double retry_delay_seconds = 10.0;
 };
 
-// After the execution with these counts raised.
-NextExecution after_error(int64_t retry_count, int64_t crash_count, const RetryPolicy& policy);
+// After the execution with these counts raised. A permanent error
+// (`retryable` false: the step said no retry can mend it) fails the step at
+// once, however much of the retry budget is left.
+NextExecution after_error(int64_t retry_count, int64_t crash_count, const RetryPolicy& policy, bool retryable = true);
 
 // After the process running the execution with these counts died. The
 // first third of the budget is retried at once (a flaky host), then each

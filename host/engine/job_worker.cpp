@@ -151,7 +151,9 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
     }
   } else if (cancelled_.load()) {
     // The step stopped because we are shutting down: that is not the step's
-    // fault, so it costs a crash unit rather than a retry.
+    // fault, so it costs a crash unit rather than a retry. So does an error
+    // it called permanent: cancellation may have caused it, and if it is
+    // real the re-run after the restart fails the step just the same.
     NextExecution next = after_crash_of(job);
     committed = store_.job_crashed(job, process_id_, outcome.error, next);
     step_failed = next.step_failed;
@@ -160,9 +162,12 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
     fields["error_message"] = outcome.error.message;
     logger_.warn("Job stopped by shutdown; recorded as a crash", fields);
   } else {
+    // A permanent error (the step said so) fails the step now: the failure
+    // result is written like any other, and no retry execution is made.
     NextExecution next = after_error(
         job.retry_count, job.crash_count,
-        RetryPolicy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay});
+        RetryPolicy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay},
+        outcome.retryable);
     committed = store_.job_errored(job, process_id_, outcome.error, next);
     step_failed = next.step_failed;
     stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
@@ -170,7 +175,11 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
     fields["retry_count"] = job.retry_count;
-    logger_.warn(step_failed ? "Job failed, retries exhausted" : "Job errored, will retry", fields);
+    fields["retryable"] = outcome.retryable;
+    logger_.warn(!outcome.retryable ? "Job failed, error not retryable"
+                 : step_failed      ? "Job failed, retries exhausted"
+                                    : "Job errored, will retry",
+                 fields);
   }
   if (!committed) {
     // The fence matched nothing: the reaper took this claim away and another

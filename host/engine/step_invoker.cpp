@@ -55,10 +55,13 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
     return outcome;
   }
   OutcomeStrings strings{step->plugin};
+  scope.error_flags = 0;
   int rc = step->abi->execute(instance, &ctx, &strings.raw);
   step->abi->destroy(instance);
 
   if (rc != DW_EXECUTE_OK) {
+    // Flags set by a call that then succeeded mean nothing: read them only here.
+    outcome.retryable = (scope.error_flags & DW_ERROR_NOT_RETRYABLE) == 0;
     std::string klass = or_empty(strings.raw.error_klass);
     std::string message = or_empty(strings.raw.error_message);
     // A raw-ABI step may return an error code and nothing else: say which

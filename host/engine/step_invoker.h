@@ -13,13 +13,19 @@ struct StepOutcome {
   bool ok = false;
   std::string output_json;  // when ok: the return value as JSON text
   ErrorInfo error;          // when !ok (already truncated)
+  // When !ok: false when the step reported its error as permanent
+  // (DW_ERROR_NOT_RETRYABLE through dw_host_api.set_error_flags), so no
+  // retry may be spent on it. Errors the host finds itself (unknown step,
+  // invalid output, ...) stay retryable.
+  bool retryable = true;
   // The plugin whose step ran (null when the step class did not resolve).
   const LoadedPlugin* plugin = nullptr;
 };
 
 // Runs the job's step through its plugin: create, execute, destroy. Every
 // failure (unknown step class, exception in the step, invalid output JSON)
-// becomes an error outcome; nothing throws.
+// becomes an error outcome; nothing throws. `scope` is the call's
+// host_handle; its error_flags are reset here and read after execute.
 StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, StepCallScope& scope);
 
 }  // namespace ductwork

@@ -91,8 +91,16 @@ int context_set(void* handle, const char* key, const char* value_json, int overw
 
 void free_string(char* s) { std::free(s); }
 
+// Bits accumulate over the call; unknown bits (from a newer SDK) are kept
+// but mean nothing to this host.
+void set_error_flags(void* handle, uint32_t flags) {
+  auto* scope = static_cast<StepCallScope*>(handle);
+  if (scope) scope->error_flags |= flags;
+}
+
 const dw_host_api kHostApi = {
     sizeof(dw_host_api), DUCTWORK_ABI_VERSION, is_cancelled, log_line, context_get, context_set, free_string,
+    set_error_flags,
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "ductwork/abi.h"
@@ -24,6 +25,10 @@ struct StepCallScope {
   // job_worker.max_output_bytes: the largest output or context value the
   // step may hand back (JSON text).
   std::size_t max_value_bytes = 16u << 20;
+  // Written by the plugin during the call: the DW_ERROR_* bits it set with
+  // dw_host_api.set_error_flags for the error it is about to return (0: an
+  // ordinary, retryable error). Cleared by invoke_step before each call.
+  std::uint32_t error_flags = 0;
 };
 
 // The table of host functions handed to every plugin at init.

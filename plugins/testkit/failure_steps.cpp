@@ -1,6 +1,7 @@
 // Steps that fail on purpose, for tests of retries, crash recovery and error
 // reporting. FailTimes, CrashTimes and Segfault share one argument shape,
 // {"times": k, "value": v}: misbehave on the first k attempts, then return v.
+// FailPermanently raises a permanent error, which no retry is spent on.
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +18,13 @@ namespace ductwork::testkit {
 class IntentionalFailure : public Error {
  public:
   explicit IntentionalFailure(std::string message) : Error(std::move(message)) {}
+};
+
+// The permanent error FailPermanently throws; recorded under the class name
+// "ductwork::testkit::PermanentFailure".
+class PermanentFailure : public FatalError {
+ public:
+  explicit PermanentFailure(std::string message) : FatalError(std::move(message)) {}
 };
 
 namespace {
@@ -61,6 +69,22 @@ class FailTimes : public Step {
   }
 };
 DUCTWORK_STEP(FailTimes);
+
+// FailPermanently: "message". Throws PermanentFailure(message), a
+// ductwork::FatalError: the host fails the step on its first execution,
+// whatever max_retry allows. A missing or non-string argument is an
+// ArgumentError (an ordinary, retryable one).
+class FailPermanently : public Step {
+ public:
+  Json execute(StepContext& ctx) override {
+    const Json& message = ctx.arg(0);
+    if (!message.is_string()) {
+      throw ArgumentError("FailPermanently expects a message string, got " + message.dump());
+    }
+    throw PermanentFailure(message.as_string());
+  }
+};
+DUCTWORK_STEP(FailPermanently);
 
 // CrashTimes: {"times": k, "value": v}. While crash_count < k, kills its own
 // process with SIGKILL — no unwinding, no exit handlers, exactly what the

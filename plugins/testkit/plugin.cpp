@@ -1,7 +1,7 @@
 // The testkit plugin's entry points. Its steps are registered in the other
 // source files of this directory:
 //   value_steps.cpp    Echo, Inc, Double, Sum, Range, Route
-//   failure_steps.cpp  Fail, FailTimes, CrashTimes, Segfault
+//   failure_steps.cpp  Fail, FailTimes, FailPermanently, CrashTimes, Segfault
 //   sleep_step.cpp     Sleep, Gate
 //   context_steps.cpp  ContextSet, ContextGet, RecordHalt
 #include <ductwork/step.hpp>

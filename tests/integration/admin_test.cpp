@@ -12,8 +12,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::vector<std::string> kTestkitSteps = {"Echo",  "Inc",        "Double",     "Sum",        "Range",
-                                                "Route", "Fail",       "FailTimes",  "CrashTimes", "Segfault",
-                                                "Sleep", "Gate", "ContextSet", "ContextGet", "RecordHalt"};
+                                                "Route", "Fail",       "FailTimes",  "FailPermanently",
+                                                "CrashTimes", "Segfault", "Sleep", "Gate", "ContextSet",
+                                                "ContextGet", "RecordHalt"};
 
 std::string testkit_library() { return std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so"; }
 std::string fixture_library(const std::string& name) {

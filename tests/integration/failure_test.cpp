@@ -88,6 +88,58 @@ TEST(FailureTest, ExhaustedRetriesHaltThePipeline) {
   EXPECT_NE(text.out.find("job_retries_exhausted"), std::string::npos) << text.out;
 }
 
+// A permanent error (FailPermanently throws a ductwork::FatalError) fails
+// the step at its first execution, with max_retry 3 unspent: nothing after
+// it runs and the error is recorded like any other. An ordinary error in
+// the same host still gets its 3 retries.
+TEST(FailureTest, APermanentErrorHaltsAfterOneExecutionWithRetriesLeft) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 3";
+  Workspace ws(options);
+  ws.define("permanent.yml", chain_definition("Permanent", {"FailPermanently", "Echo"}));
+  ws.define("ordinary.yml", chain_definition("Ordinary", {"Fail"}));
+  std::string id = ws.trigger("Permanent", {R"("customer 7 does not exist")"});
+  std::string ordinary = ws.trigger("Ordinary");
+  ASSERT_FALSE(id.empty());
+  ASSERT_FALSE(ordinary.empty());
+  ProcessResult r = ws.run({"start", "--drain"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("\"Job failed, error not retryable\""), std::string::npos) << r.out;
+
+  json doc = ws.status(id);
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["status"], "halted") << doc.dump(2);
+  const json& run = doc["runs"][0];
+  EXPECT_EQ(run["status"], "halted");
+  ASSERT_EQ(run["branches"].size(), 1u) << run.dump(2);
+  EXPECT_EQ(run["branches"][0]["status"], "halted");
+  // The failure result does not say whether retries ran out or none were
+  // allowed, so the reason is the one an error always gives.
+  EXPECT_EQ(run["branches"][0]["halt_reason"], "job_retries_exhausted");
+  ASSERT_EQ(run["steps"].size(), 1u) << "nothing may run after the failed step: " << run.dump(2);
+  const json& step = run["steps"][0];
+  EXPECT_EQ(step["klass"], "FailPermanently");
+  EXPECT_EQ(step["status"], "failed");
+  EXPECT_TRUE(step["output"].is_null()) << step["output"];
+  const json& execs = step["executions"];
+  ASSERT_EQ(execs.size(), 1u) << "one execution, no retry: " << step.dump(2);
+  EXPECT_EQ(execs[0]["result_type"], "failure");
+  EXPECT_EQ(execs[0]["retry_count"], 0);
+  EXPECT_EQ(execs[0]["crash_count"], 0);
+  EXPECT_EQ(execs[0]["error_klass"], "ductwork::testkit::PermanentFailure");
+  EXPECT_EQ(execs[0]["error_message"], "customer 7 does not exist");
+  EXPECT_TRUE(contains(execs[0]["error_backtrace"], "ductwork::testkit::FailPermanently::execute("))
+      << "the raise site's frames, as for any error: " << execs[0].dump(2);
+  EXPECT_EQ(execs[0]["plugin"], "testkit");
+
+  json other = ws.status(ordinary);
+  ASSERT_TRUE(other.is_object());
+  EXPECT_EQ(other["status"], "halted");
+  ASSERT_EQ(other["runs"][0]["steps"].size(), 1u);
+  EXPECT_EQ(other["runs"][0]["steps"][0]["executions"].size(), 4u) << "an ordinary error spends max_retry 3: "
+                                                                    << other.dump(2);
+}
+
 TEST(FailureTest, MaxRetryZeroMeansOneExecution) {
   ConfigOptions options;
   options.job_worker_extra = "max_retry: 0";

@@ -23,6 +23,7 @@ FakeHost::FakeHost() {
   api_.context_get = &FakeHost::context_get;
   api_.context_set = &FakeHost::context_set;
   api_.free_string = &FakeHost::free_string;
+  api_.set_error_flags = &FakeHost::set_error_flags;
 }
 
 dw_step_context FakeHost::make_context(const std::string& args_json, std::int64_t retry_count,
@@ -62,6 +63,12 @@ void FakeHost::free_string(char* s) {
   if (s == nullptr) return;
   --g_outstanding_strings;
   delete[] s;
+}
+
+void FakeHost::set_error_flags(void* handle, std::uint32_t flags) {
+  FakeHost& host = self(handle);
+  host.error_flags |= flags;
+  ++host.set_error_flags_calls;
 }
 
 int FakeHost::context_get(void* handle, const char* key, char** value_json_out, char** error_out) {
@@ -127,7 +134,9 @@ StepRun run_step(const dw_step_class& step, void (*free_string)(char*), FakeHost
   void* instance = step.create();
   dw_step_outcome out{};
   StepRun run;
+  host.error_flags = 0;
   run.rc = step.execute(instance, &ctx, &out);
+  run.error_flags = host.error_flags;
   step.destroy(instance);
   auto take = [&](char*& s, std::string& into) {
     if (s == nullptr) return;

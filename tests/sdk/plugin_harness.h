@@ -42,6 +42,11 @@ class FakeHost {
   // When non-empty, every context call fails with DW_CONTEXT_ERROR and this
   // message.
   std::string context_failure;
+  // The DW_ERROR_* bits the plugin passed to set_error_flags, OR'ed together
+  // (run_step clears them before each call), and how many calls there were
+  // (never cleared).
+  std::uint32_t error_flags = 0;
+  int set_error_flags_calls = 0;
 
  private:
   static int is_cancelled(void* handle);
@@ -50,6 +55,7 @@ class FakeHost {
   static int context_set(void* handle, const char* key, const char* value_json, int overwrite,
                          char** error_out);
   static void free_string(char* s);
+  static void set_error_flags(void* handle, std::uint32_t flags);
   static char* host_string(const std::string& s);
 
   dw_host_api api_{};
@@ -84,6 +90,8 @@ struct StepRun {
   bool has_output = false;
   std::string output_json;
   std::string klass, message, backtrace;
+  // What the plugin set through dw_host_api.set_error_flags during the call.
+  std::uint32_t error_flags = 0;
 
   Json output() const { return Json::parse(output_json); }
 };

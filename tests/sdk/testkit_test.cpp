@@ -59,8 +59,8 @@ TEST_F(TestkitTest, TableListsEveryStep) {
   for (std::size_t i = 0; i < plugin_->step_count; ++i) names.push_back(plugin_->steps[i]->name);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"ContextGet", "ContextSet", "CrashTimes", "Double",
-                                             "Echo", "Fail", "FailTimes", "Gate", "Inc", "Range", "RecordHalt", "Route",
-                                             "Segfault", "Sleep", "Sum"}));
+                                             "Echo", "Fail", "FailPermanently", "FailTimes", "Gate", "Inc", "Range",
+                                             "RecordHalt", "Route", "Segfault", "Sleep", "Sum"}));
 }
 
 TEST_F(TestkitTest, OnlyTheEntryPointsAreExported) {
@@ -143,6 +143,28 @@ TEST_F(TestkitTest, FailAlwaysFailsWithItsOwnClass) {
     EXPECT_EQ(r.message, "Fail step always fails");
     EXPECT_FALSE(r.backtrace.empty());
   }
+}
+
+TEST_F(TestkitTest, FailPermanentlyThrowsAPermanentErrorWithTheGivenMessage) {
+  for (std::int64_t retry : {0, 3}) {
+    StepRun r = run("FailPermanently", R"(["customer 7 does not exist"])", retry);
+    EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+    EXPECT_FALSE(r.has_output);
+    EXPECT_EQ(r.klass, "ductwork::testkit::PermanentFailure");
+    EXPECT_EQ(r.message, "customer 7 does not exist");
+    EXPECT_FALSE(r.backtrace.empty());
+    EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE) << "the host is told no retry can mend it";
+  }
+  // A bad argument is an ordinary ArgumentError: retryable, no flag.
+  for (const char* args : {"[]", "[7]"}) {
+    StepRun r = run("FailPermanently", args);
+    EXPECT_EQ(r.rc, DW_EXECUTE_ERROR) << args;
+    EXPECT_EQ(r.klass, "ductwork::ArgumentError") << args;
+    EXPECT_EQ(r.error_flags, 0u) << args;
+  }
+  EXPECT_EQ(run("FailPermanently", "[7]").message, "FailPermanently expects a message string, got 7");
+  // Fail's error is an ordinary one.
+  EXPECT_EQ(run("Fail", "[]").error_flags, 0u);
 }
 
 TEST_F(TestkitTest, FailTimesSucceedsOnceRetriesReachK) {

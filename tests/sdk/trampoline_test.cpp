@@ -3,6 +3,8 @@
 #include <ductwork/step.hpp>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +43,30 @@ class ThrowsNamed : public ductwork::Step {
   }
 };
 DUCTWORK_STEP(ThrowsNamed);
+
+// Permanent errors: FatalError with and without a class name, and an Error
+// marked retryable(false).
+class ThrowsFatal : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override {
+    throw ductwork::FatalError("Billing::UnknownCustomer", "no customer 7");
+  }
+};
+DUCTWORK_STEP(ThrowsFatal);
+
+class ThrowsFatalUnnamed : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override { throw ductwork::FatalError("the order is void"); }
+};
+DUCTWORK_STEP(ThrowsFatalUnnamed);
+
+class ThrowsNotRetryable : public ductwork::Step {
+ public:
+  Json execute(StepContext&) override {
+    throw ductwork::Error("Billing::AccountClosed", "account 9 is closed").retryable(false);
+  }
+};
+DUCTWORK_STEP(ThrowsNotRetryable);
 
 class ThrowsInt : public ductwork::Step {
  public:
@@ -110,9 +136,9 @@ TEST_F(TrampolineTest, PluginTableDescribesTheRegistry) {
     EXPECT_EQ(plugin_->steps[i]->struct_size, sizeof(dw_step_class));
     names.push_back(plugin_->steps[i]->name);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"Introspect", "ThrowsStd", "ThrowsNamed", "ThrowsInt",
-                                             "ThrowsInConstructor", "ReturnsNan",
-                                             "custom.Renamed"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"Introspect", "ThrowsStd", "ThrowsNamed", "ThrowsFatal",
+                                             "ThrowsFatalUnnamed", "ThrowsNotRetryable", "ThrowsInt",
+                                             "ThrowsInConstructor", "ReturnsNan", "custom.Renamed"}));
   EXPECT_EQ(detail::init_plugin("sdktest", "0.0.1", host_.api()), plugin_);  // built once
 }
 
@@ -153,6 +179,69 @@ TEST_F(TrampolineTest, ErrorWithExplicitClassName) {
   EXPECT_EQ(r.klass, "Billing::CardDeclined");
   EXPECT_EQ(r.message, "card expired");
   EXPECT_FALSE(r.backtrace.empty());
+}
+
+TEST_F(TrampolineTest, FatalErrorIsReportedWithTheNotRetryableFlag) {
+  StepRun r = run("ThrowsFatal");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_FALSE(r.has_output);
+  EXPECT_EQ(r.klass, "Billing::UnknownCustomer");
+  EXPECT_EQ(r.message, "no customer 7");
+  EXPECT_FALSE(r.backtrace.empty());
+  EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
+  EXPECT_EQ(host_.set_error_flags_calls, 1);
+
+  r = run("ThrowsFatalUnnamed");
+  EXPECT_EQ(r.klass, "ductwork::FatalError") << "recorded under its own type without a class name";
+  EXPECT_EQ(r.message, "the order is void");
+  EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
+  EXPECT_EQ(host_.set_error_flags_calls, 2);
+}
+
+TEST_F(TrampolineTest, ErrorMarkedNotRetryableRaisesTheFlag) {
+  StepRun r = run("ThrowsNotRetryable");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "Billing::AccountClosed");
+  EXPECT_EQ(r.message, "account 9 is closed");
+  EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
+  EXPECT_EQ(host_.set_error_flags_calls, 1);
+}
+
+TEST_F(TrampolineTest, OrdinaryErrorsAndSuccessRaiseNoFlag) {
+  for (const char* name : {"ThrowsStd", "ThrowsNamed", "ThrowsInt", "ReturnsNan", "ThrowsInConstructor"}) {
+    StepRun r = run(name);
+    EXPECT_EQ(r.rc, DW_EXECUTE_ERROR) << name;
+    EXPECT_EQ(r.error_flags, 0u) << name;
+  }
+  EXPECT_EQ(run("Introspect").rc, DW_EXECUTE_OK);
+  EXPECT_EQ(host_.set_error_flags_calls, 0) << "an ordinary error is retryable: nothing to say";
+}
+
+// An older host's dw_host_api ends before set_error_flags: the SDK must not
+// read (let alone call) past its struct_size. The error is still reported.
+TEST_F(TrampolineTest, AHostTableEndingBeforeSetErrorFlagsIsNeverCalled) {
+  const uint32_t full = host_.api()->struct_size;
+  for (uint32_t size : {static_cast<uint32_t>(offsetof(dw_host_api, set_error_flags)),
+                        static_cast<uint32_t>(offsetof(dw_host_api, set_error_flags) + sizeof(void*) - 1)}) {
+    SCOPED_TRACE("struct_size " + std::to_string(size));
+    host_.mutable_api()->struct_size = size;
+    for (const char* name : {"ThrowsFatal", "ThrowsNotRetryable"}) {
+      StepRun r = run(name);
+      EXPECT_EQ(r.rc, DW_EXECUTE_ERROR) << name;
+      EXPECT_FALSE(r.klass.empty()) << name;
+      EXPECT_FALSE(r.message.empty()) << name;
+      EXPECT_EQ(r.error_flags, 0u) << name;
+    }
+  }
+  EXPECT_EQ(host_.set_error_flags_calls, 0);
+  // A host new enough to have the field but leaving it null is not called
+  // either (and nothing crashes).
+  host_.mutable_api()->struct_size = full;
+  host_.mutable_api()->set_error_flags = nullptr;
+  StepRun r = run("ThrowsFatal");
+  EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
+  EXPECT_EQ(r.klass, "Billing::UnknownCustomer");
+  EXPECT_EQ(host_.set_error_flags_calls, 0);
 }
 
 TEST_F(TrampolineTest, NonStdExceptionIsUnknownException) {

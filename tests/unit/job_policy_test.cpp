@@ -23,6 +23,16 @@ TEST(JobPolicy, AnErrorIsRetriedAfterTheDelayUntilTheRetriesAreSpent) {
   EXPECT_TRUE(after_error(0, 0, RetryPolicy{0, 1.0}).step_failed) << "max_retry 0: no retry";
 }
 
+TEST(JobPolicy, APermanentErrorFailsTheStepWithRetriesLeft) {
+  RetryPolicy policy{3, 2.5};
+  for (int64_t retry = 0; retry <= 3; ++retry) {
+    NextExecution next = after_error(retry, 2, policy, /*retryable=*/false);
+    EXPECT_TRUE(next.step_failed) << "retry " << retry << ": no retry is spent on a permanent error";
+    EXPECT_EQ(next.crash_count, 2);
+  }
+  EXPECT_FALSE(after_error(0, 0, policy, /*retryable=*/true).step_failed) << "an ordinary error is retried";
+}
+
 TEST(JobPolicy, ACrashIsRetriedAtOnceForTheFirstThirdThenBacksOffLinearly) {
   CrashPolicy policy{9, 0.5};
   const double expected[] = {0, 0, 0, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5};  // next crash_count 1..9
