@@ -93,13 +93,13 @@ void Advancer::advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& 
     return;
   }
   if (claim.step_status == "failed") {
-    // A step that raised a permanent error (DW_ERROR_NOT_RETRYABLE) failed
-    // without spending its retries; it halts job_retries_exhausted too: its
-    // failure result is stored like any other, and what the branch can read
-    // here (the last result's type) does not tell the two apart; the
-    // step's executions in `status` show which it was.
-    bool crashed = tx.last_result_type(claim.step_id) == "process_crashed";
-    halt_branch(tx, claim, crashed ? "job_crashes_exhausted" : "job_retries_exhausted", effects);
+    // Why the job gave up: its crash budget, a permanent error the step
+    // raised (FatalError: no retry was spent), or its retry budget.
+    LastResult last = tx.last_result(claim.step_id);
+    const char* reason = last.type == "process_crashed" ? "job_crashes_exhausted"
+                         : !last.retryable              ? "job_error_not_retryable"
+                                                        : "job_retries_exhausted";
+    halt_branch(tx, claim, reason, effects);
     return;
   }
   auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);

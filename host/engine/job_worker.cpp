@@ -168,7 +168,9 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
         job.retry_count, job.crash_count,
         RetryPolicy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay},
         outcome.retryable);
-    committed = store_.job_errored(job, process_id_, outcome.error, next);
+    ErrorInfo error = outcome.error;
+    error.retryable = outcome.retryable;  // stored: the branch halts job_error_not_retryable
+    committed = store_.job_errored(job, process_id_, error, next);
     step_failed = next.step_failed;
     stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
     json fields = where();

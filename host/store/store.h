@@ -51,8 +51,8 @@ class BranchTx {
 
   // The step's return value as JSON text ("null" when it has none).
   virtual std::string step_output_json(const std::string& step_id) = 0;
-  // The result_type of the step's latest execution ("" if none).
-  virtual std::string last_result_type(const std::string& step_id) = 0;
+  // The result of the step's latest execution (type "" if none).
+  virtual LastResult last_result(const std::string& step_id) = 0;
   virtual void complete_step(const std::string& step_id) = 0;
   // Creates a pending step with its job, a first execution and an
   // availability open from now. Returns the step id.

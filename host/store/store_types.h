@@ -16,6 +16,15 @@ struct ErrorInfo {
   std::string klass;
   std::string message;
   std::string backtrace;
+  // False for a step's permanent error (SDK FatalError): stored with the
+  // failure result so the branch halts `job_error_not_retryable`.
+  bool retryable = true;
+};
+
+// The latest result of a step's executions (BranchTx::last_result).
+struct LastResult {
+  std::string type;  // success | failure | process_crashed ("" when none)
+  bool retryable = true;
 };
 
 struct NewPipeline {

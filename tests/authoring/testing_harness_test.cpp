@@ -76,10 +76,19 @@ class Fail : public ductwork::Step {
     if (how == "fatal-default-name") throw ductwork::FatalError("bad input");
     if (how == "not-retryable") throw ductwork::Error("Shop::Gone", "item withdrawn").retryable(false);
     if (how == "std") throw std::out_of_range("index 9 of 3");
+    if (how == "permanent-subclass") throw ductwork::permanent(ductwork::ArgumentError("no such customer"));
     throw ductwork::Error("Net::Timeout", "upstream took too long");
   }
 };
 DUCTWORK_STEP(Fail);
+
+// Its constructor throws a permanent error: the host must not retry it.
+class BrokenAtBirth : public ductwork::Step {
+ public:
+  BrokenAtBirth() { throw ductwork::FatalError("Config::Missing", "no API key configured"); }
+  Json execute(StepContext&) override { return nullptr; }
+};
+DUCTWORK_STEP(BrokenAtBirth);
 
 }  // namespace harness_steps
 
@@ -194,6 +203,16 @@ TEST(TestingHarness, ErrorsAreDescribedAsTheHostRecordsThem) {
   EXPECT_EQ(std_error.error_klass(), "std::out_of_range");
   EXPECT_EQ(std_error.error_message(), "index 9 of 3");
   EXPECT_TRUE(std_error.retryable());
+
+  StepResult subclass = StepHarness().args({"permanent-subclass"}).run("Fail");
+  EXPECT_EQ(subclass.error_klass(), "ductwork::ArgumentError");  // not sliced to ductwork::Error
+  EXPECT_EQ(subclass.error_message(), "no such customer");
+  EXPECT_FALSE(subclass.retryable());
+
+  StepResult unborn = StepHarness().run("BrokenAtBirth");
+  EXPECT_EQ(unborn.error_klass(), "Config::Missing");
+  EXPECT_EQ(unborn.error_message(), "constructing the step failed: no API key configured");
+  EXPECT_FALSE(unborn.retryable());
 
   StepResult missing_arg = StepHarness().run("Fail");
   EXPECT_EQ(missing_arg.error_klass(), "ductwork::ArgumentError");

@@ -113,9 +113,8 @@ TEST(FailureTest, APermanentErrorHaltsAfterOneExecutionWithRetriesLeft) {
   EXPECT_EQ(run["status"], "halted");
   ASSERT_EQ(run["branches"].size(), 1u) << run.dump(2);
   EXPECT_EQ(run["branches"][0]["status"], "halted");
-  // The failure result does not say whether retries ran out or none were
-  // allowed, so the reason is the one an error always gives.
-  EXPECT_EQ(run["branches"][0]["halt_reason"], "job_retries_exhausted");
+  // Not "retries exhausted": three were left.
+  EXPECT_EQ(run["branches"][0]["halt_reason"], "job_error_not_retryable");
   ASSERT_EQ(run["steps"].size(), 1u) << "nothing may run after the failed step: " << run.dump(2);
   const json& step = run["steps"][0];
   EXPECT_EQ(step["klass"], "FailPermanently");
@@ -138,6 +137,17 @@ TEST(FailureTest, APermanentErrorHaltsAfterOneExecutionWithRetriesLeft) {
   ASSERT_EQ(other["runs"][0]["steps"].size(), 1u);
   EXPECT_EQ(other["runs"][0]["steps"][0]["executions"].size(), 4u) << "an ordinary error spends max_retry 3: "
                                                                     << other.dump(2);
+  EXPECT_EQ(other["runs"][0]["branches"][0]["halt_reason"], "job_retries_exhausted");
+
+  // Revive runs the failed step again (the job is re-enqueued, as for
+  // exhausted retries): here it fails the same way, once.
+  ProcessResult revived = ws.run({"revive", id});
+  ASSERT_EQ(revived.exit_code, 0) << revived.err;
+  ws.drain();
+  json after = ws.status(id);
+  ASSERT_EQ(after["runs"].size(), 2u) << after.dump(2);
+  EXPECT_EQ(after["runs"][1]["branches"][0]["halt_reason"], "job_error_not_retryable");
+  EXPECT_EQ(after["runs"][1]["steps"][0]["executions"].size(), 1u) << after.dump(2);
 }
 
 TEST(FailureTest, MaxRetryZeroMeansOneExecution) {

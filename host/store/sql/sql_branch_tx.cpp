@@ -12,12 +12,18 @@ std::string SqlBranchTx::step_output_json(const std::string& step_id) {
   return stmt.text(0);
 }
 
-std::string SqlBranchTx::last_result_type(const std::string& step_id) {
+LastResult SqlBranchTx::last_result(const std::string& step_id) {
   auto stmt = conn_.prepare(
-      "SELECT r.result_type FROM results r JOIN executions e ON e.id = r.execution_id "
+      "SELECT r.result_type, CASE WHEN r.retryable = 0 THEN 0 ELSE 1 END FROM results r "
+      "JOIN executions e ON e.id = r.execution_id "
       "JOIN jobs j ON j.id = e.job_id WHERE j.step_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1");
   stmt.bind(1, step_id);
-  return stmt.step() ? stmt.text(0) : std::string();
+  LastResult last;
+  if (stmt.step()) {
+    last.type = stmt.text(0);
+    last.retryable = stmt.int64(1) != 0;
+  }
+  return last;
 }
 
 void SqlBranchTx::complete_step(const std::string& step_id) {

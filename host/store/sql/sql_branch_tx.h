@@ -19,7 +19,7 @@ class SqlBranchTx final : public BranchTx {
   SqlBranchTx(SqlStore& store, std::string now) : store_(store), conn_(store.conn_), now_(std::move(now)) {}
 
   std::string step_output_json(const std::string& step_id) override;
-  std::string last_result_type(const std::string& step_id) override;
+  LastResult last_result(const std::string& step_id) override;
   void complete_step(const std::string& step_id) override;
   std::string create_step(const NewStep& step) override { return store_.insert_step(step, "pending"); }
   void complete_transition(const std::string& transition_id, const std::string& out_step_id) override;

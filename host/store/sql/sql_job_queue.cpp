@@ -136,12 +136,13 @@ void insert_result(Connection& conn, const std::string& execution_id, const char
                    const std::string& now) {
   auto stmt = conn.prepare(
       "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, created_at, "
-      "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)");
+      "updated_at, retryable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)");
   stmt.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, std::string_view(type)).bind(7, now);
   if (error) {
     stmt.bind(4, error->klass).bind(5, error->message).bind(6, error->backtrace);
+    stmt.bind(8, static_cast<int64_t>(error->retryable ? 1 : 0));
   } else {
-    stmt.bind_null(4).bind_null(5).bind_null(6);
+    stmt.bind_null(4).bind_null(5).bind_null(6).bind_null(8);
   }
   stmt.exec();
 }

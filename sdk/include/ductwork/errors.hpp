@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "ductwork/detail/backtrace.hpp"
 
@@ -31,6 +32,9 @@ class Error : public std::runtime_error {
   // Whether the host may retry the step after this error (the default).
   // A permanent error fails the step at once, without spending retries:
   //   throw ductwork::Error("Billing::UnknownCustomer", id).retryable(false);
+  // retryable(false) returns an Error&, so `throw` copies an Error: for a
+  // subclass write throw ductwork::permanent(MyError(...)), which keeps the
+  // class (and its recorded name).
   bool retryable() const noexcept { return retryable_; }
   Error& retryable(bool value) noexcept {
     retryable_ = value;
@@ -46,6 +50,16 @@ class Error : public std::runtime_error {
   std::shared_ptr<const std::string> backtrace_;
   bool retryable_ = true;
 };
+
+// `error` marked permanent, as its own type: throw ductwork::permanent(
+// ArgumentError("no such customer")) records ductwork::ArgumentError and
+// fails the step at once.
+template <class E>
+E permanent(E error) {
+  static_assert(std::is_base_of_v<Error, E>, "ductwork::permanent needs a ductwork::Error");
+  error.retryable(false);
+  return error;
+}
 
 // An error no retry can mend (bad input, a missing record): the step fails
 // at once and its branch halts, recorded like any other error. Recorded

@@ -47,6 +47,7 @@ struct StepInstance {
   std::unique_ptr<Step> step;
   std::string create_error_klass;
   std::string create_error_message;
+  bool create_error_retryable = true;
 };
 
 struct ErrorInfo {
@@ -120,6 +121,7 @@ void* create_step() noexcept {
       ErrorInfo info = describe_current_exception();
       instance->create_error_klass = std::move(info.klass);
       instance->create_error_message = "constructing the step failed: " + info.message;
+      instance->create_error_retryable = info.retryable;
     } catch (...) {
       // Leave the fields empty; execute still reports a failed construction.
     }
@@ -143,7 +145,8 @@ inline int execute_step(void* instance, const dw_step_context* raw, dw_step_outc
       throw Error(holder->create_error_klass.empty() ? "ductwork::CreateFailed"
                                                      : holder->create_error_klass,
                   holder->create_error_message.empty() ? "constructing the step failed"
-                                                       : holder->create_error_message);
+                                                       : holder->create_error_message)
+          .retryable(holder->create_error_retryable);
     }
     if (raw == nullptr) throw Error("ductwork::AbiError", "execute called without a step context");
     StepContext ctx(*raw);
