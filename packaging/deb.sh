@@ -15,5 +15,5 @@ mkdir -p "$out"
 rm -rf "$out/_CPack_Packages"
 debs=("$out"/*.deb)
 # Errors fail the build; warnings are shown.
-lintian --fail-on error --no-tag-display-limit "${debs[@]}"
+lintian --fail-on error --tag-display-limit 0 "${debs[@]}"
 printf '%s\n' "${debs[@]}"

@@ -25,7 +25,7 @@ debs=("$work"/debs/*.deb)
 ((${#debs[@]} == 2)) || fail "expected 2 packages, got: ${debs[*]}"
 host_deb=$(ls "$work"/debs/ductwork_*.deb)
 sdk_deb=$(ls "$work"/debs/ductwork-sdk-dev_*.deb)
-if ! lintian --fail-on error --no-tag-display-limit "${debs[@]}" >"$artefacts/lintian.txt" 2>&1; then
+if ! lintian --fail-on error --tag-display-limit 0 "${debs[@]}" >"$artefacts/lintian.txt" 2>&1; then
   cat "$artefacts/lintian.txt" >&2
   fail "lintian reports errors"
 fi
@@ -112,7 +112,7 @@ DUCTWORK_PLUGIN("hand", "1.0.0");
 CPP
 flags=$(PKG_CONFIG_PATH="$root/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root" pkg-config --cflags --libs ductwork-sdk)
 # shellcheck disable=SC2086
-g++ $flags "$work/hand.cpp" -o "$work/libhand.so" || fail "compiling with pkg-config flags ($flags) failed"
+g++ -std=c++17 -fPIC -shared -fvisibility=hidden $flags "$work/hand.cpp" -o "$work/libhand.so" || fail "compiling with pkg-config flags ($flags) failed"
 nm -D --defined-only "$work/libhand.so" | grep -q ductwork_plugin_init || fail "the pkg-config-built plugin exports no entry point"
 
 # ---- ductwork new-plugin: the folder builds, its test passes, its pipeline runs
