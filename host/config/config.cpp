@@ -3,18 +3,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <set>
 #include <sstream>
 
+#include "config/config_internal.h"
 #include "util/suggest.h"
-
-extern char** environ;
 
 namespace ductwork {
 namespace fs = std::filesystem;
@@ -33,7 +29,8 @@ constexpr double kMinReaperSeconds = 0.5;
 // More threads than that per pipeline is a typo, not a plan.
 constexpr long long kMaxCount = 1000;
 
-const char* const kRoles[] = {"all", "advancer", "worker"};
+const std::vector<std::string> kTopLevelKeys = {"database", "plugins", "definitions", "pipelines", "job_worker",
+                                                "pipeline_advancer", "supervisor", "logger", "forking", "role", "http"};
 
 // How a value reads in "expected X, got Y": numbers as written, other
 // scalars quoted, collections by kind.
@@ -67,7 +64,10 @@ std::string joined(const std::vector<std::string>& names) {
 
 class Parser {
  public:
-  Parser(std::string source, std::string base_dir) : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
+  // `section_line`: for a file of environment sections, the line of the
+  // chosen section, named by errors about the section as a whole.
+  Parser(std::string source, std::string base_dir, int section_line = 0)
+      : source_(std::move(source)), base_dir_(std::move(base_dir)), section_line_(section_line) {}
 
   Config parse(const YAML::Node& root, bool pipelines_required) {
     Config config;
@@ -80,22 +80,35 @@ class Parser {
       if (!pipelines_required) return config;
       fail("pipelines", "required (a list of pipeline names, or \"*\")", root);
     }
-    only_keys(root, "", {"database", "plugins", "definitions", "pipelines", "job_worker", "pipeline_advancer",
-                         "supervisor", "logger", "forking", "role", "http"});
+    only_keys(root, "", kTopLevelKeys);
     parse_pipelines(root, pipelines_required, &config);
     if (root["forking"]) {
       std::string mode = string(root["forking"], "forking");
       if (!parse_forking(mode, &config.forking)) {
-        expected("forking", "\"fork\" (child processes, the default) or \"none\" (threads of one process)",
+        expected("forking",
+                 "\"fork\" or \"default\" (child processes, the default) or \"none\" (threads of one process)",
                  root["forking"], {"fork", "none"});
       }
     }
     if (root["role"]) {
       config.role = string(root["role"], "role");
-      std::vector<std::string> roles(std::begin(kRoles), std::end(kRoles));
-      if (!is_one_of(config.role, roles)) expected("role", "one of: all, advancer, worker", root["role"], roles);
+      if (!is_one_of(config.role, config_internal::kRoles)) {
+        expected("role", "one of: all, advancer, worker", root["role"], config_internal::kRoles);
+      }
     }
-    if (auto db = root["database"]) parse_database(db, &config);
+    if (auto db = root["database"]) {
+      // The Ruby gem's `database:` names a database of Rails'
+      // config/database.yml (for connects_to): nothing this host can read.
+      // Only in the gem's layout (environment sections): in a plain file a
+      // string is more likely a misplaced database.path, and stays an error.
+      if (section_line_ > 0 && db.IsScalar() && !db.Scalar().empty()) {
+        ruby_only(db, "database", "names a database of Rails' config/database.yml, which this host does not read "
+                  "(database.adapter, database.path / database.url or DUCTWORK_DATABASE_URL choose its database)",
+                  &config);
+      } else {
+        parse_database(db, &config);
+      }
+    }
     if (auto plugins = root["plugins"]) {
       only_keys(plugins, "plugins", {"directory", "load_timeout"});
       if (plugins["directory"]) config.plugins_directory = path(plugins["directory"], "plugins.directory");
@@ -121,7 +134,14 @@ class Parser {
  private:
   std::string where(const YAML::Node& node) const {
     if (node.IsDefined() && node.Mark().line >= 0) return source_ + ":" + std::to_string(node.Mark().line + 1);
+    // A section whose merge keys were resolved is a new map, with no line.
+    if (section_line_ > 0) return source_ + ":" + std::to_string(section_line_);
     return source_;
+  }
+
+  // A key only the Ruby gem reads: accepted, ignored, and said so.
+  void ruby_only(const YAML::Node& at, const std::string& key, const std::string& why, Config* config) const {
+    config->warnings.push_back(where(at) + ": " + key + ": a setting of the Ruby gem, ignored: it " + why);
   }
 
   [[noreturn]] void fail(const std::string& key, const std::string& what, const YAML::Node& node) const {
@@ -177,12 +197,15 @@ class Parser {
     return out;
   }
 
-  void only_keys(const YAML::Node& node, const std::string& key, const std::vector<std::string>& allowed) const {
+  // `tolerated`: keys let through unlisted (the Ruby gem's own, which the
+  // caller warns about).
+  void only_keys(const YAML::Node& node, const std::string& key, const std::vector<std::string>& allowed,
+                 const std::vector<std::string>& tolerated = {}) const {
     std::vector<std::string> sorted = allowed;
     std::sort(sorted.begin(), sorted.end());
     for (const auto& [k, v] : entries(node, key, "a map with the keys " + joined(sorted))) {
       std::string name = k.Scalar();
-      if (!is_one_of(name, allowed)) {
+      if (!is_one_of(name, allowed) && !is_one_of(name, tolerated)) {
         std::string match = closest_match(name, allowed);
         std::string hint = match.empty() ? "" : ", did you mean '" + (key.empty() ? match : key + "." + match) + "'?";
         fail(key.empty() ? name : key + "." + name, "unknown key" + hint + " (expected one of: " + joined(sorted) + ")",
@@ -387,8 +410,13 @@ class Parser {
   void parse_pipeline_advancer(const YAML::Node& pa, Config* config) const {
     only_keys(pa, "pipeline_advancer", {"count", "polling_timeout", "max_retry", "max_crash", "shutdown_timeout", "steps"});
     PipelineAdvancerConfig& c = config->pipeline_advancer;
-    if (pa["count"]) c.count = static_cast<int>(integer(pa["count"], "pipeline_advancer.count", 1, kMaxCount));
-    if (pa["polling_timeout"]) c.polling_timeout = seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout", kMinPollingSeconds);
+    // Per pipeline, as in the Ruby gem (PipelineAdvancerConfig::threads_for
+    // says what a pipeline's count means).
+    if (pa["count"]) scoped_int(pa["count"], "pipeline_advancer.count", 1, kMaxCount, false, &c.count, config);
+    if (pa["polling_timeout"]) {
+      scoped_seconds(pa["polling_timeout"], "pipeline_advancer.polling_timeout", kMinPollingSeconds,
+                     &c.polling_timeout, config);
+    }
     if (pa["max_retry"]) {
       scoped_int(pa["max_retry"], "pipeline_advancer.max_retry", 0, INT_MAX, false, &c.max_retry, config);
     }
@@ -425,9 +453,13 @@ class Parser {
   }
 
   void parse_logger(const YAML::Node& logger, Config* config) const {
-    only_keys(logger, "logger", {"level", "format"});
-    if (logger["level"] && !parse_log_level(string(logger["level"], "logger.level"), &config->log_level)) {
-      expected("logger.level", "one of: debug, info, warn, error", logger["level"], {"debug", "info", "warn", "error"});
+    only_keys(logger, "logger", {"level", "format"}, {"source"});
+    if (logger["level"] && !parse_config_log_level(string(logger["level"], "logger.level"), &config->log_level)) {
+      expected("logger.level", config_internal::kLogLevelShape, logger["level"], {"debug", "info", "warn", "error"});
+    }
+    if (auto source = logger["source"]) {
+      ruby_only(source, "logger.source", "chooses between Rails.logger and the gem's own logger; this host always "
+                "writes its own log (logger.format)", config);
     }
     if (logger["format"] && !parse_log_format(string(logger["format"], "logger.format"), &config->log_format)) {
       expected("logger.format", "one of: json, text", logger["format"], {"json", "text"});
@@ -464,111 +496,69 @@ class Parser {
 
   std::string source_;
   std::string base_dir_;
+  int section_line_ = 0;
 };
 
+}  // namespace
+
+namespace config_internal {
+
+const std::vector<std::string> kRoles = {"all", "advancer", "worker"};
+const char* const kLogLevelShape = "one of: debug, info, warn, error, or a Ruby Logger level 0-5";
+
 Config parse_document(const std::string& yaml_text, const std::string& source, const std::string& base_dir,
-                      bool pipelines_required) {
+                      bool pipelines_required, const Environment& env) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
-  return Parser(source, base_dir).parse(root, pipelines_required);
+  Document doc = choose_document(root, source, env, kTopLevelKeys);
+  Config config = Parser(source, base_dir, doc.section_line).parse(doc.root, pipelines_required);
+  config.environment = doc.environment;
+  return config;
 }
 
-const std::string* variable(const Environment& env, const char* name) {
-  auto it = env.find(name);
-  return it == env.end() || it->second.empty() ? nullptr : &it->second;
-}
-
-// The key each variable overrides, so an error names both.
-const std::map<std::string, std::string> kVariableKeys = {
-    {"DUCTWORK_ROLE", "role"},
-    {"DUCTWORK_DATABASE_URL", "database"},
-    {"DUCTWORK_PLUGINS_DIRECTORY", "plugins.directory"},
-    {"DUCTWORK_DEFINITIONS_DIRECTORY", "definitions.directory"},
-    {"DUCTWORK_PIPELINES", "pipelines"},
-    {"DUCTWORK_FORKING", "forking"},
-    {"DUCTWORK_LOG_LEVEL", "logger.level"},
-    {"DUCTWORK_LOG_FORMAT", "logger.format"},
-};
-
-// "DUCTWORK_LOG_LEVEL (logger.level)"
-std::string variable_label(const std::string& name) {
-  auto it = kVariableKeys.find(name);
-  return it == kVariableKeys.end() ? name : name + " (" + it->second + ")";
-}
-
-[[noreturn]] void bad_variable(const std::string& name, const std::string& shape, const std::string& value,
-                               const std::vector<std::string>& suggestions = {}) {
-  throw ConfigError(variable_label(name) + ": expected " + shape + ", got \"" + value + "\"" +
-                    did_you_mean(value, suggestions));
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-
-// DUCTWORK_DATABASE_URL: a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH.
-std::string database_path_from_url(const std::string& url) {
-  const char* name = "DUCTWORK_DATABASE_URL";
-  const std::string shape = "a SQLite file: a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH";
-  std::string scheme;
-  if (size_t colon = url.find(':'); colon != std::string::npos && colon > 0) {
-    scheme = url.substr(0, colon);
-    bool is_scheme = std::isalpha(static_cast<unsigned char>(scheme[0])) &&
-                     scheme.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
-                         std::string::npos;
-    // "data:1.db" is a file name; "postgresql:..." and "x://..." are URLs.
-    if (!is_scheme || (url.compare(colon, 3, "://") != 0 && scheme != "sqlite" && scheme != "postgresql" &&
-                       scheme != "postgres")) {
-      scheme.clear();
-    }
-  }
-  if (scheme.empty()) return url;
-  if (scheme != "sqlite") {
-    throw ConfigError(variable_label(name) + ": adapter " + scheme + " is not supported by this build (sqlite: " +
-                      "a path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH; postgresql: " +
-                      "postgresql://USER:PASSWORD@HOST:PORT/DATABASE)");
-  }
-  std::string rest = url.substr(std::string("sqlite:").size());
-  if (starts_with(rest, "//")) {
-    rest = rest.substr(2);  // sqlite:///abs -> /abs; sqlite://host/x has a host, which a file has not
-    if (rest.size() < 2 || rest[0] != '/') bad_variable(name, shape, url);
-  }
-  if (rest.empty()) bad_variable(name, shape, url);
-  return rest;
-}
-
-std::vector<std::string> split_pipelines(const std::string& value) {
-  const std::string shape = "a comma-separated list of pipeline names, or * for every loaded pipeline";
-  std::vector<std::string> names;
-  std::stringstream in(value);
-  for (std::string item; std::getline(in, item, ',');) {
-    size_t first = item.find_first_not_of(" \t");
-    size_t last = item.find_last_not_of(" \t");
-    item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
-    if (item.empty()) bad_variable("DUCTWORK_PIPELINES", shape + " (an empty name)", value);
-    for (const auto& n : names) {
-      if (n == item) bad_variable("DUCTWORK_PIPELINES", shape + " ('" + item + "' is listed twice)", value);
-    }
-    names.push_back(item);
-  }
-  if (!value.empty() && value.back() == ',') bad_variable("DUCTWORK_PIPELINES", shape + " (an empty name)", value);
-  if (names.size() > 1) {
-    for (const auto& n : names) {
-      if (n == "*") bad_variable("DUCTWORK_PIPELINES", shape + " (* cannot be listed with names)", value);
-    }
-  }
-  return names;
-}
-
-}  // namespace
+}  // namespace config_internal
 
 bool parse_forking(const std::string& text, bool* forking) {
-  if (text == "fork" || text == "true") *forking = true;
+  // "default" is the Ruby gem's spelling of the forking mode.
+  if (text == "fork" || text == "default" || text == "true") *forking = true;
   else if (text == "none" || text == "false") *forking = false;
   else return false;
   return true;
+}
+
+bool parse_config_log_level(const std::string& text, LogLevel* level) {
+  if (parse_log_level(text, level)) return true;
+  // Ruby's Logger::DEBUG..UNKNOWN. FATAL and UNKNOWN have no level of their
+  // own here: error is the most severe there is.
+  static const LogLevel kRubyLevels[] = {LogLevel::kDebug, LogLevel::kInfo,  LogLevel::kWarn,
+                                         LogLevel::kError, LogLevel::kError, LogLevel::kError};
+  if (text.size() != 1 || text[0] < '0' || text[0] > '5') return false;
+  *level = kRubyLevels[text[0] - '0'];
+  return true;
+}
+
+std::vector<std::vector<std::string>> PipelineAdvancerConfig::threads_for(
+    const std::vector<std::string>& pipelines) const {
+  int threads = 0;
+  for (const auto& p : pipelines) threads = std::max(threads, count.get(p));
+  std::vector<std::vector<std::string>> out(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) {
+    for (const auto& p : pipelines) {
+      if (count.get(p) > i) out[static_cast<size_t>(i)].push_back(p);
+    }
+  }
+  return out;
+}
+
+double PipelineAdvancerConfig::polling_timeout_for(const std::vector<std::string>& pipelines) const {
+  if (pipelines.empty()) return polling_timeout.default_value();
+  double shortest = polling_timeout.get(pipelines.front());
+  for (const auto& p : pipelines) shortest = std::min(shortest, polling_timeout.get(p));
+  return shortest;
 }
 
 bool Config::runs_pipeline(const std::string& pipeline) const {
@@ -580,106 +570,12 @@ bool Config::runs_pipeline(const std::string& pipeline) const {
 }
 
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir) {
-  return parse_document(yaml_text, source, base_dir, /*pipelines_required=*/true);
+  return parse_config(yaml_text, source, base_dir, Environment{});
 }
 
-Environment process_environment() {
-  Environment env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string entry = *e;
-    size_t eq = entry.find('=');
-    if (eq == std::string::npos || !starts_with(entry, "DUCTWORK_")) continue;
-    env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  return env;
-}
-
-void apply_environment(const Environment& env, Config* config) {
-  static const std::vector<std::string> kKnown = {
-      "DUCTWORK_CONFIG",      "DUCTWORK_ROLE",   "DUCTWORK_DATABASE_URL", "DUCTWORK_PLUGINS_DIRECTORY",
-      "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES", "DUCTWORK_FORKING", "DUCTWORK_LOG_LEVEL",
-      "DUCTWORK_LOG_FORMAT", "DUCTWORK_MACHINE_ID",
-      // fault injection for durability tests (util/fault.h)
-      "DUCTWORK_FAULT", "DUCTWORK_FAULT_MARKER", "DUCTWORK_FAULT_SLEEP"};
-  auto absolute = [](const std::string& p) { return fs::absolute(p).lexically_normal().string(); };
-
-  if (const std::string* v = variable(env, "DUCTWORK_ROLE")) {
-    std::vector<std::string> roles(std::begin(kRoles), std::end(kRoles));
-    bool known = false;
-    for (const auto& r : roles) known = known || r == *v;
-    if (!known) bad_variable("DUCTWORK_ROLE", "one of: all, advancer, worker", *v, roles);
-    config->role = *v;
-  }
-  if (const std::string* v = variable(env, "DUCTWORK_DATABASE_URL")) {
-    if (starts_with(*v, "postgresql:") || starts_with(*v, "postgres:")) {
-      config->database.adapter = "postgresql";
-      config->database.url = *v;
-    } else {
-      config->database.adapter = "sqlite";
-      config->database.url.clear();
-      config->database.path = absolute(database_path_from_url(*v));
-    }
-  }
-  if (config->database.adapter == "postgresql" && config->database.url.empty()) {
-    throw ConfigError("database.url: required with database.adapter postgresql (or set DUCTWORK_DATABASE_URL to "
-                      "postgresql://USER:PASSWORD@HOST:PORT/DATABASE)");
-  }
-  if (const std::string* v = variable(env, "DUCTWORK_PLUGINS_DIRECTORY")) config->plugins_directory = absolute(*v);
-  if (const std::string* v = variable(env, "DUCTWORK_DEFINITIONS_DIRECTORY")) {
-    config->definitions_directory = absolute(*v);
-  }
-  if (const std::string* v = variable(env, "DUCTWORK_PIPELINES")) {
-    std::vector<std::string> names = split_pipelines(*v);
-    config->all_pipelines = names.size() == 1 && names[0] == "*";
-    config->pipelines = config->all_pipelines ? std::vector<std::string>{} : names;
-    config->pipelines_origin = "DUCTWORK_PIPELINES";
-  }
-  if (const std::string* v = variable(env, "DUCTWORK_FORKING"); v && !parse_forking(*v, &config->forking)) {
-    bad_variable("DUCTWORK_FORKING", "fork or none", *v, {"fork", "none"});
-  }
-  if (const std::string* v = variable(env, "DUCTWORK_LOG_LEVEL"); v && !parse_log_level(*v, &config->log_level)) {
-    bad_variable("DUCTWORK_LOG_LEVEL", "one of: debug, info, warn, error", *v, {"debug", "info", "warn", "error"});
-  }
-  if (const std::string* v = variable(env, "DUCTWORK_LOG_FORMAT"); v && !parse_log_format(*v, &config->log_format)) {
-    bad_variable("DUCTWORK_LOG_FORMAT", "one of: json, text", *v, {"json", "text"});
-  }
-  for (const auto& [name, _] : env) {
-    bool known = false;
-    for (const auto& k : kKnown) known = known || k == name;
-    if (!known && starts_with(name, "DUCTWORK_")) {
-      config->warnings.push_back("unknown environment variable " + name + " ignored" + did_you_mean(name, kKnown));
-    }
-  }
-}
-
-Config load_config(const std::string& explicit_path) { return load_config(explicit_path, process_environment()); }
-
-Config load_config(const std::string& explicit_path, const Environment& env) {
-  std::string path = explicit_path;
-  if (path.empty()) {
-    if (const std::string* v = variable(env, "DUCTWORK_CONFIG")) path = *v;
-  }
-  Config config;
-  if (path.empty() && !fs::exists("ductwork.yml")) {
-    // No file: everything default, every loaded pipeline, paths from the
-    // current directory.
-    config.database.path = fs::absolute("ductwork.sqlite3").string();
-    config.plugins_directory = fs::absolute("plugins").string();
-    config.definitions_directory = fs::absolute("pipelines").string();
-    config.pipelines_origin = "pipelines";
-  } else {
-    if (path.empty()) path = "ductwork.yml";
-    std::ifstream in(path);
-    if (!in || fs::is_directory(path)) throw ConfigError(path + ": cannot read the configuration file");
-    std::stringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw ConfigError(path + ": cannot read the configuration file");
-    std::string base = fs::absolute(path).parent_path().string();
-    // DUCTWORK_PIPELINES stands in for a file's missing `pipelines`.
-    config = parse_document(text.str(), path, base, variable(env, "DUCTWORK_PIPELINES") == nullptr);
-  }
-  apply_environment(env, &config);
-  return config;
+Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir,
+                    const Environment& env) {
+  return config_internal::parse_document(yaml_text, source, base_dir, /*pipelines_required=*/true, env);
 }
 
 }  // namespace ductwork

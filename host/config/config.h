@@ -90,14 +90,27 @@ struct JobWorkerConfig {
 };
 
 struct PipelineAdvancerConfig {
-  int count = 3;
+  // Advancers per pipeline (see threads_for), and how long an idle one
+  // sleeps; both per pipeline.
+  Scoped<int> count{3};
   Scoped<int> max_retry{10};
   Scoped<int> max_crash{10};
-  double polling_timeout = 1.0;
+  Scoped<double> polling_timeout{1.0};
   double shutdown_timeout = 20.0;
   // steps.max_depth: the widest fan-out (expand items, divide targets) a
   // step may make; -1 = unlimited. Per pipeline and per step.
   Scoped<int> max_depth{-1};
+
+  // The advancer threads of a host running `pipelines`, each given as the
+  // pipelines it serves (in the order of `pipelines`): thread i serves every
+  // pipeline whose count exceeds i. So pipeline P is advanced by exactly
+  // count.get(P) threads, and the host runs as many threads as the largest
+  // count among its pipelines; one count for all (`count: 3`) gives that
+  // many threads, each serving every pipeline. None for no pipeline.
+  std::vector<std::vector<std::string>> threads_for(const std::vector<std::string>& pipelines) const;
+  // The idle sleep of a thread serving `pipelines`: the shortest of their
+  // polling timeouts, so none waits longer than it asked for.
+  double polling_timeout_for(const std::vector<std::string>& pipelines) const;
 };
 
 struct SupervisorConfig {
@@ -110,6 +123,10 @@ struct SupervisorConfig {
 // against the directory of the file they came from.
 struct Config {
   std::string source = "(built-in defaults)";
+  // For a file of Rails-style environment sections (`default:`,
+  // `production:` ...), the section read (chosen by DUCTWORK_ENV, else
+  // RAILS_ENV, else RACK_ENV, else "development"); empty for a plain file.
+  std::string environment;
   DatabaseConfig database;
   std::string plugins_directory = "plugins";
   // How long loading the plugins may take (plugins.load_timeout, seconds):
@@ -128,9 +145,9 @@ struct Config {
   // logger.format: json (one object per line, the default) or text (one
   // human-readable line, for terminals).
   Logger::Format log_format = Logger::Format::kJson;
-  // forking: "fork" (default) runs advancers and per-pipeline workers in
-  // child processes under a supervisor; "none" runs every loop as threads
-  // of one process.
+  // forking: "fork" (default; "default" as in the Ruby gem) runs advancers
+  // and per-pipeline workers in child processes under a supervisor; "none"
+  // runs every loop as threads of one process.
   bool forking = true;
   // role: all | advancer | worker (DUCTWORK_ROLE overrides the file).
   std::string role = "all";
@@ -138,22 +155,31 @@ struct Config {
   // Every per-pipeline / per-step key of the file, for check_config_names.
   std::vector<ScopedName> scoped_names;
   // Things worth a warning that are not errors (e.g. an unknown DUCTWORK_*
-  // environment variable); the host logs them once its logger exists.
+  // environment variable, a key only the Ruby gem uses, which is ignored);
+  // the host logs them once its logger exists.
   std::vector<std::string> warnings;
 
   // True when `pipeline` is one this host runs.
   bool runs_pipeline(const std::string& pipeline) const;
 };
 
-// Parses forking: "fork" / "true" -> true, "none" / "false" -> false;
-// returns false for anything else.
+// Parses forking: "fork" / "default" / "true" -> true, "none" / "false" ->
+// false; returns false for anything else.
 bool parse_forking(const std::string& text, bool* forking);
 
-// The environment variables the configuration reads (DUCTWORK_*), by name.
+// Parses logger.level: debug, info, warn, error, or a Ruby Logger level
+// number (0 debug, 1 info, 2 warn, 3 error, and 4 fatal and 5 unknown, which
+// have no level of their own here, mean error); returns false for anything
+// else.
+bool parse_config_log_level(const std::string& text, LogLevel* level);
+
+// The environment variables the configuration reads (DUCTWORK_*, and
+// RAILS_ENV / RACK_ENV, which choose an environment section), by name.
 // Passed in explicitly so tests need not touch the process environment.
 using Environment = std::map<std::string, std::string>;
 
-// The DUCTWORK_* variables of this process's environment.
+// The variables of this process's environment the configuration reads:
+// every DUCTWORK_* one, RAILS_ENV and RACK_ENV.
 Environment process_environment();
 
 // Reads the configuration. `explicit_path` is the -c argument (empty if
@@ -165,16 +191,22 @@ Environment process_environment();
 Config load_config(const std::string& explicit_path);
 Config load_config(const std::string& explicit_path, const Environment& env);
 
-// Parses a YAML document alone, without the environment (for tests);
-// `source` names it in errors and `base_dir` resolves relative paths.
+// Parses a YAML document alone, without the environment overrides (for
+// tests); `source` names it in errors and `base_dir` resolves relative
+// paths. A file of environment sections is read at the section `env`
+// chooses (DUCTWORK_ENV, RAILS_ENV, RACK_ENV; "development" when none is
+// set, as without `env`).
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir);
+Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir,
+                    const Environment& env);
 
 // Overrides `config` with the deployment variables of `env`, each validated
 // by the rules of the key it replaces and named in errors as the variable:
 // DUCTWORK_ROLE, DUCTWORK_DATABASE_URL, DUCTWORK_PLUGINS_DIRECTORY,
 // DUCTWORK_DEFINITIONS_DIRECTORY, DUCTWORK_PIPELINES, DUCTWORK_FORKING,
 // DUCTWORK_LOG_LEVEL, DUCTWORK_LOG_FORMAT. Empty variables count as unset;
-// relative paths resolve against the current directory.
+// relative paths resolve against the current directory. (DUCTWORK_ENV
+// chooses a section while the file is read; see parse_config.)
 void apply_environment(const Environment& env, Config* config);
 
 }  // namespace ductwork

@@ -34,7 +34,8 @@ std::vector<std::string> check_config_names(const Config& config, const Pipeline
 }
 
 std::optional<std::string> thread_budget_problem(const Config& config, const std::vector<std::string>& hosted) {
-  long long total = config.pipeline_advancer.count;
+  const long long advancers = static_cast<long long>(config.pipeline_advancer.threads_for(hosted).size());
+  long long total = advancers;
   std::string detail;
   for (const auto& p : hosted) {
     int n = config.job_worker.count.get(p);
@@ -44,7 +45,7 @@ std::optional<std::string> thread_budget_problem(const Config& config, const std
   if (total <= kMaxLoopThreads) return std::nullopt;
   return config.source + ": job_worker.count: the " + std::to_string(hosted.size()) +
          " hosted pipelines would run " + std::to_string(total) + " loop threads (job workers " + detail +
-         "; advancers " + std::to_string(config.pipeline_advancer.count) + "), at most " +
+         "; advancers " + std::to_string(advancers) + "), at most " +
          std::to_string(kMaxLoopThreads) + " per host: lower job_worker.count or split the pipelines across hosts";
 }
 

@@ -28,7 +28,9 @@ namespace {
 constexpr int kAdvanceBatch = 16;
 }  // namespace
 
-int Advancer::candidate_window() const { return std::clamp(4 * config_.pipeline_advancer.count, 20, 100); }
+int Advancer::candidate_window(const std::string& pipeline) const {
+  return std::clamp(4 * config_.pipeline_advancer.count.get(pipeline), 20, 100);
+}
 
 BranchClaimResult Advancer::run_once() {
   bool contended = false;
@@ -45,8 +47,8 @@ BranchClaimResult Advancer::run_once() {
       fault_point("after_branch_claim");
       advance_claimed(tx, claim, effects.back());
     };
-    BranchClaimResult result =
-        store_.claim_branches(pipeline, process_id_, candidate_window(), 3, kAdvanceBatch, &advance, &claimed);
+    BranchClaimResult result = store_.claim_branches(pipeline, process_id_, candidate_window(pipeline), 3,
+                                                     kAdvanceBatch, &advance, &claimed);
     if (result == BranchClaimResult::kClaimed) {
       next_pipeline_ = (next_pipeline_ + i + 1) % pipelines_.size();
       effects.resize(claimed.size());

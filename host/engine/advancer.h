@@ -32,7 +32,9 @@ class Advancer {
   // Records a routing error on a live claim through the claim fence.
   void record_failure(const BranchClaim& claim, const std::exception& error, Effects& effects);
   void after_commit(const BranchClaim& claim, const Effects& effects);
-  int candidate_window() const;
+  // Branches of `pipeline` looked at per claim: more when more advancers
+  // compete for them (its pipeline_advancer.count), as the Ruby gem does.
+  int candidate_window(const std::string& pipeline) const;
 
   std::vector<std::string> pipelines_;
   size_t next_pipeline_ = 0;

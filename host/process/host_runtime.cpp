@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -48,10 +49,15 @@ void HostRuntime::start() {
   logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}, {"host_role", role_.name}});
   // Every tick slot exists before any thread starts: the heartbeat thread
   // reads them all, so the vector must not grow under it.
-  int advancers = role_.advancers ? config_.pipeline_advancer.count : 0;
+  // Advancer thread i serves the pipelines whose pipeline_advancer.count
+  // exceeds i (PipelineAdvancerConfig::threads_for).
+  std::vector<std::pair<std::vector<std::string>, LoopHealth*>> advancers;
+  if (role_.advancers) {
+    for (auto& served : config_.pipeline_advancer.threads_for(pipelines_)) {
+      advancers.emplace_back(std::move(served), &new_loop_slot());
+    }
+  }
   std::vector<std::pair<std::string, LoopHealth*>> workers;
-  std::vector<LoopHealth*> advancer_slots;
-  for (int i = 0; i < advancers; ++i) advancer_slots.push_back(&new_loop_slot());
   if (role_.workers) {
     for (const auto& pipeline : pipelines_) {
       for (int i = 0; i < config_.job_worker.count.get(pipeline); ++i) workers.emplace_back(pipeline, &new_loop_slot());
@@ -59,7 +65,9 @@ void HostRuntime::start() {
   }
   threads_.emplace_back([this] { heartbeat_loop(); });
   threads_.emplace_back([this] { change_watch_loop(); });
-  for (auto* slot : advancer_slots) threads_.emplace_back([this, slot] { advancer_loop(*slot); });
+  for (auto& [served, slot] : advancers) {
+    threads_.emplace_back([this, served = served, slot = slot] { advancer_loop(served, *slot); });
+  }
   for (auto& [pipeline, slot] : workers) {
     threads_.emplace_back([this, pipeline = pipeline, slot = slot] { worker_loop(pipeline, *slot); });
   }
@@ -119,8 +127,11 @@ LoopHealth& HostRuntime::new_loop_slot() {
 double HostRuntime::stuck_after_seconds() const {
   // An idle loop ticks once per polling interval (+25 % jitter); never call
   // that stuck, whatever the reaper timeout.
-  double longest_poll = config_.pipeline_advancer.polling_timeout;
-  for (const auto& p : pipelines_) longest_poll = std::max(longest_poll, config_.job_worker.polling_timeout.get(p));
+  double longest_poll = 0;
+  for (const auto& p : pipelines_) {
+    longest_poll = std::max({longest_poll, config_.pipeline_advancer.polling_timeout.get(p),
+                             config_.job_worker.polling_timeout.get(p)});
+  }
   return std::max(config_.supervisor.reaper_timeout, 3 * longest_poll);
 }
 
@@ -171,18 +182,19 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
   }
 }
 
-void HostRuntime::advancer_loop(LoopHealth& health) {
+void HostRuntime::advancer_loop(const std::vector<std::string>& pipelines, LoopHealth& health) {
   Waker& waker = wakeups_.advancers();
   std::unique_ptr<Store> store;
   std::unique_ptr<Advancer> advancer;
+  const double polling_timeout = config_.pipeline_advancer.polling_timeout_for(pipelines);
   while (!stopping_.load()) {
     health.tick();
     uint64_t seen = waker.generation();
-    double idle = config_.pipeline_advancer.polling_timeout;
+    double idle = polling_timeout;
     try {
       if (!store) {
         store = stores_.open();
-        advancer = std::make_unique<Advancer>(pipelines_, *store, definitions_, config_, logger_, wakeups_,
+        advancer = std::make_unique<Advancer>(pipelines, *store, definitions_, config_, logger_, wakeups_,
                                               process_id_, &plugins_);
       }
       BranchClaimResult result = advancer->run_once();

@@ -57,7 +57,9 @@ class HostRuntime {
 
  private:
   void worker_loop(const std::string& pipeline, LoopHealth& health);
-  void advancer_loop(LoopHealth& health);
+  // An advancer serving `pipelines` (a subset of the host's, see
+  // PipelineAdvancerConfig::threads_for).
+  void advancer_loop(const std::vector<std::string>& pipelines, LoopHealth& health);
   void heartbeat_loop();
   // Wakes idle loops when another process commits (PRAGMA data_version), so
   // work enqueued by a trigger or a sibling child is taken at once.

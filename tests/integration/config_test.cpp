@@ -1,7 +1,8 @@
 // Configuration through the real binary: a ductwork.yml with each kind of
 // mistake is refused by `start` and `validate` (exit 2, the mistake named,
 // nothing written); every DUCTWORK_* override takes effect; the log formats
-// and levels; `pipelines: "*"`.
+// and levels; `pipelines: "*"`; a file written for the Ruby gem (environment
+// sections chosen by DUCTWORK_ENV / RAILS_ENV, merge keys, its spellings).
 #include <regex>
 #include <sstream>
 
@@ -88,7 +89,7 @@ std::vector<Mistake> mistakes() {
        {"role: expected one of: all, advancer, worker, got \"wroker\", did you mean 'worker'?"}},
       {"UnknownForking", "pipelines: \"*\"\nforking: threads\n", {"forking: expected \"fork\"", "got \"threads\""}},
       {"UnknownLogLevel", "pipelines: \"*\"\nlogger: {level: verbose}\n",
-       {"logger.level: expected one of: debug, info, warn, error, got \"verbose\""}},
+       {"logger.level: expected one of: debug, info, warn, error, or a Ruby Logger level 0-5, got \"verbose\""}},
       {"UnknownLogFormat", "pipelines: \"*\"\nlogger: {format: jsno}\n",
        {"logger.format: expected one of: json, text, got \"jsno\", did you mean 'json'?"}},
       {"SectionThatIsNotAMap", "pipelines: \"*\"\nlogger: verbose\n",
@@ -194,7 +195,7 @@ TEST_P(ConfigMistakeTest, EveryNameMistakeIsListedAtOnce) {
 
 TEST_P(ConfigMistakeTest, BadEnvironmentValuesAreRefusedNamingTheVariable) {
   const std::vector<std::pair<Env, std::vector<std::string>>> cases = {
-      {{{"DUCTWORK_LOG_LEVEL", "loud"}}, {"DUCTWORK_LOG_LEVEL (logger.level): expected one of: debug, info, warn, error, got \"loud\""}},
+      {{{"DUCTWORK_LOG_LEVEL", "loud"}}, {"DUCTWORK_LOG_LEVEL (logger.level): expected one of: debug, info, warn, error, or a Ruby Logger level 0-5, got \"loud\""}},
       {{{"DUCTWORK_LOG_FORMAT", "txt"}}, {"DUCTWORK_LOG_FORMAT (logger.format): expected one of: json, text, got \"txt\", did you mean 'text'?"}},
       {{{"DUCTWORK_FORKING", "maybe"}}, {"DUCTWORK_FORKING (forking): expected fork or none, got \"maybe\""}},
       {{{"DUCTWORK_PIPELINES", "A,,B"}}, {"DUCTWORK_PIPELINES (pipelines): expected a comma-separated list", "got \"A,,B\""}},
@@ -459,6 +460,125 @@ TEST(ConfigLogTest, AnUnknownDuctworkVariableIsAWarningNotAnError) {
   EXPECT_NE(r.out.find("unknown environment variable DUCTWORK_LOGLEVEL ignored, did you mean 'DUCTWORK_LOG_LEVEL'?"),
             std::string::npos)
       << r.out;
+}
+
+// --- A file written for the Ruby gem --------------------------------------
+
+// Rails-style sections sharing `default` through a merge key, in the gem's
+// spellings: forking: default, a numeric logger.level, logger.source, and
+// per-pipeline advancer counts and polling timeouts. development names a
+// pipeline that does not exist; production logs at level 0 (debug).
+std::string ruby_style_config(const Workspace& ws) {
+  std::ostringstream y;
+  y << "default: &default\n"
+    << "  " << ws.database_yaml() << "  plugins: {directory: \"" << DUCTWORK_PLUGIN_DIR << "\"}\n"
+    << "  definitions: {directory: \"" << ws.definitions_dir() << "\"}\n"
+    << "  pipelines: \"*\"\n"
+    << "  forking: default\n"
+    << "  logger:\n"
+    << "    level: 1\n"
+    << "    source: rails\n"
+    << "  job_worker: {count: 2, polling_timeout: 0.05, retry_delay: 0.05}\n"
+    << "  pipeline_advancer: {count: {default: 1, A: 2}, polling_timeout: {default: 0.05, B: 0.02}}\n"
+    << "  supervisor: {polling_timeout: 0.1}\n"
+    << "\n"
+    << "development:\n"
+    << "  <<: *default\n"
+    << "  pipelines: [Nope]\n"
+    << "\n"
+    << "production:\n"
+    << "  <<: *default\n"
+    << "  logger: {level: 0, source: rails}\n";  // replaces default's logger whole (a shallow merge)
+  return y.str();
+}
+
+// `ductwork ARGS` with exactly these of DUCTWORK_ENV, RAILS_ENV and RACK_ENV
+// (whatever the test runner's environment holds).
+testsupport::ProcessResult run_in_env(const Workspace& ws, const std::vector<std::string>& args, const Env& env) {
+  testsupport::ProcessOptions options = ws.process_options(30);
+  options.env = env;
+  for (const char* name : {"DUCTWORK_ENV", "RAILS_ENV", "RACK_ENV"}) {
+    bool given = false;
+    for (const auto& [k, _] : env) given = given || k == name;
+    if (!given) options.unset_env.push_back(name);
+  }
+  return testsupport::run_process(ws.command(args), options);
+}
+
+std::string trigger_in_env(const Workspace& ws, const std::string& pipeline, const Env& env) {
+  testsupport::ProcessResult r = run_in_env(ws, {"trigger", pipeline, "1"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+std::string status_in_env(const Workspace& ws, const std::string& id, const Env& env) {
+  testsupport::ProcessResult r = run_in_env(ws, {"status", id, "--json"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  return parse_json(r.out, "status").value("status", "");
+}
+
+// The start's JSON lines: how many at debug level, and the warnings.
+struct StartLog {
+  int debug_lines = 0;
+  std::vector<std::string> warnings;
+};
+
+StartLog start_log(const std::string& out) {
+  StartLog log;
+  for (const auto& line : lines_of(out)) {
+    json entry = json::parse(line, nullptr, false);
+    if (!entry.is_object()) continue;
+    if (entry.value("level", "") == "debug") ++log.debug_lines;
+    if (entry.value("msg", "") == "Configuration warning") log.warnings.push_back(entry.value("warning", ""));
+  }
+  return log;
+}
+
+TEST(ConfigRubyStyleTest, TheSectionOfDuctworkEnvOrRailsEnvRuns) {
+  Workspace ws;
+  define_pipelines(ws);
+  ws.write_config_text(ruby_style_config(ws));
+  for (const Env& env : std::vector<Env>{{{"DUCTWORK_ENV", "production"}}, {{"RAILS_ENV", "production"}},
+                                         {{"RACK_ENV", "development"}, {"DUCTWORK_ENV", "production"}}}) {
+    SCOPED_TRACE(env[0].first);
+    std::string a = trigger_in_env(ws, "A", env);
+    std::string b = trigger_in_env(ws, "B", env);
+    testsupport::ProcessResult r = run_in_env(ws, {"start", "--drain"}, env);
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << r.err;
+    EXPECT_EQ(status_in_env(ws, a, env), "completed");
+    EXPECT_EQ(status_in_env(ws, b, env), "completed");
+    StartLog log = start_log(r.out);
+    EXPECT_GT(log.debug_lines, 0) << "production's logger.level 0 is debug:\n" << r.out;
+    EXPECT_TRUE(log_roles(r.out).count("supervisor")) << "forking: default forks: " << r.out;
+    ASSERT_FALSE(log.warnings.empty()) << r.out;
+    EXPECT_NE(log.warnings[0].find("logger.source: a setting of the Ruby gem, ignored"), std::string::npos)
+        << log.warnings[0];
+  }
+}
+
+TEST(ConfigRubyStyleTest, WithoutAVariableTheDevelopmentSectionIsRead) {
+  Workspace ws;
+  define_pipelines(ws);
+  ws.write_config_text(ruby_style_config(ws));
+  testsupport::ProcessResult r = run_in_env(ws, {"start", "--drain"}, {});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("'Nope' is not defined"), std::string::npos) << r.err;
+}
+
+TEST(ConfigRubyStyleTest, AMissingSectionIsRefusedNamingTheVariableAndTheSections) {
+  Workspace ws;
+  define_pipelines(ws);
+  ws.write_config_text(ruby_style_config(ws));
+  DbSnapshot before = ws.snapshot();
+  for (const auto& cmd : std::vector<std::vector<std::string>>{{"start", "--drain"}, {"validate"}, {"trigger", "A", "1"}}) {
+    testsupport::ProcessResult r = run_in_env(ws, cmd, {{"DUCTWORK_ENV", "staging"}});
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << ": " << r.describe();
+    EXPECT_NE(r.err.find(ws.config_path() + ": environment section \"staging\" (from DUCTWORK_ENV) not found; the "
+                         "file's sections: default, development, production"),
+              std::string::npos)
+        << cmd[0] << ": " << r.err;
+  }
+  EXPECT_EQ(ws.snapshot(), before);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ TEST(Config, DefaultsFollowTheSpec) {
   EXPECT_EQ(c.job_worker.max_crash.get("P", "S"), 10);
   EXPECT_DOUBLE_EQ(c.job_worker.polling_timeout.get("P"), 1.0);
   EXPECT_DOUBLE_EQ(c.job_worker.retry_delay, 10.0);
-  EXPECT_EQ(c.pipeline_advancer.count, 3);
+  EXPECT_EQ(c.pipeline_advancer.count.get("P"), 3);
   EXPECT_EQ(c.pipeline_advancer.max_retry.get("P"), 10);
   EXPECT_DOUBLE_EQ(c.supervisor.reaper_timeout, 300.0);
   EXPECT_EQ(c.database.adapter, "sqlite");
@@ -142,11 +142,11 @@ TEST(Config, EveryKeyOfTheSpecIsAccepted) {
   EXPECT_DOUBLE_EQ(c.job_worker.polling_timeout.get("B"), 0.25);
   EXPECT_DOUBLE_EQ(c.job_worker.retry_delay, 0.1);
   EXPECT_DOUBLE_EQ(c.job_worker.shutdown_timeout, 5);
-  EXPECT_EQ(c.pipeline_advancer.count, 4);
+  EXPECT_EQ(c.pipeline_advancer.count.get("A"), 4);
   EXPECT_EQ(c.pipeline_advancer.max_retry.get("A"), 8);
   EXPECT_EQ(c.pipeline_advancer.max_retry.get("B"), 9);
   EXPECT_EQ(c.pipeline_advancer.max_crash.get("A"), 6);
-  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout, 0.2);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout.get("A"), 0.2);
   EXPECT_DOUBLE_EQ(c.pipeline_advancer.shutdown_timeout, 7);
   EXPECT_EQ(c.pipeline_advancer.max_depth.get("A", "S"), -1);
   EXPECT_EQ(c.pipeline_advancer.max_depth.get("A", "T"), 100);
@@ -164,7 +164,7 @@ TEST(Config, RemainingDefaultsFollowTheSpec) {
   EXPECT_TRUE(c.forking);
   EXPECT_DOUBLE_EQ(c.job_worker.shutdown_timeout, 20);
   EXPECT_EQ(c.pipeline_advancer.max_crash.get("P"), 10);
-  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout, 1);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout.get("P"), 1);
   EXPECT_DOUBLE_EQ(c.pipeline_advancer.shutdown_timeout, 20);
   EXPECT_EQ(c.pipeline_advancer.max_depth.get("P", "S"), -1);
   EXPECT_DOUBLE_EQ(c.supervisor.polling_timeout, 1);
@@ -389,6 +389,368 @@ TEST(ConfigEnvironment, LoadConfigAppliesTheEnvironmentAfterTheFile) {
   Config b = load_config(bare, {{"DUCTWORK_PIPELINES", "A,B"}});
   EXPECT_EQ(b.pipelines, (std::vector<std::string>{"A", "B"}));
   EXPECT_THROW(load_config(path, {{"DUCTWORK_LOG_LEVEL", "loud"}}), ConfigError);
+}
+
+// --- Ductwork's own (Ruby gem) spellings -------------------------------------
+
+// The file the Ruby gem's installer writes, with a production section that
+// overrides part of it.
+const char* const kRubyFile =
+    "default: &default\n"                     // 1
+    "  pipelines: \"*\"\n"                    // 2
+    "  logger:\n"                             // 3
+    "    level: 1\n"                          // 4
+    "    source: default\n"                   // 5
+    "  job_worker:\n"                         // 6
+    "    count: 5\n"                          // 7
+    "    max_retry: 7\n"                      // 8
+    "    polling_timeout: 1\n"                // 9
+    "    shutdown_timeout: 20\n"              // 10
+    "  pipeline_advancer:\n"                  // 11
+    "    count: 3\n"                          // 12
+    "    max_crash: 10\n"                     // 13
+    "    max_retry: 4\n"                      // 14
+    "    polling_timeout: 1\n"                // 15
+    "    shutdown_timeout: 20\n"              // 16
+    "    steps:\n"                            // 17
+    "      max_depth: -1\n"                   // 18
+    "  supervisor:\n"                         // 19
+    "    polling_timeout: 1\n"                // 20
+    "    reaper_timeout: 300\n"               // 21
+    "    shutdown_timeout: 30\n"              // 22
+    "\n"                                      // 23
+    "development:\n"                          // 24
+    "  <<: *default\n"                        // 25
+    "\n"                                      // 26
+    "test:\n"                                 // 27
+    "  <<: *default\n"                        // 28
+    "  forking: none\n"                       // 29
+    "\n"                                      // 30
+    "production:\n"                           // 31
+    "  <<: *default\n"                        // 32
+    "  pipelines: [Billing, Report]\n"        // 33
+    "  forking: default\n"                    // 34
+    "  job_worker:\n"                         // 35
+    "    count: 9\n";                         // 36
+
+Config parse_env(const std::string& yaml, const Environment& env) { return parse_config(yaml, "test.yml", "/base", env); }
+
+std::string env_section_error(const std::string& yaml, const Environment& env) {
+  try {
+    parse_env(yaml, env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ConfigSections, TheSectionOfTheEnvironmentIsReadWithItsMergeKeys) {
+  Config p = parse_env(kRubyFile, {{"DUCTWORK_ENV", "production"}});
+  EXPECT_EQ(p.environment, "production");
+  EXPECT_EQ(p.source, "test.yml");
+  EXPECT_FALSE(p.all_pipelines);
+  EXPECT_EQ(p.pipelines, (std::vector<std::string>{"Billing", "Report"}));
+  EXPECT_TRUE(p.forking);
+  EXPECT_EQ(p.job_worker.count.get("Billing"), 9);
+  // A merge is shallow (YAML 1.1, Ruby's Psych): production's job_worker
+  // replaces default's whole, so max_retry is the built-in 3, not 7...
+  EXPECT_EQ(p.job_worker.max_retry.get("Billing", "S"), 3);
+  // ...while the sections production does not give come from default.
+  EXPECT_EQ(p.pipeline_advancer.max_retry.get("Billing"), 4);
+  EXPECT_DOUBLE_EQ(p.supervisor.reaper_timeout, 300);
+  EXPECT_EQ(p.log_level, LogLevel::kInfo);
+
+  Config d = parse_env(kRubyFile, {});  // nothing set: development, as Rails.env
+  EXPECT_EQ(d.environment, "development");
+  EXPECT_TRUE(d.all_pipelines);
+  EXPECT_EQ(d.job_worker.count.get("Billing"), 5);
+  EXPECT_EQ(d.job_worker.max_retry.get("Billing", "S"), 7);
+  EXPECT_EQ(parse(kRubyFile).environment, "development");
+
+  Config t = parse_env(kRubyFile, {{"RAILS_ENV", "test"}});
+  EXPECT_EQ(t.environment, "test");
+  EXPECT_FALSE(t.forking);
+}
+
+TEST(ConfigSections, DuctworkEnvThenRailsEnvThenRackEnvChooseTheSection) {
+  EXPECT_EQ(parse_env(kRubyFile, {{"DUCTWORK_ENV", "test"}, {"RAILS_ENV", "production"}, {"RACK_ENV", "production"}})
+                .environment,
+            "test");
+  EXPECT_EQ(parse_env(kRubyFile, {{"RAILS_ENV", "production"}, {"RACK_ENV", "test"}}).environment, "production");
+  EXPECT_EQ(parse_env(kRubyFile, {{"RACK_ENV", "test"}}).environment, "test");
+  // An empty variable counts as unset, as every other one.
+  EXPECT_EQ(parse_env(kRubyFile, {{"DUCTWORK_ENV", ""}, {"RAILS_ENV", "test"}}).environment, "test");
+}
+
+TEST(ConfigSections, AMissingSectionNamesTheFileTheVariableAndTheSections) {
+  EXPECT_EQ(env_section_error(kRubyFile, {{"DUCTWORK_ENV", "staging"}}),
+            "test.yml: environment section \"staging\" (from DUCTWORK_ENV) not found; the file's sections: default, "
+            "development, test, production (set DUCTWORK_ENV to one of them; a file whose top-level keys are maps "
+            "and none a configuration key is read as environment sections)");
+  EXPECT_NE(env_section_error(kRubyFile, {{"RAILS_ENV", "prodution"}})
+                .find("environment section \"prodution\" (from RAILS_ENV) not found, did you mean 'production'?"),
+            std::string::npos);
+  std::string unset = env_section_error("default: {pipelines: '*'}\n", {});
+  EXPECT_NE(unset.find("test.yml: environment section \"development\" (the default: DUCTWORK_ENV, RAILS_ENV and "
+                       "RACK_ENV are unset) not found; the file's sections: default"),
+            std::string::npos)
+      << unset;
+  EXPECT_EQ(parse_env("default: {pipelines: '*'}\n", {{"DUCTWORK_ENV", "default"}}).environment, "default");
+  EXPECT_NE(env_section_error("production: {pipelines: '*'}\nproduction: {pipelines: [A]}\n",
+                              {{"DUCTWORK_ENV", "production"}})
+                .find("test.yml:2: production: environment section given twice (first on line 1)"),
+            std::string::npos);
+}
+
+TEST(ConfigSections, ErrorsInASectionNameTheLineWhereTheValueIsWritten) {
+  std::string yaml = std::string(kRubyFile) + "    max_crash: lots\n";  // line 37, in production
+  EXPECT_EQ(env_section_error(yaml, {{"DUCTWORK_ENV", "production"}}),
+            "test.yml:37: job_worker.max_crash: expected an integer >= 0, got \"lots\"");
+  // A value merged from default is reported where default writes it.
+  std::string merged = std::string(kRubyFile) + "staging:\n  <<: *default\n";
+  size_t at = merged.find("    count: 3\n");
+  merged.replace(at, 13, "    count: 0\n");  // line 12
+  EXPECT_EQ(env_section_error(merged, {{"DUCTWORK_ENV", "staging"}}),
+            "test.yml:12: pipeline_advancer.count: expected an integer from 1 to 1000, got 0");
+  // Only the chosen section is read: development does not see that.
+  EXPECT_NO_THROW(parse_env(yaml, {}));
+  // Strictness within the section is the same as for a plain file.
+  EXPECT_NE(env_section_error("production:\n  pipelines: '*'\n  job_workers: {count: 1}\n", {{"DUCTWORK_ENV", "production"}})
+                .find("test.yml:3: job_workers: unknown key, did you mean 'job_worker'?"),
+            std::string::npos);
+  EXPECT_NE(env_section_error("production:\n  role: worker\n", {{"DUCTWORK_ENV", "production"}}).find("pipelines: required"),
+            std::string::npos);
+  // A key given twice next to a merge key is still a key given twice.
+  EXPECT_NE(env_section_error("default: &d {pipelines: '*'}\nproduction:\n  <<: *d\n  role: worker\n  role: all\n",
+                              {{"DUCTWORK_ENV", "production"}})
+                .find("test.yml:5: role: given twice (first on line 4)"),
+            std::string::npos);
+}
+
+TEST(ConfigSections, APlainFileIsReadAsBefore) {
+  // A file with any configuration key at the top is a plain file, whatever
+  // else it holds: an environment-looking key is an unknown key there.
+  EXPECT_EQ(env_section_error("pipelines: '*'\nproduction: {role: worker}\n", {{"DUCTWORK_ENV", "production"}}),
+            "test.yml:2: production: unknown key (expected one of: database, definitions, forking, http, job_worker, "
+            "logger, pipeline_advancer, pipelines, plugins, role, supervisor)");
+  // A misspelt scalar key is not mistaken for a section.
+  EXPECT_NE(error_of("pipeline: '*'\n").find("test.yml:1: pipeline: unknown key, did you mean 'pipelines'?"),
+            std::string::npos);
+  Config c = parse_env("pipelines: [A]\nrole: worker\n", {{"DUCTWORK_ENV", "production"}});
+  EXPECT_EQ(c.environment, "");
+  EXPECT_EQ(c.role, "worker");
+  EXPECT_TRUE(c.warnings.empty());
+}
+
+TEST(ConfigSections, MergeKeysFollowYaml) {
+  // In a plain file too, at any depth; the map's own keys win.
+  Config c = parse("pipelines: '*'\njob_worker:\n  <<: {count: 2, max_retry: 4}\n  count: 6\n");
+  EXPECT_EQ(c.job_worker.count.get("P"), 6);
+  EXPECT_EQ(c.job_worker.max_retry.get("P", "S"), 4);
+  // A list of maps: an earlier one wins over a later one.
+  Config l = parse_env("a: &a {role: worker}\nb: &b {role: advancer, pipelines: [X]}\nproduction:\n  <<: [*a, *b]\n",
+                       {{"DUCTWORK_ENV", "production"}});
+  EXPECT_EQ(l.role, "worker");
+  EXPECT_EQ(l.pipelines, std::vector<std::string>{"X"});
+  EXPECT_EQ(error_of("pipelines: '*'\njob_worker:\n  <<: 3\n"),
+            "test.yml:3: <<: expected a map to merge (an alias such as *default) or a list of them, got \"3\"");
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker:\n  <<: [{count: 2}, x]\n").find("got a list holding \"x\""),
+            std::string::npos);
+  // A quoted "<<" is an ordinary (here unknown) key.
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker:\n  '<<': {count: 2}\n").find("job_worker.<<: unknown key"),
+            std::string::npos);
+}
+
+TEST(ConfigSections, NestedAliasesAreResolvedOnceEach) {
+  // Each level merges the one below twice: 2^40 merges if each alias were
+  // expanded again, one each here.
+  std::string yaml = "l0: &l0 {pipelines: '*', role: worker}\n";
+  for (int i = 1; i <= 40; ++i) {
+    yaml += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " {<<: [*l" + std::to_string(i - 1) + ", *l" +
+            std::to_string(i - 1) + "]}\n";
+  }
+  yaml += "development:\n  <<: *l40\n";
+  Config c = parse_env(yaml, {});
+  EXPECT_EQ(c.role, "worker");
+  EXPECT_TRUE(c.all_pipelines);
+}
+
+TEST(ConfigSections, AMapMergedIntoItselfDoesNotLoop) {
+  Config c = parse_env("development: &d\n  pipelines: '*'\n  role: worker\n  <<: *d\n", {});
+  EXPECT_TRUE(c.all_pipelines);
+  EXPECT_EQ(c.role, "worker");
+  EXPECT_NE(error_of("pipelines: '*'\njob_worker: &j\n  count: 2\n  again: *j\n").find("job_worker.again: unknown key"),
+            std::string::npos);
+}
+
+TEST(ConfigRuby, ForkingDefaultIsTheForkingMode) {
+  EXPECT_TRUE(parse("pipelines: '*'\nforking: default").forking);
+  EXPECT_FALSE(with_env({{"DUCTWORK_FORKING", "none"}}, "pipelines: '*'\nforking: default").forking);
+  EXPECT_TRUE(with_env({{"DUCTWORK_FORKING", "default"}}, "pipelines: '*'\nforking: none").forking);
+  EXPECT_NE(error_of("pipelines: '*'\nforking: defualt").find("forking: expected \"fork\" or \"default\""),
+            std::string::npos);
+}
+
+TEST(ConfigRuby, NumericLoggerLevelsAreRubyLoggerLevels) {
+  const std::vector<LogLevel> want = {LogLevel::kDebug, LogLevel::kInfo,  LogLevel::kWarn,
+                                      LogLevel::kError, LogLevel::kError, LogLevel::kError};
+  for (int n = 0; n <= 5; ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_EQ(parse("pipelines: '*'\nlogger: {level: " + std::to_string(n) + "}").log_level, want[n]);
+    EXPECT_EQ(with_env({{"DUCTWORK_LOG_LEVEL", std::to_string(n)}}).log_level, want[n]);
+  }
+  EXPECT_EQ(error_of("pipelines: '*'\nlogger: {level: 6}"),
+            "test.yml:2: logger.level: expected one of: debug, info, warn, error, or a Ruby Logger level 0-5, got 6");
+  EXPECT_NE(error_of("pipelines: '*'\nlogger: {level: -1}").find("got -1"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nlogger: {level: 1.0}").find("got 1.0"), std::string::npos);
+  EXPECT_EQ(env_error({{"DUCTWORK_LOG_LEVEL", "7"}}),
+            "DUCTWORK_LOG_LEVEL (logger.level): expected one of: debug, info, warn, error, or a Ruby Logger level "
+            "0-5, got \"7\"");
+}
+
+TEST(ConfigRuby, RubyOnlyKeysAreWarnedAboutAndIgnored) {
+  Config c = parse_env("production:\n  pipelines: '*'\n  logger:\n    level: warn\n    source: rails\n  database: dw\n",
+                       {{"DUCTWORK_ENV", "production"}});
+  EXPECT_EQ(c.log_level, LogLevel::kWarn);
+  EXPECT_EQ(c.database.adapter, "sqlite");
+  EXPECT_EQ(c.database.path, "/base/ductwork.sqlite3");
+  ASSERT_EQ(c.warnings.size(), 2u) << ::testing::PrintToString(c.warnings);
+  EXPECT_EQ(c.warnings[0],
+            "test.yml:6: database: a setting of the Ruby gem, ignored: it names a database of Rails' "
+            "config/database.yml, which this host does not read (database.adapter, database.path / database.url or "
+            "DUCTWORK_DATABASE_URL choose its database)");
+  EXPECT_EQ(c.warnings[1],
+            "test.yml:5: logger.source: a setting of the Ruby gem, ignored: it chooses between Rails.logger and the "
+            "gem's own logger; this host always writes its own log (logger.format)");
+  // logger.source means nothing else anywhere, so a plain file may carry it
+  // too; a string `database` in a plain file is more likely a misplaced
+  // database.path, and stays an error there.
+  Config plain = parse("pipelines: '*'\nlogger: {source: default}\n");
+  ASSERT_EQ(plain.warnings.size(), 1u);
+  EXPECT_EQ(plain.warnings[0].rfind("test.yml:2: logger.source: a setting of the Ruby gem, ignored", 0), 0u);
+  EXPECT_EQ(error_of("pipelines: '*'\ndatabase: var/dw.sqlite3\n"),
+            "test.yml:2: database: expected a map with the keys adapter, path, pool, url, got \"var/dw.sqlite3\"");
+  // The gem's generated file: its one Ruby-only key is the one warning.
+  Config r = parse_env(kRubyFile, {{"DUCTWORK_ENV", "production"}});
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0].rfind("test.yml:5: logger.source: a setting of the Ruby gem, ignored", 0), 0u) << r.warnings[0];
+  // Genuinely unknown keys are refused as ever; the Ruby-only key is not
+  // offered as a suggestion.
+  EXPECT_EQ(error_of("pipelines: '*'\nlogger: {sorce: rails}"),
+            "test.yml:2: logger.sorce: unknown key (expected one of: format, level)");
+  EXPECT_NE(error_of("pipelines: '*'\ndatabase:").find("database: expected a map with the keys"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\ndatabase: [x]").find("database: expected a map with the keys"), std::string::npos);
+}
+
+TEST(ConfigRuby, DuctworkEnvIsAKnownVariable) {
+  Config c = with_env({{"DUCTWORK_ENV", "production"}, {"DUCTWORK_ENVIRONMENT", "x"}});
+  ASSERT_EQ(c.warnings.size(), 1u) << ::testing::PrintToString(c.warnings);
+  EXPECT_EQ(c.warnings[0].rfind("unknown environment variable DUCTWORK_ENVIRONMENT ignored", 0), 0u) << c.warnings[0];
+}
+
+TEST(ConfigRuby, LoadConfigReadsTheSectionOfTheEnvironment) {
+  testsupport::TempDir dir;
+  std::string path = dir.write("config/ductwork.yml", kRubyFile);
+  Config c = load_config(path, {{"RAILS_ENV", "production"}, {"DUCTWORK_ROLE", "worker"}});
+  EXPECT_EQ(c.source, path);
+  EXPECT_EQ(c.environment, "production");
+  EXPECT_EQ(c.job_worker.count.get("Billing"), 9);
+  EXPECT_EQ(c.role, "worker");
+  EXPECT_EQ(c.database.path, dir.path() + "/config/ductwork.sqlite3");
+  // DUCTWORK_PIPELINES stands in for a section's missing `pipelines` too.
+  std::string bare = dir.write("bare.yml", "production:\n  role: worker\n");
+  EXPECT_THROW(load_config(bare, {{"DUCTWORK_ENV", "production"}}), ConfigError);
+  EXPECT_EQ(load_config(bare, {{"DUCTWORK_ENV", "production"}, {"DUCTWORK_PIPELINES", "A"}}).pipelines,
+            std::vector<std::string>{"A"});
+}
+
+TEST(ConfigRuby, TheProcessEnvironmentIncludesRailsEnvAndRackEnv) {
+  const char* saved = std::getenv("RACK_ENV");
+  std::string before = saved ? saved : "";
+  ::setenv("RACK_ENV", "staging", 1);
+  Environment env = process_environment();
+  if (saved) ::setenv("RACK_ENV", before.c_str(), 1);
+  else ::unsetenv("RACK_ENV");
+  ASSERT_TRUE(env.count("RACK_ENV"));
+  EXPECT_EQ(env.at("RACK_ENV"), "staging");
+  for (const auto& [name, _] : env) {
+    EXPECT_TRUE(name.rfind("DUCTWORK_", 0) == 0 || name == "RAILS_ENV" || name == "RACK_ENV") << name;
+  }
+}
+
+// --- per-pipeline advancers ---------------------------------------------------
+
+TEST(ConfigAdvancers, CountAndPollingTimeoutArePerPipeline) {
+  Config c = parse(
+      "pipelines: '*'\n"
+      "pipeline_advancer:\n"
+      "  count: {default: 2, Big: 4, Small: 1}\n"
+      "  polling_timeout: {default: 0.5, Fast: 0.05}\n");
+  EXPECT_EQ(c.pipeline_advancer.count.get("Big"), 4);
+  EXPECT_EQ(c.pipeline_advancer.count.get("Other"), 2);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout.get("Fast"), 0.05);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout.get("Other"), 0.5);
+  ASSERT_EQ(c.scoped_names.size(), 3u);
+  EXPECT_EQ(c.scoped_names[0].key, "pipeline_advancer.count");
+  EXPECT_EQ(c.scoped_names[0].pipeline, "Big");
+  EXPECT_EQ(c.scoped_names[2].key, "pipeline_advancer.polling_timeout");
+  EXPECT_EQ(c.scoped_names[2].where, "test.yml:4");
+  // The names are checked against the definitions like every other map's.
+  std::vector<std::string> problems =
+      check_config_names(c, {{"Big", {}}, {"Small", {}}, {"Fast", {}}});
+  EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
+  problems = check_config_names(c, {{"Big", {}}, {"Fast", {}}});
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("pipeline_advancer.count.Small: expected a defined pipeline name"), std::string::npos);
+}
+
+TEST(ConfigAdvancers, PerPipelineValuesAreCheckedLikeTheOthers) {
+  EXPECT_EQ(error_of("pipelines: '*'\npipeline_advancer: {count: {Big: 0}}"),
+            "test.yml:2: pipeline_advancer.count.Big: expected an integer from 1 to 1000, got 0");
+  EXPECT_EQ(error_of("pipelines: '*'\npipeline_advancer: {count: {Big: {S: 1}}}"),
+            "test.yml:2: pipeline_advancer.count.Big: expected an integer from 1 to 1000, got a map");
+  EXPECT_EQ(error_of("pipelines: '*'\npipeline_advancer: {count: [1]}"),
+            "test.yml:2: pipeline_advancer.count: expected an integer from 1 to 1000, or a map of default/pipeline "
+            "name to one, got a list");
+  EXPECT_NE(error_of("pipelines: '*'\npipeline_advancer: {polling_timeout: {Fast: 0.001}}")
+                .find("pipeline_advancer.polling_timeout.Fast: expected a duration in seconds (a number from 0.01"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\npipeline_advancer: {count: 0}")
+                .find("pipeline_advancer.count: expected an integer from 1 to 1000, got 0"),
+            std::string::npos);
+}
+
+TEST(ConfigAdvancers, EachPipelineIsServedByItsCountOfThreads) {
+  Config c = parse("pipelines: '*'\npipeline_advancer: {count: {default: 2, Big: 4, Small: 1}}");
+  using Sets = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(c.pipeline_advancer.threads_for({"A", "Big", "Small"}),
+            (Sets{{"A", "Big", "Small"}, {"A", "Big"}, {"Big"}, {"Big"}}));
+  EXPECT_EQ(c.pipeline_advancer.threads_for({"Small"}), (Sets{{"Small"}}));
+  EXPECT_EQ(c.pipeline_advancer.threads_for({}), Sets{});
+  // One count for all: that many threads, each serving every pipeline.
+  Config one = parse("pipelines: '*'\npipeline_advancer: {count: 3}");
+  EXPECT_EQ(one.pipeline_advancer.threads_for({"A", "B"}), (Sets{{"A", "B"}, {"A", "B"}, {"A", "B"}}));
+}
+
+TEST(ConfigAdvancers, AThreadPollsAsOftenAsItsMostEagerPipeline) {
+  Config c = parse("pipelines: '*'\npipeline_advancer: {polling_timeout: {default: 0.5, Fast: 0.05, Slow: 3}}");
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout_for({"A", "Fast", "Slow"}), 0.05);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout_for({"A", "Slow"}), 0.5);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout_for({"Slow"}), 3);
+  EXPECT_DOUBLE_EQ(c.pipeline_advancer.polling_timeout_for({}), 0.5);
+}
+
+TEST(ConfigAdvancers, TheThreadBudgetCountsTheAdvancerThreadsOfTheHostedPipelines) {
+  const std::string head = "pipelines: '*'\njob_worker: {count: {default: 5, A: 1000}}\n";
+  // 1000 + 5 workers, and 3 advancers.
+  EXPECT_FALSE(thread_budget_problem(parse(head), {"A", "B"}));
+  // 1000 + 5 workers, and 30 advancers (the most any hosted pipeline asks for).
+  Config c = parse(head + "pipeline_advancer: {count: {default: 1, A: 30, Elsewhere: 500}}\n");
+  std::optional<std::string> problem = thread_budget_problem(c, {"A", "B"});
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->find("would run 1035 loop threads (job workers A: 1000, B: 5; advancers 30)"), std::string::npos)
+      << *problem;
+  EXPECT_FALSE(thread_budget_problem(c, {"B"}));
 }
 
 TEST(Suggest, ClosestMatchIsATypoNotAGuess) {
