@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "engine/error_info.h"
-#include "engine/on_halt.h"
 #include "engine/router.h"
 #include "engine/run_policy.h"
 #include "util/fault.h"
@@ -14,14 +13,10 @@ Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionC
                    const PluginRegistry* registry)
     : pipelines_(std::move(pipelines)),
       store_(store),
-      definitions_(definitions),
       config_(config),
       logger_(logger),
-      wakeups_(wakeups),
       process_id_(std::move(process_id)),
-      registry_(registry) {}
-
-struct Advancer::Effects : AdvanceEffects {};
+      advance_(store, definitions, config, logger, wakeups, registry) {}
 
 namespace {
 // Most branches one advancer claims and advances in one transaction.
@@ -41,11 +36,11 @@ BranchClaimResult Advancer::run_once() {
     // and a branch whose advance threw keeps its committed claim and is
     // settled through the fence below.
     std::vector<Store::ClaimedBranch> claimed;
-    std::vector<Effects> effects;
+    std::vector<AdvanceEffects> effects;
     Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claim) {
       effects.emplace_back();  // one per claim, in claim order (before anything can throw)
       fault_point("after_branch_claim");
-      advance_claimed(tx, claim, effects.back());
+      advance_.advance(tx, claim, effects.back());
     };
     BranchClaimResult result = store_.claim_branches(pipeline, process_id_, candidate_window(pipeline), 3,
                                                      kAdvanceBatch, &advance, &claimed);
@@ -54,7 +49,7 @@ BranchClaimResult Advancer::run_once() {
       effects.resize(claimed.size());
       for (size_t k = 0; k < claimed.size(); ++k) {
         if (claimed[k].error) {
-          effects[k] = Effects{};
+          effects[k] = AdvanceEffects{};
           try {
             std::rethrow_exception(claimed[k].error);
           } catch (const std::exception& e) {
@@ -66,12 +61,12 @@ BranchClaimResult Advancer::run_once() {
               logger_.error("Could not record a routing error", {{"pipeline", claimed[k].claim.pipeline},
                                                                   {"branch_id", claimed[k].claim.branch_id},
                                                                   {"error_message", fence_error.what()}});
-              effects[k] = Effects{};
+              effects[k] = AdvanceEffects{};
             }
           }
         }
         fault_point("after_branch_advancement");
-        after_commit(claimed[k].claim, effects[k]);
+        advance_.after_commit(claimed[k].claim, effects[k]);
       }
       return result;
     }
@@ -80,35 +75,7 @@ BranchClaimResult Advancer::run_once() {
   return contended ? BranchClaimResult::kContended : BranchClaimResult::kIdle;
 }
 
-void Advancer::advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& effects) {
-  if (claim.step_status != "advancing" && claim.step_status != "failed") {
-    // Stale claim: the step moved on. Release; no budget is charged.
-    tx.complete_advancement(claim.advancement_id);
-    tx.release_branch(claim.branch_id);
-    return;
-  }
-  // Halts only once advancers have actually crashed on this transition;
-  // max_crash 0 means "no crash tolerated", not "never advance".
-  if (claim.advancement_crash_count > 0 &&
-      claim.advancement_crash_count >= config_.pipeline_advancer.max_crash.get(claim.pipeline)) {
-    halt_branch(tx, claim, "advancer_crashes_exhausted", effects);
-    return;
-  }
-  if (claim.step_status == "failed") {
-    // Why the job gave up: its crash budget, a permanent error the step
-    // raised (FatalError: no retry was spent), or its retry budget.
-    LastResult last = tx.last_result(claim.step_id);
-    const char* reason = last.type == "process_crashed" ? "job_crashes_exhausted"
-                         : !last.retryable              ? "job_error_not_retryable"
-                                                        : "job_retries_exhausted";
-    halt_branch(tx, claim, reason, effects);
-    return;
-  }
-  auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
-  route(tx, *definition, claim, config_, effects);
-}
-
-void Advancer::record_failure(const BranchClaim& claim, const std::exception& e, Effects& effects) {
+void Advancer::record_failure(const BranchClaim& claim, const std::exception& e, AdvanceEffects& effects) {
   // Routing raised: nothing of it was written. Record the error inside the
   // claim fence, then halt or release the branch for another try.
   bool invalid = dynamic_cast<const TransitionInvalid*>(&e) != nullptr;
@@ -117,7 +84,7 @@ void Advancer::record_failure(const BranchClaim& claim, const std::exception& e,
                                               {"branch_id", claim.branch_id}, {"step", claim.step_klass},
                                               {"error_klass", error.klass}, {"error_message", error.message}});
   bool fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
-    effects = Effects{};
+    effects = AdvanceEffects{};
     tx.fail_advancement(claim.advancement_id, error);
     int64_t errors = tx.errored_advancements(claim.transition_id);
     if (invalid || errors >= config_.pipeline_advancer.max_retry.get(claim.pipeline)) {
@@ -131,32 +98,7 @@ void Advancer::record_failure(const BranchClaim& claim, const std::exception& e,
   if (!fenced) {
     logger_.warn("Claim diverged; advancement skipped",
                  {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}, {"branch_id", claim.branch_id}});
-    effects = Effects{};
-  }
-}
-
-void Advancer::after_commit(const BranchClaim& claim, const Effects& effects) {
-  if (effects.jobs_created > 0) wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
-  if (!effects.halt_reason.empty()) {
-    logger_.warn("Branch halted", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
-                                   {"branch_id", claim.branch_id}, {"step", claim.step_klass},
-                                   {"halt_reason", effects.halt_reason}});
-  }
-  if (effects.run_state != RunState::kOpen) {
-    logger_.info(effects.run_state == RunState::kCompleted ? "Run completed" : "Run halted",
-                 {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}});
-  }
-  if (effects.run_state == RunState::kHalted) {
-    // After the halt committed, outside every transaction (SPEC §5).
-    try {
-      auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
-      if (definition->on_halt) {
-        dispatch_on_halt(store_, registry_, logger_, claim.pipeline, claim.run_id, *definition->on_halt);
-      }
-    } catch (const std::exception& e) {
-      logger_.error("on_halt not dispatched", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
-                                               {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
-    }
+    effects = AdvanceEffects{};
   }
 }
 

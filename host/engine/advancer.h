@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/branch_advance.h"
 #include "engine/catalog.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
@@ -25,13 +26,8 @@ class Advancer {
   BranchClaimResult run_once();
 
  private:
-  struct Effects;
-  // Decides and writes the move of a claimed branch (inside a transaction
-  // that holds the claim).
-  void advance_claimed(BranchTx& tx, const BranchClaim& claim, Effects& effects);
   // Records a routing error on a live claim through the claim fence.
-  void record_failure(const BranchClaim& claim, const std::exception& error, Effects& effects);
-  void after_commit(const BranchClaim& claim, const Effects& effects);
+  void record_failure(const BranchClaim& claim, const std::exception& error, AdvanceEffects& effects);
   // Branches of `pipeline` looked at per claim: more when more advancers
   // compete for them (its pipeline_advancer.count), as the Ruby gem does.
   int candidate_window(const std::string& pipeline) const;
@@ -39,12 +35,10 @@ class Advancer {
   std::vector<std::string> pipelines_;
   size_t next_pipeline_ = 0;
   Store& store_;
-  DefinitionCache& definitions_;
   const Config& config_;
   Logger& logger_;
-  Wakeups& wakeups_;
   std::string process_id_;
-  const PluginRegistry* registry_;  // runs on_halt steps; null: on_halt is only logged
+  BranchAdvance advance_;  // the decision on a claimed branch, and what follows its commit
 };
 
 }  // namespace ductwork

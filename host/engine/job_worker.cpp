@@ -13,7 +13,8 @@ namespace ductwork {
 
 JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
                      Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
-                     const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping, LoopHealth* health)
+                     const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping, LoopHealth* health,
+                     BranchAdvance* advance)
     : pipeline_(std::move(pipeline)),
       store_(store),
       registry_(registry),
@@ -24,7 +25,8 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       process_id_(std::move(process_id)),
       cancelled_(cancelled),
       stopping_(stopping),
-      health_(health) {}
+      health_(health),
+      advance_(advance) {}
 
 bool JobWorker::run_once() {
   // Results kept while the database server was out of reach go first (and
@@ -144,10 +146,28 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
   bool step_failed = false;
   if (outcome.ok) {
     bool claim_next = !(stopping_ && stopping_->load());
-    committed = store_.job_succeeded(job, process_id_, outcome.output_json, claim_next ? &pending_ : nullptr);
+    // A chain, converge or divert edge (or the branch's end) is taken here,
+    // in the success's transaction: no advancer round trip (issue 11).
+    std::optional<BranchClaim> advanced;
+    AdvanceEffects effects;
+    Store::AdvanceInClaim advance_here = [&](BranchTx& tx, const BranchClaim& claim) {
+      fault_point("after_branch_claim");
+      AdvanceEffects done;
+      advance_->advance(tx, claim, done);
+      effects = std::move(done);
+      advanced = claim;  // last: set only when the advance went through
+    };
+    bool inline_advance = advance_ && advance_->worker_may_advance(job.definition_sha1, job.run_id, job.node);
+    committed = store_.job_succeeded(job, process_id_, outcome.output_json, claim_next ? &pending_ : nullptr,
+                                     inline_advance ? &advance_here : nullptr);
     if (committed) {
       stats_.steps_succeeded.fetch_add(1, std::memory_order_relaxed);
-      wakeups_.advancers().notify_one();
+      if (advanced) {
+        advance_->after_commit(*advanced, effects);
+        fault_point("after_branch_advancement");
+      } else {
+        wakeups_.advancers().notify_one();
+      }
     }
   } else if (cancelled_.load()) {
     // The step stopped because we are shutting down: that is not the step's

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/branch_advance.h"
 #include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
 #include "engine/step_invoker.h"
@@ -24,11 +25,13 @@ class JobWorker {
   // `store` is this worker thread's own connection. `cancelled` is raised on
   // shutdown and shown to the running step. `health`, when given, is marked
   // busy while user code runs, so thread-health checks never take a long
-  // step for a stuck loop (SPEC §6).
+  // step for a stuck loop (SPEC §6). `advance`, when given, moves the
+  // step's branch along a chain / converge / divert edge (or ends it) in
+  // the success's own transaction instead of leaving it to an advancer.
   JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
             Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
             const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr,
-            LoopHealth* health = nullptr);
+            LoopHealth* health = nullptr, BranchAdvance* advance = nullptr);
 
   // Runs at most one job: the one claimed ahead by the previous commit, or a
   // newly claimed one. Returns true when it found one. Unless `stopping` is
@@ -67,6 +70,7 @@ class JobWorker {
   const std::atomic<bool>& cancelled_;
   const std::atomic<bool>* stopping_;
   LoopHealth* health_;
+  BranchAdvance* advance_;
   std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
   std::optional<ClaimedJob> pending_;
   // Step results whose commit met an unreachable database server, retried

@@ -145,6 +145,7 @@ double HostRuntime::oldest_tick_age() const {
 void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
   Waker& waker = *wakeups_.jobs(pipeline);
   std::unique_ptr<Store> store;
+  std::unique_ptr<BranchAdvance> advance;  // chains advanced in the success's transaction
   std::unique_ptr<JobWorker> worker;
   const double polling_timeout = config_.job_worker.polling_timeout.get(pipeline);
   while (!stopping_.load() || (worker && worker->has_pending())) {
@@ -154,8 +155,9 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
     try {
       if (!worker) {
         store = stores_.open();
+        advance = std::make_unique<BranchAdvance>(*store, definitions_, config_, logger_, wakeups_, &plugins_);
         worker = std::make_unique<JobWorker>(pipeline, *store, plugins_, config_, logger_, wakeups_, stats_,
-                                             process_id_, cancelled_, &stopping_, &health);
+                                             process_id_, cancelled_, &stopping_, &health, advance.get());
       }
       bool worked;
       {

@@ -168,16 +168,24 @@ class Store {
   // in-process counters.
   virtual int64_t successes_since(std::string* cursor) = 0;
 
+  // Work done on a claimed branch in the claim's own transaction.
+  using AdvanceInClaim = std::function<void(BranchTx&, const BranchClaim&)>;
+
   // ---- job worker
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.
   virtual std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) = 0;
   // succeeded!: false when the fence (open execution owned by process_id)
   // matched nothing, i.e. the claim was taken away; nothing is written then.
-  // When `next` is given, the next due job of the same pipeline is claimed
-  // in the same transaction (one commit per step for a busy worker).
+  // When `advance` is given, the job's branch (advanceable now) is claimed
+  // in the same transaction, as claim_branch would, and `advance` runs in a
+  // savepoint: if the claim is lost or `advance` throws, only what the
+  // savepoint holds is undone and the branch stays for an advancer (a lost
+  // connection still fails the whole transaction). When `next` is given,
+  // the next due job of the same pipeline is claimed in the same
+  // transaction (one commit per step for a busy worker).
   virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                             std::optional<ClaimedJob>* next = nullptr) = 0;
+                             std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr) = 0;
   // errored!: same fence. Writes a failure result, then what `next` says:
   // a retry execution, or the step failed.
   virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
@@ -190,9 +198,7 @@ class Store {
   // Seconds until the next availability of the pipeline opens (nullopt: none queued).
   virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
 
-  // ---- pipeline advancer
-  // Work done on a claimed branch in the claim's own transaction.
-  using AdvanceInClaim = std::function<void(BranchTx&, const BranchClaim&)>;
+  // ---- pipeline advancer (AdvanceInClaim is declared with the job worker's calls)
 
   // Claims an advanceable branch of `pipeline` (a window of candidates,
   // `sample` of them tried) and, when `advance` is given, runs it inside the

@@ -51,6 +51,7 @@ struct ClaimedJob {
   std::string pipeline;
   std::string klass;
   std::string node;
+  std::string definition_sha1;  // of the run: which definition routes the step's edge
   std::string args_json;  // JSON array
   int64_t retry_count = 0;
   int64_t crash_count = 0;

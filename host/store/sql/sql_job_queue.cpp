@@ -1,5 +1,7 @@
 // The job worker's side of the store: claim, succeeded!, errored!.
+#include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
+#include "util/fault.h"
 #include "util/uuid.h"
 
 namespace ductwork::sql {
@@ -59,7 +61,7 @@ std::optional<ClaimedJob> SqlStore::claim_job_in_tx(const std::string& pipeline,
   {
     auto info = conn_.prepare(
         "SELECT e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
-        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id "
+        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1 "
         "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
         "JOIN runs r ON r.id = s.run_id WHERE e.id = ?");
     info.bind(1, execution_id);
@@ -78,6 +80,7 @@ std::optional<ClaimedJob> SqlStore::claim_job_in_tx(const std::string& pipeline,
     step_status = info.text(9);
     run_status = info.text(10);
     pipeline_id = info.text(11);
+    job.definition_sha1 = info.text(12);
   }
   // Read first, write only when needed: the run and pipeline rows are shared
   // by every job of the run and must not be rewritten on every claim.
@@ -173,8 +176,10 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
 }
 
 // The step's job is done (advancing) or out of budget (failed): either way
-// the branch is now the advancer's to move.
-void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now) {
+// the branch is now the advancer's to move (unless the worker moves it in
+// the same transaction: then no advancer is woken).
+void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now,
+                      bool wake_advancers = true) {
   conn.prepare("UPDATE steps SET status = ?1, updated_at = ?2 WHERE id = ?3")
       .bind(1, std::string_view(status))
       .bind(2, now)
@@ -184,7 +189,7 @@ void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* statu
       .bind(1, now)
       .bind(2, job.branch_id)
       .exec();
-  conn.notify(Connection::Work::kBranches);
+  if (wake_advancers) conn.notify(Connection::Work::kBranches);
 }
 
 // What the engine decided after a failure or a crash: the step failed, or
@@ -200,7 +205,7 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 }  // namespace
 
 bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                                std::optional<ClaimedJob>* next) {
+                             std::optional<ClaimedJob>* next, const AdvanceInClaim* advance) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -213,10 +218,36 @@ bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_i
       .bind(3, job.job_id)
       .exec();
   insert_result(conn_, job.execution_id, "success", nullptr, now);
-  mark_advanceable(conn_, job, "advancing", now);
+  mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/advance == nullptr);
+  if (advance && !advance_in_success(job, process_id, now, *advance)) conn_.notify(Connection::Work::kBranches);
   if (next) *next = claim_job_in_tx(job.pipeline, process_id, now);
   tx.commit();
   return true;
+}
+
+bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                                  const AdvanceInClaim& advance) {
+  // The savepoint holds the claim and the advance: either can be given up
+  // while the step's success (already written above) still commits.
+  conn_.prepare("SAVEPOINT advance_in_success").exec();
+  try {
+    fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
+    std::optional<BranchClaim> claim = claim_one_in_tx(job.branch_id, job.pipeline, process_id, now);
+    if (claim) {
+      SqlBranchTx branch_tx(*this, now);
+      advance(branch_tx, *claim);
+    }
+    conn_.prepare("RELEASE advance_in_success").exec();
+    return claim.has_value();
+  } catch (const StoreError& e) {
+    if (e.fault() == StoreFault::kUnavailable) throw;  // the connection is gone: nothing can be kept
+  } catch (...) {
+  }
+  // A routing error, a lost race, an injected fault: the branch is left
+  // advanceable, and an advancer moves it (recording a routing error on its
+  // claim as it always does).
+  conn_.exec_script("ROLLBACK TO advance_in_success; RELEASE advance_in_success;");
+  return false;
 }
 
 bool SqlStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,

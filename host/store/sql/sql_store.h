@@ -57,7 +57,7 @@ class SqlStore final : public Store {
 
   std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
   bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                     std::optional<ClaimedJob>* next) override;
+                     std::optional<ClaimedJob>* next, const AdvanceInClaim* advance) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                    const NextExecution& next) override;
   bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
@@ -102,6 +102,10 @@ class SqlStore final : public Store {
                                              const std::string& process_id, const std::string& now);
   std::optional<ClaimedJob> claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
                                             const std::string& now);
+  // job_succeeded's branch claim and advance, in a savepoint (store.h).
+  // False when nothing of it stayed (the claim was lost, or it threw).
+  bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                          const AdvanceInClaim& advance);
   // Inserts step + job + execution + availability (inside an open transaction).
   std::string insert_step(const NewStep& step, const std::string& status);
 

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <string>
+
+#include "config/config.h"
+#include "engine/catalog.h"
+#include "engine/router.h"
+#include "engine/wakeup.h"
+#include "plugin/plugin_registry.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork {
+
+// What is done with a claimed branch: the decision inside the claim's
+// transaction (halt on spent budgets, else route along the step's edge) and
+// the work after it commits (wake-ups, log lines, on_halt). Shared by the
+// pipeline advancer and by the job worker that advances its own branch in
+// the transaction of the step's success (issue 11: a chain step no longer
+// waits for an advancer's claim).
+class BranchAdvance {
+ public:
+  BranchAdvance(Store& store, DefinitionCache& definitions, const Config& config, Logger& logger,
+                Wakeups& wakeups, const PluginRegistry* registry);
+
+  // Decides and writes the move of a claimed branch (inside a transaction
+  // that holds the claim). Throws what routing throws (router.h).
+  void advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects);
+  // After the claim's transaction committed, outside every transaction.
+  void after_commit(const BranchClaim& claim, const AdvanceEffects& effects);
+
+  // Whether the edge leaving `node` is one a job worker may take alone in
+  // its success transaction: chain, converge, divert, or the end of the
+  // branch. Fan-out and fan-in stay with the advancers (their barrier rows
+  // are contended; their batching lives there).
+  bool worker_may_advance(const std::string& definition_sha1, const std::string& run_id, const std::string& node);
+
+ private:
+  Store& store_;
+  DefinitionCache& definitions_;
+  const Config& config_;
+  Logger& logger_;
+  Wakeups& wakeups_;
+  const PluginRegistry* registry_;  // runs on_halt steps; null: on_halt is only logged
+};
+
+}  // namespace ductwork
