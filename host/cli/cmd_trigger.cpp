@@ -1,5 +1,14 @@
-// `ductwork trigger PIPELINE [ARG_JSON ...]`
+// `ductwork trigger PIPELINE [ARG_JSON ...]` and
+// `ductwork trigger PIPELINE --from FILE` (one JSON array of arguments per
+// line, `-` for standard input).
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "cli/bootstrap.h"
 #include "engine/catalog.h"
@@ -8,35 +17,21 @@
 #include "util/suggest.h"
 
 namespace ductwork::cli {
+namespace {
 
-int cmd_trigger(const Args& args) {
-  if (args.positionals.empty()) throw BadInput("usage: ductwork trigger PIPELINE [ARG_JSON ...]");
-  const std::string& name = args.positionals[0];
-  Bootstrap boot(args, stderr, LogLevel::kWarn);
-  // Every argument is checked before the database is opened, so a malformed
-  // one leaves it untouched. Size and depth are checked before parsing: a
-  // deeply nested argument must never reach a recursive parser.
-  const long long max_bytes = boot.config().job_worker.max_output_bytes;
-  json trigger_args = json::array();
-  size_t total_bytes = 0;
-  for (size_t i = 1; i < args.positionals.size(); ++i) {
-    const std::string& text = args.positionals[i];
-    std::string what = "argument " + std::to_string(i);
-    if (auto problem = json_limit_problem(text, static_cast<size_t>(max_bytes), what)) throw BadInput(*problem);
-    total_bytes += text.size();
-    try {
-      trigger_args.push_back(parse_exact_json(text));
-    } catch (const json::exception& e) {
-      std::string shown = text.size() > 80 ? text.substr(0, 77) + "..." : text;
-      throw BadInput(what + " ('" + shown + "') is not valid JSON: " + e.what());
-    } catch (const InexactNumber& e) {
-      throw BadInput(what + ": " + e.what());
-    }
-  }
-  if (total_bytes > static_cast<size_t>(max_bytes)) {
-    throw BadInput("the arguments are " + std::to_string(total_bytes) + " bytes of JSON together, more than the limit of " +
-                   std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
-  }
+const char* kUsage = "usage: ductwork trigger PIPELINE [ARG_JSON ...] | ductwork trigger PIPELINE --from FILE";
+
+// Text shown inside an error message, shortened to `limit` bytes (never in
+// the middle of a UTF-8 character).
+std::string shown(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  size_t cut = limit - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// The definition of `name`, checked the way `start` checks what it hosts.
+const Definition& triggerable(Bootstrap& boot, const std::string& name) {
   const Definition* definition = boot.definitions().find(name);
   if (!definition) {
     std::string known;
@@ -57,8 +52,170 @@ int cmd_trigger(const Args& args) {
     for (size_t i = 0; i < missing.size(); ++i) message += (i ? "; " : "") + missing[i];
     throw BadInput(message);
   }
+  return *definition;
+}
+
+// The argument list of `trigger PIPELINE ARG_JSON...`. Size and depth are
+// checked before parsing: a deeply nested argument must never reach a
+// recursive parser.
+json arguments_from_command_line(const std::vector<std::string>& positionals, size_t max_bytes) {
+  json trigger_args = json::array();
+  size_t total_bytes = 0;
+  for (size_t i = 1; i < positionals.size(); ++i) {
+    const std::string& text = positionals[i];
+    std::string what = "argument " + std::to_string(i);
+    if (auto problem = json_limit_problem(text, max_bytes, what)) throw BadInput(*problem);
+    total_bytes += text.size();
+    try {
+      trigger_args.push_back(parse_exact_json(text));
+    } catch (const json::exception& e) {
+      throw BadInput(what + " ('" + shown(text, 80) + "') is not valid JSON: " + e.what());
+    } catch (const InexactNumber& e) {
+      throw BadInput(what + ": " + e.what());
+    }
+  }
+  if (total_bytes > max_bytes) {
+    throw BadInput("the arguments are " + std::to_string(total_bytes) + " bytes of JSON together, more than the limit of " +
+                   std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
+  }
+  return trigger_args;
+}
+
+bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
+
+// The argument array of one line of a --from file, as the JSON text to
+// store; BadInput naming the line when it cannot be one. The same limits as
+// for command-line arguments: the line (the whole argument list) at most
+// `max_bytes`, each argument nested at most kMaxJsonDepth levels inside it.
+std::string line_arguments(const std::string& line, const std::string& where, size_t max_bytes) {
+  if (line.size() > max_bytes) {
+    throw BadInput(where + " is " + std::to_string(line.size()) + " bytes of JSON, more than the limit of " +
+                   std::to_string(max_bytes) + " for one pipeline's arguments (job_worker.max_output_bytes)");
+  }
+  if (json_nesting_depth(line, kMaxJsonDepth + 1) > kMaxJsonDepth + 1) {
+    throw BadInput(where + " nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) +
+                   " levels inside its argument array");
+  }
+  json value;
+  try {
+    value = parse_exact_json(line);
+  } catch (const json::exception& e) {
+    // The parser counts lines inside the text it was given, always 1 here;
+    // only the column means something next to the file's line number.
+    std::string message = e.what();
+    const std::string inner_line = "at line 1, column ";
+    if (auto at = message.find(inner_line); at != std::string::npos) {
+      message.replace(at, inner_line.size(), "at column ");
+    }
+    throw BadInput(where + " ('" + shown(line, 60) + "') is not valid JSON: " + message);
+  } catch (const InexactNumber& e) {
+    throw BadInput(where + ": " + e.what());
+  }
+  if (!value.is_array()) {
+    throw BadInput(where + " ('" + shown(line, 60) + "') is a JSON " + value.type_name() +
+                   ", not an array of arguments: write one array per line, e.g. [1, \"x\"] ([] for none)");
+  }
+  return value.dump();
+}
+
+// Every line of `source` (a path, or "-" for standard input) as the text of
+// its argument array, blank lines skipped. The whole input is read and
+// checked before anything is written.
+std::vector<std::string> arguments_from_lines(const std::string& source, size_t max_bytes) {
+  const std::string name = source == "-" ? std::string("standard input") : source;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, &std::fclose);
+  std::FILE* in = stdin;
+  if (source != "-") {
+    owned.reset(std::fopen(source.c_str(), "re"));
+    if (!owned) throw BadInput("cannot read --from file " + source + ": " + std::strerror(errno));
+    in = owned.get();
+  }
+  char* raw = nullptr;
+  size_t capacity = 0;
+  struct FreeBuffer {
+    char*& buffer;
+    ~FreeBuffer() { std::free(buffer); }
+  } free_buffer{raw};
+  std::vector<std::string> out;
+  size_t line_number = 0;
+  errno = 0;
+  for (ssize_t got; (got = ::getline(&raw, &capacity, in)) >= 0;) {
+    ++line_number;
+    std::string line(raw, static_cast<size_t>(got));
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (blank(line)) continue;
+    out.push_back(line_arguments(line, "line " + std::to_string(line_number) + " of " + name, max_bytes));
+  }
+  if (std::ferror(in)) throw BadInput("cannot read --from file " + name + ": " + std::strerror(errno));
+  return out;
+}
+
+int trigger_from(Bootstrap& boot, const Definition& definition, const std::string& source, size_t max_bytes) {
+  std::vector<std::string> lines = arguments_from_lines(source, max_bytes);
+  // Nothing to trigger: the database is not even opened (or created).
+  if (lines.empty()) return kExitOk;
   auto store = boot.open_store();
-  TriggeredPipeline triggered = trigger_pipeline(*store, *definition, trigger_args);
+  // Thrown when the ids of a committed batch cannot be printed.
+  struct OutputFailed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  size_t created = 0;
+  try {
+    trigger_pipelines(*store, definition, lines, [&](const std::vector<TriggeredPipeline>& batch) {
+      created += batch.size();
+      std::string ids;
+      ids.reserve(batch.size() * 37);
+      for (const TriggeredPipeline& t : batch) ids += t.pipeline_id + "\n";
+      // Each committed batch's ids are out before the next batch starts, so
+      // whatever stops the command later, every id printed exists.
+      if (std::fwrite(ids.data(), 1, ids.size(), stdout) != ids.size() || std::fflush(stdout) != 0) {
+        throw OutputFailed(std::strerror(errno));
+      }
+    });
+  } catch (const OutputFailed& e) {
+    throw std::runtime_error("created " + std::to_string(created) + " of " + std::to_string(lines.size()) +
+                             " pipelines, then could not write their ids to standard output (" + e.what() +
+                             "); the other " + std::to_string(lines.size() - created) + " were not written");
+  } catch (const std::exception& e) {
+    // Every line was checked before the first batch: what fails here is the
+    // database (or the machine), and the batches before it stay committed.
+    if (created == 0) {
+      throw std::runtime_error("created none of the " + std::to_string(lines.size()) + " pipelines: " + e.what());
+    }
+    throw std::runtime_error("created " + std::to_string(created) + " of " + std::to_string(lines.size()) +
+                             " pipelines (their ids are printed above, in input order); the other " +
+                             std::to_string(lines.size() - created) + " were not written: " + e.what());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_trigger(const Args& args) {
+  if (args.positionals.empty()) throw BadInput(kUsage);
+  const std::string& name = args.positionals[0];
+  const std::string* from = args.option("from");
+  if (from) {
+    size_t given = 0;
+    for (const auto& [option, _] : args.options) given += option == "from" ? 1 : 0;
+    if (given > 1) throw BadInput("--from is given " + std::to_string(given) + " times; give one FILE (or -)");
+    if (from->empty()) throw BadInput("--from needs a file path, or - for standard input");
+    if (args.positionals.size() > 1) {
+      throw BadInput("--from reads the arguments from " + (*from == "-" ? std::string("standard input") : *from) +
+                     ", one JSON array per line; give no ARG_JSON with it (got '" + shown(args.positionals[1], 40) +
+                     "')");
+    }
+  }
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  const size_t max_bytes = static_cast<size_t>(boot.config().job_worker.max_output_bytes);
+  if (from) return trigger_from(boot, triggerable(boot, name), *from, max_bytes);
+  // Every argument is checked before the database is opened, so a malformed
+  // one leaves it untouched.
+  json trigger_args = arguments_from_command_line(args.positionals, max_bytes);
+  const Definition& definition = triggerable(boot, name);
+  auto store = boot.open_store();
+  TriggeredPipeline triggered = trigger_pipeline(*store, definition, trigger_args);
   std::printf("%s\n", triggered.pipeline_id.c_str());
   return kExitOk;
 }

@@ -21,6 +21,8 @@ const char* kUsage =
     "  migrate                              apply pending schema migrations\n"
     "  start [--drain]                      run the host; --drain exits 0 once no run is in progress\n"
     "  trigger PIPELINE [ARG_JSON ...]      start a pipeline; prints its id\n"
+    "  trigger PIPELINE --from FILE         one pipeline per line of FILE (- = stdin), each a JSON array of\n"
+    "                                       arguments; prints the ids in input order\n"
     "  status PIPELINE_ID [--json]          show a pipeline, its runs, branches and steps\n"
     "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
     if (command == "start") return cmd_start(parse_args(argc, argv, {"drain"}, {"child", "crash-folder"}));
-    if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {}));
+    if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {"from"}));
     if (command == "status") return cmd_status(parse_args(argc, argv, {"json"}, {}));
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));

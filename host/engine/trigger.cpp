@@ -1,16 +1,39 @@
 #include "engine/trigger.h"
 
-namespace ductwork {
+#include <algorithm>
 
-TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args) {
+namespace ductwork {
+namespace {
+
+// The request for `definition`, without arguments.
+NewPipeline request_for(const Definition& definition) {
   NewPipeline request;
   request.pipeline = definition.pipeline;
   request.definition_json = definition.canonical_text();
   request.definition_sha1 = definition.sha1();
   request.start_node = definition.start_node();
   request.start_klass = definition.edge(request.start_node).klass;
+  return request;
+}
+
+}  // namespace
+
+TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args) {
+  NewPipeline request = request_for(definition);
   request.args_json = args.is_array() ? args.dump() : json::array({args}).dump();
   return store.trigger(request);
+}
+
+void trigger_pipelines(Store& store, const Definition& definition, const std::vector<std::string>& args_jsons,
+                       const TriggerBatchCommitted& committed) {
+  const NewPipeline shared = request_for(definition);
+  std::vector<NewPipeline> batch;
+  for (std::size_t first = 0; first < args_jsons.size(); first += kTriggerBatchSize) {
+    const std::size_t count = std::min(kTriggerBatchSize, args_jsons.size() - first);
+    batch.assign(count, shared);
+    for (std::size_t i = 0; i < count; ++i) batch[i].args_json = args_jsons[first + i];
+    committed(store.trigger_many(batch));
+  }
 }
 
 }  // namespace ductwork

@@ -1,5 +1,10 @@
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "engine/definition.h"
 #include "store/store.h"
 
@@ -9,5 +14,23 @@ namespace ductwork {
 // branch, start step, job, execution and availability in one transaction,
 // with the definition snapshot and its SHA-1 on the run.
 TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args);
+
+// How many pipelines trigger_pipelines writes per transaction: large enough
+// that the commit is no longer the cost, small enough that one transaction
+// holds SQLite's write lock for a few milliseconds only.
+constexpr std::size_t kTriggerBatchSize = 1000;
+
+// Called after each batch of trigger_pipelines commits, with that batch's
+// pipelines in input order.
+using TriggerBatchCommitted = std::function<void(const std::vector<TriggeredPipeline>&)>;
+
+// Triggers `definition` once per entry of `args_jsons` (each the text of a
+// JSON array, already validated), in order, kTriggerBatchSize pipelines per
+// transaction (Store::trigger_many). The entries are not checked again.
+// A store failure throws out of the batch it hit: the batches before it
+// stay committed and `committed` has seen exactly those; nothing of the
+// failed batch or after it is written.
+void trigger_pipelines(Store& store, const Definition& definition, const std::vector<std::string>& args_jsons,
+                       const TriggerBatchCommitted& committed);
 
 }  // namespace ductwork

@@ -116,6 +116,11 @@ class Store {
   // Creates pipeline, run, first branch, start step, job, execution and
   // availability in one transaction.
   virtual TriggeredPipeline trigger(const NewPipeline& request) = 0;
+  // trigger() for every request, all in one transaction (every row or
+  // none), written with multi-row statements; returns the ids in request
+  // order. The caller sizes the batch (engine/trigger.h: 1,000). An empty
+  // list writes nothing and opens no transaction.
+  virtual std::vector<TriggeredPipeline> trigger_many(const std::vector<NewPipeline>& requests) = 0;
 
   // ---- processes
   // Inserts (or adopts, on a reused pid) the row `id` for this process.

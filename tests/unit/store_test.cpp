@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "store/store_error.h"
@@ -59,6 +60,87 @@ TEST_F(StoreTest, TriggerCreatesTheWholeStartInOneGo) {
   EXPECT_TRUE(run["steps"][0]["output"].is_null());
   ASSERT_EQ(run["steps"][0]["executions"].size(), 1u);
   EXPECT_TRUE(run["steps"][0]["executions"][0]["result_type"].is_null());
+}
+
+// What engine/trigger.cpp builds for `definition`.
+NewPipeline request(const Definition& definition, const std::string& args_json) {
+  NewPipeline r;
+  r.pipeline = definition.pipeline;
+  r.definition_json = definition.canonical_text();
+  r.definition_sha1 = definition.sha1();
+  r.start_node = definition.start_node();
+  r.start_klass = definition.edge(r.start_node).klass;
+  r.args_json = args_json;
+  return r;
+}
+
+// 1,100 requests of two pipelines in one call: more rows than one
+// multi-row statement takes, so both a full statement and the remainder's
+// smaller ones run inside the one transaction.
+TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
+  Definition p = compile(kChain);
+  Definition q = compile("pipeline: Q\nsteps:\n  - start: Double\n");
+  EXPECT_TRUE(store->trigger_many({}).empty());
+  EXPECT_TRUE(store->list_pipelines(ListFilter{}).empty()) << "an empty batch writes nothing";
+
+  std::vector<NewPipeline> requests;
+  for (int i = 0; i < 1100; ++i) requests.push_back(request(i % 2 ? q : p, "[" + std::to_string(i) + ", \"x\"]"));
+  std::vector<TriggeredPipeline> made = store->trigger_many(requests);
+  ASSERT_EQ(made.size(), 1100u);
+  std::set<std::string> pipeline_ids, run_ids;
+  for (const auto& t : made) {
+    pipeline_ids.insert(t.pipeline_id);
+    run_ids.insert(t.run_id);
+  }
+  EXPECT_EQ(pipeline_ids.size(), 1100u);
+  EXPECT_EQ(run_ids.size(), 1100u);
+  ListFilter all;
+  all.limit = 5000;
+  EXPECT_EQ(store->list_pipelines(all).size(), 1100u);
+  for (int i : {0, 1, 999, 1000, 1099}) {
+    SCOPED_TRACE(i);
+    auto report = pipeline_report(*store, made[static_cast<size_t>(i)].pipeline_id);
+    ASSERT_TRUE(report);
+    EXPECT_EQ((*report)["pipeline"], i % 2 ? "Q" : "P");
+    EXPECT_EQ((*report)["status"], "in_progress");
+    const json& run = (*report)["runs"][0];
+    EXPECT_EQ(run["id"], made[static_cast<size_t>(i)].run_id);
+    ASSERT_EQ(run["steps"].size(), 1u);
+    EXPECT_EQ(run["steps"][0]["klass"], i % 2 ? "Double" : "Inc");
+    EXPECT_EQ(run["steps"][0]["status"], "pending");
+    EXPECT_EQ(run["steps"][0]["to_transition"], "start");
+    EXPECT_EQ(run["steps"][0]["input"], json::parse("[" + std::to_string(i) + ", \"x\"]"));
+    ASSERT_EQ(run["steps"][0]["executions"].size(), 1u);
+    EXPECT_TRUE(run["steps"][0]["executions"][0]["result_type"].is_null());
+  }
+  // Every start step is queued for its own pipeline's workers.
+  auto job = store->claim_job("Q", process_id);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->klass, "Double");
+  EXPECT_EQ(json::parse(job->args_json)[0].get<int>() % 2, 1);
+  int claimed = 1;
+  while (store->claim_job("Q", process_id)) ++claimed;
+  EXPECT_EQ(claimed, 550);
+}
+
+// The engine's bulk trigger: one trigger_many per 1,000, reported batch by
+// batch, in input order.
+TEST_F(StoreTest, TriggerPipelinesCommitsAThousandAtATime) {
+  std::vector<std::string> args;
+  for (int i = 0; i < 2500; ++i) args.push_back("[" + std::to_string(i) + "]");
+  std::vector<size_t> batch_sizes;
+  std::vector<TriggeredPipeline> made;
+  trigger_pipelines(*store, compile(kChain), args, [&](const std::vector<TriggeredPipeline>& batch) {
+    batch_sizes.push_back(batch.size());
+    made.insert(made.end(), batch.begin(), batch.end());
+  });
+  EXPECT_EQ(batch_sizes, (std::vector<size_t>{1000, 1000, 500}));
+  ASSERT_EQ(made.size(), 2500u);
+  for (size_t i : {size_t{0}, size_t{999}, size_t{1000}, size_t{2499}}) {
+    auto report = pipeline_report(*store, made[i].pipeline_id);
+    ASSERT_TRUE(report);
+    EXPECT_EQ((*report)["runs"][0]["steps"][0]["input"], json::array({static_cast<int>(i)})) << i;
+  }
 }
 
 TEST_F(StoreTest, ClaimTakesEachAvailabilityOnce) {

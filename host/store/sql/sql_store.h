@@ -38,6 +38,7 @@ class SqlStore final : public Store {
   std::vector<std::string> migrate() override;
   bool has_schema() override;
   TriggeredPipeline trigger(const NewPipeline& request) override;
+  std::vector<TriggeredPipeline> trigger_many(const std::vector<NewPipeline>& requests) override;
 
   void register_process(const std::string& id, int64_t pid, const std::string& machine,
                         const std::string& role) override;
