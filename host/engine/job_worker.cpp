@@ -158,8 +158,12 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
       advanced = claim;  // last: set only when the advance went through
     };
     bool inline_advance = advance_ && advance_->worker_may_advance(job.definition_sha1, job.run_id, job.node);
+    // With advancers of its own (role all), a worker that has more work due
+    // leaves the branch to them: they batch many per commit. A worker-only
+    // host advances every chain step it runs (nobody else may).
     committed = store_.job_succeeded(job, process_id_, outcome.output_json, claim_next ? &pending_ : nullptr,
-                                     inline_advance ? &advance_here : nullptr);
+                                     inline_advance ? &advance_here : nullptr,
+                                     /*advance_when_busy=*/config_.role == "worker");
     if (committed) {
       stats_.steps_succeeded.fetch_add(1, std::memory_order_relaxed);
       if (advanced) {

@@ -182,15 +182,20 @@ class Store {
   virtual std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) = 0;
   // succeeded!: false when the fence (open execution owned by process_id)
   // matched nothing, i.e. the claim was taken away; nothing is written then.
-  // When `advance` is given, the job's branch (advanceable now) is claimed
-  // in the same transaction, as claim_branch would, and `advance` runs in a
-  // savepoint: if the claim is lost or `advance` throws, only what the
-  // savepoint holds is undone and the branch stays for an advancer (a lost
-  // connection still fails the whole transaction). When `next` is given,
-  // the next due job of the same pipeline is claimed in the same
-  // transaction (one commit per step for a busy worker).
+  // When `next` is given, the next due job of the same pipeline is claimed
+  // in the same transaction (one commit per step for a busy worker). When
+  // `advance` is given — and, unless `advance_when_busy`, only when no next
+  // job was due (under load the advancers batch many branches per commit,
+  // which writes fewer WAL pages per step) — the job's branch (advanceable
+  // now) is claimed in the same transaction, as claim_branch would, and
+  // `advance` runs in a savepoint: if the claim is lost or `advance` throws,
+  // only what the savepoint holds is undone and the branch stays for an
+  // advancer (a lost connection still fails the whole transaction). After
+  // such an advance the next job is looked for again (it may be the one
+  // the advance just created).
   virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                             std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr) = 0;
+                             std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr,
+                             bool advance_when_busy = true) = 0;
   // errored!: same fence. Writes a failure result, then what `next` says:
   // a retry execution, or the step failed.
   virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,

@@ -205,7 +205,8 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 }  // namespace
 
 bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                             std::optional<ClaimedJob>* next, const AdvanceInClaim* advance) {
+                             std::optional<ClaimedJob>* next, const AdvanceInClaim* advance,
+                             bool advance_when_busy) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -218,9 +219,18 @@ bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_i
       .bind(3, job.job_id)
       .exec();
   insert_result(conn_, job.execution_id, "success", nullptr, now);
-  mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/advance == nullptr);
-  if (advance && !advance_in_success(job, process_id, now, *advance)) conn_.notify(Connection::Work::kBranches);
   if (next) *next = claim_job_in_tx(job.pipeline, process_id, now);
+  bool busy = next && next->has_value();
+  if (advance && (advance_when_busy || !busy)) {
+    mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);
+    if (!advance_in_success(job, process_id, now, *advance)) {
+      conn_.notify(Connection::Work::kBranches);
+    } else if (next && !busy) {
+      *next = claim_job_in_tx(job.pipeline, process_id, now);  // e.g. the step just created
+    }
+  } else {
+    mark_advanceable(conn_, job, "advancing", now);
+  }
   tx.commit();
   return true;
 }

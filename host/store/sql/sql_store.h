@@ -58,7 +58,7 @@ class SqlStore final : public Store {
 
   std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
   bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                     std::optional<ClaimedJob>* next, const AdvanceInClaim* advance) override;
+                     std::optional<ClaimedJob>* next, const AdvanceInClaim* advance, bool advance_when_busy) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                    const NextExecution& next) override;
   bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
