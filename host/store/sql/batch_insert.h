@@ -52,6 +52,29 @@ class BatchInsert {
 
 // branch_links rows: (id, parent_branch_id, child_branch_id, created_at,
 // updated_at). Fan-out, fan-in and revive all write them in bulk.
+// A new step's job, its first execution and that execution's availability:
+// the same three rows whether a trigger, a fan-out or a fan-in makes them.
+// Bound as (id, step_id, klass, input_args, started, created, updated),
+// (id, job_id, started, created, updated) and
+// (id, execution_id, pipeline_klass, available_from, created, updated).
+inline BatchInsert jobs_insert(Connection& conn) {
+  return BatchInsert(conn,
+                     "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) VALUES ",
+                     "(?, ?, ?, ?, ?, ?, ?)", 7);
+}
+inline BatchInsert first_executions_insert(Connection& conn) {
+  return BatchInsert(conn,
+                     "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
+                     "updated_at) VALUES ",
+                     "(?, ?, 0, 0, ?, ?, ?)", 5);
+}
+inline BatchInsert availabilities_insert(Connection& conn) {
+  return BatchInsert(conn,
+                     "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, "
+                     "updated_at) VALUES ",
+                     "(?, ?, ?, ?, ?, ?)", 6);
+}
+
 inline BatchInsert branch_links_insert(Connection& conn) {
   return BatchInsert(conn, "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
                      "(?, ?, ?, ?, ?)", 5);

@@ -47,17 +47,9 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
                     "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
                     "started_at, created_at, updated_at) VALUES ",
                     "(?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)", 10);
-  BatchInsert jobs(conn_,
-                   "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) VALUES ",
-                   "(?, ?, ?, ?, ?, ?, ?)", 7);
-  BatchInsert executions(conn_,
-                         "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
-                         "updated_at) VALUES ",
-                         "(?, ?, 0, 0, ?, ?, ?)", 5);
-  BatchInsert availabilities(conn_,
-                             "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, "
-                             "updated_at) VALUES ",
-                             "(?, ?, ?, ?, ?, ?)", 6);
+  BatchInsert jobs = jobs_insert(conn_);
+  BatchInsert executions = first_executions_insert(conn_);
+  BatchInsert availabilities = availabilities_insert(conn_);
   const std::string& now = now_;
   for (size_t i = 0; i < children.size(); ++i) {
     const NewChild& child = children[i];

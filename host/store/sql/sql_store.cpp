@@ -156,17 +156,9 @@ std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipel
                     "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
                     "started_at, created_at, updated_at) VALUES ",
                     "(?, ?, ?, NULL, ?, ?, 'start', 'pending', ?, ?, ?)", 8);
-  BatchInsert jobs(conn_,
-                   "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) VALUES ",
-                   "(?, ?, ?, ?, ?, ?, ?)", 7);
-  BatchInsert executions(conn_,
-                         "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
-                         "updated_at) VALUES ",
-                         "(?, ?, 0, 0, ?, ?, ?)", 5);
-  BatchInsert availabilities(conn_,
-                             "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, "
-                             "updated_at) VALUES ",
-                             "(?, ?, ?, ?, ?, ?)", 6);
+  BatchInsert jobs = jobs_insert(conn_);
+  BatchInsert executions = first_executions_insert(conn_);
+  BatchInsert availabilities = availabilities_insert(conn_);
   for (const NewPipeline& request : requests) {
     TriggeredPipeline& made = out.emplace_back(TriggeredPipeline{new_uuid_v7(), new_uuid_v7()});
     std::string branch_id = new_uuid_v7(), step_id = new_uuid_v7(), job_id = new_uuid_v7(),
