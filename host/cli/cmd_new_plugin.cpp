@@ -19,16 +19,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// C++ keywords a plugin name would collide with as a namespace.
-constexpr std::array<const char*, 40> kKeywords = {
-    "alignas", "alignof",  "asm",      "auto",     "bool",     "break",   "case",     "catch",
-    "char",    "class",    "const",    "continue", "default",  "delete",  "do",       "double",
-    "else",    "enum",     "export",   "extern",   "false",    "float",   "for",      "friend",
-    "goto",    "if",       "inline",   "int",      "long",     "namespace", "new",    "operator",
-    "private", "public",   "return",   "static",   "struct",   "switch",  "template", "this"};
-constexpr std::array<const char*, 12> kMoreKeywords = {"throw", "true",    "try",      "typedef",
-                                                       "union", "unsigned", "using",   "virtual",
-                                                       "void",  "volatile", "while",   "std"};
+// C++ keywords (and std) a plugin name would collide with as a namespace.
+constexpr std::array kKeywords = {
+    "alignas", "alignof", "asm",     "auto",     "bool",      "break",    "case",     "catch",   "char",
+    "class",   "const",   "continue", "default", "delete",    "do",       "double",   "else",    "enum",
+    "export",  "extern",  "false",   "float",    "for",       "friend",   "goto",     "if",      "inline",
+    "int",     "long",    "namespace", "new",    "operator",  "private",  "public",   "return",  "static",
+    "struct",  "switch",  "template", "this",    "throw",     "true",     "try",      "typedef", "union",
+    "unsigned", "using",  "virtual", "void",     "volatile",  "while",    "std"};
 
 void check_name(const std::string& name) {
   bool valid = !name.empty() && name.size() <= 64 && name[0] >= 'a' && name[0] <= 'z' &&
@@ -40,8 +38,7 @@ void check_name(const std::string& name) {
                    "it becomes the library name, the CMake target and a C++ namespace");
   }
   auto is = [&](const char* word) { return name == word; };
-  if (std::any_of(kKeywords.begin(), kKeywords.end(), is) ||
-      std::any_of(kMoreKeywords.begin(), kMoreKeywords.end(), is)) {
+  if (std::any_of(kKeywords.begin(), kKeywords.end(), is)) {
     throw BadInput("plugin name \"" + name + "\" is a C++ keyword; it becomes a C++ namespace");
   }
 }
