@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "cli/bootstrap.h"
 #include "cli/progress_line.h"
@@ -75,6 +76,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
   auto store = stores.open();
   const bool supervised = role.supervised;
+  std::optional<Progress> drained;  // said last, once everything stopped
   int sig = wait_for_stop(signals, boot.logger(), /*reload=*/!supervised, [&] {
     if (systemd) systemd->watchdog_tick();
     if (runtime.database_unusable()) return false;
@@ -86,7 +88,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
                          runtime.stats().steps_succeeded.load());
       }
       if (drain && totals.pipelines_open == 0) {
-        boot.logger().info("Drained: no run in progress", {{"pipelines_total", totals.pipelines_total}});
+        drained = totals;
         return false;
       }
     } catch (const std::exception& e) {
@@ -97,6 +99,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   progress.reset();
   if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
   runtime.stop();
+  if (drained) log_drained(boot.logger(), *drained);
   if (runtime.database_unusable()) return kExitFailure;
   return sig == SIGHUP ? kRestart : kExitOk;
 }

@@ -12,8 +12,8 @@ namespace {
 // The most rows one `list` prints.
 constexpr long long kMaxListLimit = 1000000;
 
-const std::set<std::string> kStatuses = {"pending", "in_progress", "waiting", "advancing",
-                                         "halted",  "dampened",    "completed"};
+const std::set<std::string> kStatuses = {"pending", "in_progress", "waiting",   "advancing",
+                                         "halted",  "dampened",    "completed", "cancelled"};
 
 std::string brief(const json& value) {
   std::string text = value.dump();
@@ -74,7 +74,7 @@ int cmd_list(const Args& args) {
   if (const std::string* s = args.option("status")) {
     if (!kStatuses.count(*s)) {
       throw BadInput("--status '" + *s + "' is not a status (expected one of pending, in_progress, waiting, "
-                     "advancing, halted, dampened, completed)");
+                     "advancing, halted, dampened, completed, cancelled)");
     }
     filter.status = *s;
   }

@@ -27,7 +27,11 @@ const char* kUsage =
     "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
     "  validate [--json]                    check every definition against the loaded steps\n"
-    "  revive PIPELINE_ID [--duplicate-context]   re-run a halted pipeline as a new run; prints the run id\n"
+    "  revive PIPELINE_ID [--duplicate-context]   re-run a halted or cancelled pipeline as a new run; prints the\n"
+    "                                       run id\n"
+    "  cancel PIPELINE_ID                   stop a pipeline: withdraw its queued jobs, advance nothing more\n"
+    "  resume PIPELINE_ID [VALUE_JSON] [--node NODE]   run the step after each dampened branch with\n"
+    "                                       [previous output, VALUE_JSON]\n"
     "  health [-p PID] [-V]                 exit 0 when the supervisor(s) heartbeat, 1 with a report if not\n"
     "  new-plugin NAME [DIR]                write a buildable step plugin folder (default ./NAME)\n"
     "\n"
@@ -60,6 +64,8 @@ int main(int argc, char** argv) {
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
     if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {}));
+    if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
+    if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
     if (command == "new-plugin") return cmd_new_plugin(parse_args(argc, argv, {}, {}));
     if (command == "health") return cmd_health(parse_args(argc, argv, {"verbose"}, {"pid"}));
     std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);

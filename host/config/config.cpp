@@ -264,20 +264,22 @@ class Parser {
   }
 
   // Scoped integer: a number, or {default: n, Pipeline: n | {default: n, Step: n}}.
-  void scoped_int(const YAML::Node& node, const std::string& key, long long min, long long max, bool per_step,
-                  Scoped<int>* out, Config* config) const {
+  // A Scoped value: `key: V`, `{default: V, Pipeline: V}`, and with
+  // `per_step` also `{Pipeline: {default: V, StepClass: V}}`. `read` parses
+  // one V at its key; `value` describes V in messages.
+  template <class T, class Read>
+  void scoped(const YAML::Node& node, const std::string& key, const std::string& value, bool per_step,
+              Scoped<T>* out, Config* config, Read read) const {
     if (node.IsScalar()) {
-      out->set_default(static_cast<int>(integer(node, key, min, max)));
+      out->set_default(read(node, key));
       return;
     }
-    std::string value = max == INT_MAX ? "an integer >= " + std::to_string(min)
-                                       : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
     std::string shape = per_step ? value + ", or a map of default/pipeline name to one or to a map of "
                                            "default/step class name to one"
                                  : value + ", or a map of default/pipeline name to one";
     auto pipelines = entries(node, key, shape);
     for (const auto& [k, v] : pipelines) {
-      if (k.Scalar() == "default") out->set_default(static_cast<int>(integer(v, key + ".default", min, max)));
+      if (k.Scalar() == "default") out->set_default(read(v, key + ".default"));
     }
     for (const auto& [k, v] : pipelines) {
       const std::string& pipeline = k.Scalar();
@@ -285,18 +287,18 @@ class Parser {
       std::string sub = key + "." + pipeline;
       remember(config, k, key, pipeline);
       if (v.IsScalar()) {
-        out->set_pipeline(pipeline, static_cast<int>(integer(v, sub, min, max)));
+        out->set_pipeline(pipeline, read(v, sub));
       } else if (per_step && v.IsMap()) {
         auto steps = entries(v, sub, shape);
         out->set_pipeline(pipeline, out->default_value());
         for (const auto& [sk, sv] : steps) {
-          if (sk.Scalar() == "default") out->set_pipeline(pipeline, static_cast<int>(integer(sv, sub + ".default", min, max)));
+          if (sk.Scalar() == "default") out->set_pipeline(pipeline, read(sv, sub + ".default"));
         }
         for (const auto& [sk, sv] : steps) {
           const std::string& step = sk.Scalar();
           if (step == "default") continue;
           remember(config, sk, key, pipeline, step);
-          out->set_step(pipeline, step, static_cast<int>(integer(sv, sub + "." + step, min, max)));
+          out->set_step(pipeline, step, read(sv, sub + "." + step));
         }
       } else {
         expected(sub, per_step ? value + " or a map of default/step class name to one" : value, v);
@@ -304,21 +306,18 @@ class Parser {
     }
   }
 
+  void scoped_int(const YAML::Node& node, const std::string& key, long long min, long long max, bool per_step,
+                  Scoped<int>* out, Config* config) const {
+    std::string value = max == INT_MAX ? "an integer >= " + std::to_string(min)
+                                       : "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    scoped(node, key, value, per_step, out, config,
+           [&](const YAML::Node& n, const std::string& k) { return static_cast<int>(integer(n, k, min, max)); });
+  }
+
   void scoped_seconds(const YAML::Node& node, const std::string& key, double min, Scoped<double>* out,
-                      Config* config) const {
-    if (node.IsScalar()) {
-      out->set_default(seconds(node, key, min));
-      return;
-    }
-    auto pipelines = entries(node, key, "a duration in seconds, or a map of default/pipeline name to one");
-    for (const auto& [k, v] : pipelines) {
-      if (k.Scalar() == "default") out->set_default(seconds(v, key + ".default", min));
-    }
-    for (const auto& [k, v] : pipelines) {
-      if (k.Scalar() == "default") continue;
-      remember(config, k, key, k.Scalar());
-      out->set_pipeline(k.Scalar(), seconds(v, key + "." + k.Scalar(), min));
-    }
+                      Config* config, bool per_step = false) const {
+    scoped(node, key, "a duration in seconds", per_step, out, config,
+           [&](const YAML::Node& n, const std::string& k) { return seconds(n, k, min); });
   }
 
   void parse_pipelines(const YAML::Node& root, bool required, Config* config) const {
@@ -389,7 +388,8 @@ class Parser {
 
   void parse_job_worker(const YAML::Node& jw, Config* config) const {
     only_keys(jw, "job_worker",
-              {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout", "max_output_bytes"});
+              {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout", "max_output_bytes",
+               "timeout", "timeout_grace"});
     JobWorkerConfig& c = config->job_worker;
     if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, kMaxCount, false, &c.count, config);
     if (jw["polling_timeout"]) {
@@ -400,6 +400,11 @@ class Parser {
     if (jw["max_crash"]) scoped_int(jw["max_crash"], "job_worker.max_crash", 0, INT_MAX, true, &c.max_crash, config);
     if (jw["retry_delay"]) c.retry_delay = seconds(jw["retry_delay"], "job_worker.retry_delay");
     if (jw["shutdown_timeout"]) c.shutdown_timeout = seconds(jw["shutdown_timeout"], "job_worker.shutdown_timeout");
+    // SPEC §13; 0 = no timeout (e.g. to lift a default for one pipeline).
+    if (jw["timeout"]) scoped_seconds(jw["timeout"], "job_worker.timeout", 0, &c.timeout, config, /*per_step=*/true);
+    if (jw["timeout_grace"]) {
+      scoped_seconds(jw["timeout_grace"], "job_worker.timeout_grace", 0, &c.timeout_grace, config, /*per_step=*/true);
+    }
     // Up to 512 MiB: a row value must stay well inside SQLite's 1 GB limit,
     // whose "string or blob too big" would otherwise surface mid-commit.
     if (jw["max_output_bytes"]) {

@@ -37,6 +37,10 @@ class Scoped {
     return p->second.value;
   }
 
+  // Whether a value was given for this pipeline (or steps of it), as
+  // opposed to the default applying to it.
+  bool scoped(const std::string& pipeline) const { return per_pipeline_.count(pipeline) > 0; }
+
   void set_default(T value) { default_ = value; }
   void set_pipeline(const std::string& pipeline, T value) { slot(pipeline).value = value; }
   void set_step(const std::string& pipeline, const std::string& step, T value) {
@@ -84,6 +88,14 @@ struct JobWorkerConfig {
   Scoped<double> polling_timeout{1.0};
   double retry_delay = 10.0;
   double shutdown_timeout = 20.0;
+  // SPEC §13: how long a step may run (0: no limit), per pipeline and step;
+  // when the config gives it for the pipeline or step it wins over the
+  // definition's `timeout:`, which wins over the config's default (see
+  // effective_step_timeout). Past it the step's cancellation flag is
+  // raised; `timeout_grace` later its process is killed (forking) or its
+  // thread abandoned (threaded).
+  Scoped<double> timeout{0};
+  Scoped<double> timeout_grace{10};
   // Largest JSON text a step may return or store as a context value, and
   // the largest argument list `trigger` accepts (bytes).
   long long max_output_bytes = 16LL << 20;

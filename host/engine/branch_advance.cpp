@@ -50,7 +50,9 @@ void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects&
                                    {"halt_reason", effects.halt_reason}});
   }
   if (effects.run_state != RunState::kOpen) {
-    logger_.info(effects.run_state == RunState::kCompleted ? "Run completed" : "Run halted",
+    logger_.info(effects.run_state == RunState::kCompleted  ? "Run completed"
+                 : effects.run_state == RunState::kDampened ? "Run dampened; waiting for a resume"
+                                                            : "Run halted",
                  {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}});
   }
   if (effects.run_state == RunState::kHalted) {
@@ -64,6 +66,15 @@ void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects&
       logger_.error("on_halt not dispatched", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
                                                {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
     }
+  }
+}
+
+double BranchAdvance::step_timeout(const std::string& definition_sha1, const std::string& run_id,
+                                   const std::string& node) {
+  try {
+    return definitions_.get(definition_sha1, run_id, store_)->edge(node).timeout_seconds;
+  } catch (const std::exception&) {
+    return 0;  // the advancer meets (and records) an unreadable definition
   }
 }
 

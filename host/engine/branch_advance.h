@@ -34,6 +34,9 @@ class BranchAdvance {
   // branch. Fan-out and fan-in stay with the advancers (their barrier rows
   // are contended; their batching lives there).
   bool worker_may_advance(const std::string& definition_sha1, const std::string& run_id, const std::string& node);
+  // The node's `timeout:` in the run's definition (0: none, or the
+  // definition cannot be read).
+  double step_timeout(const std::string& definition_sha1, const std::string& run_id, const std::string& node);
 
  private:
   Store& store_;

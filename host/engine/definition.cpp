@@ -5,6 +5,7 @@
 
 #include <ductwork/pipeline.hpp>
 
+#include <cstdint>
 #include <set>
 
 namespace ductwork {
@@ -16,9 +17,17 @@ std::string sha1_hex(const std::string& text) {
   return Poco::DigestEngine::digestToHex(engine.digest());
 }
 
-const std::set<std::string> kEdgeTypes = {"chain", "divide", "combine", "expand", "collapse", "divert", "converge"};
+const std::set<std::string> kEdgeTypes = {"chain",  "divide",   "combine", "expand",
+                                          "collapse", "divert", "converge", "dampen"};
 // Edge types that lead to exactly one node.
-const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge"};
+const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge", "dampen"};
+
+// A step option as canonical JSON: an integer when whole (as the SDK's
+// builder writes it), so the text and its SHA-1 do not depend on the form.
+json seconds_json(double seconds) {
+  auto whole = static_cast<int64_t>(seconds);
+  return static_cast<double>(whole) == seconds ? json(whole) : json(seconds);
+}
 
 // Reads one canonical document. Shape errors are found in every mode; the
 // rules of the language (rule()) only in strict mode.
@@ -103,7 +112,7 @@ class Reader {
       edge.type = e["type"].get<std::string>();
       if (strict_ && !kEdgeTypes.count(edge.type)) {
         throw fail_at(node, "unknown edge type '" + edge.type +
-                                "' (expected chain, divide, combine, expand, collapse, divert or converge)");
+                                "' (expected chain, divide, combine, expand, collapse, divert, converge or dampen)");
       }
       const json* to = e.contains("to") ? &e["to"] : nullptr;
       if (to && to->is_object() && (edge.type == "divert" || !strict_)) {
@@ -119,6 +128,8 @@ class Reader {
     } else if (strict_ && e.contains("to")) {
       throw fail_at(node, "\"to\" without a \"type\"");
     }
+    edge.timeout_seconds = option(node, e, "timeout");
+    edge.delay_seconds = option(node, e, "delay");
     if (e.contains("barrier_node")) {
       const json& b = e["barrier_node"];
       if (b.is_string()) {
@@ -134,6 +145,20 @@ class Reader {
     }
     return edge;
   }
+
+  // A step option (SPEC §13): a positive number of seconds; 0 when absent.
+  // A stored snapshot with a bad value reads as no option (lenient mode).
+  double option(const std::string& node, const json& e, const char* key) const {
+    if (!e.contains(key)) return 0;
+    const json& v = e[key];
+    if (v.is_number() && v.get<double>() > 0 && v.get<double>() <= kMaxOptionSeconds) return v.get<double>();
+    if (strict_) {
+      throw fail_at(node, std::string("\"") + key + "\" must be a number of seconds > 0 and <= " +
+                              std::to_string(static_cast<int64_t>(kMaxOptionSeconds)));
+    }
+    return 0;
+  }
+  static constexpr double kMaxOptionSeconds = 366.0 * 24 * 3600;
 
   // The rules of the language for one parsed edge (strict mode).
   void check_edge(const std::string& node, const Edge& edge) const {
@@ -223,6 +248,8 @@ json Definition::to_json() const {
   for (const auto& node : nodes) {
     const Edge& e = edge(node);
     json entry{{"klass", e.klass}};
+    if (e.timeout_seconds > 0) entry["timeout"] = seconds_json(e.timeout_seconds);
+    if (e.delay_seconds > 0) entry["delay"] = seconds_json(e.delay_seconds);
     if (!e.type.empty()) {
       entry["type"] = e.type;
       entry["to"] = e.routes.empty() ? json(e.to) : json(e.routes);

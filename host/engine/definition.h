@@ -22,7 +22,7 @@ class DefinitionError : public std::runtime_error {
 // targets, in the order of `routes`).
 struct Edge {
   std::string klass;
-  std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge
+  std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge, dampen
   std::vector<std::string> to;
   // divert only: routing key -> target node; always has "otherwise".
   std::map<std::string, std::string> routes;
@@ -31,6 +31,11 @@ struct Edge {
   // divide. A fan-in finds its barrier branch by walking parent links to
   // the nearest ancestor that ran one of them.
   std::vector<std::string> barrier_nodes;
+  // Options of this node's step (SPEC §13), 0 when unset: how long it may
+  // run before it is timed out, and how long its job waits after the
+  // transition that created it (database clock).
+  double timeout_seconds = 0;
+  double delay_seconds = 0;
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named

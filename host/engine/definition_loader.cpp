@@ -48,15 +48,16 @@ class Compiler {
     Pipeline pipeline(pipeline_);
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const YAML::Node entry = steps[i];
-      if (!entry.IsMap() || entry.size() != 1) {
+      if (!entry.IsMap() || entry.size() == 0) {
         fail(entry, "each entry of 'steps' is one 'keyword: StepName' pair");
       }
       if (i == 0) {
         if (keyword(entry) != "start") {
           fail(entry, "the first entry must be 'start' (exactly one 'start', and it comes first)");
         }
-        std::string klass = step_name(entry.begin()->second, "start", entry);
+        std::string klass = step_name(keyword_value(entry), "start", entry);
         guarded(entry, [&] { pipeline.start(klass); });
+        apply_options(pipeline, entry);
       } else {
         apply(pipeline, entry);
       }
@@ -89,10 +90,49 @@ class Compiler {
     }
   }
 
-  std::string keyword(const YAML::Node& entry) const {
-    const YAML::Node key = entry.begin()->first;
-    if (!key.IsScalar()) fail(entry, "a keyword must be a plain word");
-    return key.Scalar();
+  static bool is_option(const std::string& key) { return key == "timeout" || key == "delay"; }
+
+  // The one key of an entry that is not a step option (timeout, delay).
+  YAML::Node keyword_key(const YAML::Node& entry) const {
+    YAML::Node found;
+    int keywords = 0;
+    for (const auto& kv : entry) {
+      if (!kv.first.IsScalar()) fail(entry, "a keyword must be a plain word");
+      if (is_option(kv.first.Scalar())) continue;
+      if (++keywords == 1) found = kv.first;
+    }
+    if (keywords != 1) {
+      fail(entry, keywords == 0 ? "an entry with 'timeout' or 'delay' also needs its 'keyword: StepName'"
+                                : "each entry of 'steps' is one 'keyword: StepName' pair (plus optional "
+                                  "'timeout' and 'delay')");
+    }
+    return found;
+  }
+  std::string keyword(const YAML::Node& entry) const { return keyword_key(entry).Scalar(); }
+  YAML::Node keyword_value(const YAML::Node& entry) const { return entry[keyword_key(entry).Scalar()]; }
+
+  // `timeout: SECONDS` / `delay: SECONDS` beside an entry's keyword: options
+  // of the step(s) that entry named (SPEC §13).
+  template <class Target>
+  void apply_options(Target& target, const YAML::Node& entry) const {
+    for (const auto& kv : entry) {
+      const std::string key = kv.first.Scalar();
+      if (!is_option(key)) continue;
+      double seconds = 0;
+      bool number = kv.second.IsScalar();
+      if (number) {
+        try {
+          seconds = kv.second.as<double>();
+        } catch (const YAML::Exception&) {
+          number = false;
+        }
+      }
+      if (!number) fail(kv.second, "'" + key + "' takes a number of seconds, e.g. '" + key + ": 30'");
+      guarded(kv.first, [&] {
+        if (key == "timeout") target.timeout(seconds);
+        if (key == "delay") target.delay(seconds);
+      });
+    }
   }
 
   // `node` must be one step name; an empty value has no useful line of its
@@ -138,14 +178,15 @@ class Compiler {
       guarded(entry, [&] { target.chain(klass); });
       return;
     }
-    if (!entry.IsMap() || entry.size() != 1) {
+    if (!entry.IsMap() || entry.size() == 0) {
       fail(entry, kInBranch ? "each later entry of a branch is a step name (chain) or one 'keyword: StepName' pair"
                             : "each entry of 'steps' is one 'keyword: StepName' pair");
     }
     const std::string kw = keyword(entry);
-    const YAML::Node value = entry.begin()->second;
+    const YAML::Node value = keyword_value(entry);
     if (kw == "start") fail(entry, "exactly one 'start', and it comes first");
-    if (kw == "chain" || kw == "combine" || kw == "expand" || kw == "collapse" || kw == "converge") {
+    if (kw == "chain" || kw == "combine" || kw == "expand" || kw == "collapse" || kw == "converge" ||
+        kw == "dampen") {
       std::string klass = step_name(value, kw, entry);
       guarded(entry, [&] {
         if (kw == "chain") target.chain(klass);
@@ -153,6 +194,7 @@ class Compiler {
         if (kw == "expand") target.expand(klass);
         if (kw == "collapse") target.collapse(klass);
         if (kw == "converge") target.converge(klass);
+        if (kw == "dampen") target.dampen(klass);
       });
     } else if (kw == "divide") {
       if (!value.IsSequence() || value.size() == 0) {
@@ -181,8 +223,9 @@ class Compiler {
       guarded(entry, [&] { target.divert(routes, branch_block(branches)); });
     } else {
       fail(entry, "unknown keyword '" + kw +
-                      "' (expected chain, divide, combine, expand, collapse, divert or converge)");
+                      "' (expected chain, divide, combine, expand, collapse, divert, converge or dampen)");
     }
+    apply_options(target, entry);
   }
 
   std::string source_;

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "config/config.h"
 #include "store/store_types.h"
 
 namespace ductwork {
@@ -32,5 +34,16 @@ NextExecution after_error(int64_t retry_count, int64_t crash_count, const RetryP
 // first third of the budget is retried at once (a flaky host), then each
 // crash waits crash_count x retry_delay, so a poison job cannot spin.
 NextExecution after_crash(int64_t retry_count, int64_t crash_count, const CrashPolicy& policy);
+
+// SPEC §13: how long a step of `klass` may run, in seconds (0: no limit).
+// job_worker.timeout given for the pipeline (or the step) is the
+// operator's word and wins; else the definition's `timeout:` for the node
+// (`definition_timeout`, 0 when none); else job_worker.timeout's default.
+double effective_step_timeout(const Config& config, const std::string& pipeline, const std::string& klass,
+                              double definition_timeout);
+
+// The error a timed-out execution ends with (result `failure`, counted
+// against the retry budget like any error the step raised).
+ErrorInfo step_timeout_error(const std::string& klass, double timeout_seconds, bool honoured_cancellation);
 
 }  // namespace ductwork

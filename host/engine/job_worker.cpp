@@ -1,6 +1,7 @@
 #include "engine/job_worker.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "store/store_error.h"
 #include "util/fault.h"
@@ -14,7 +15,7 @@ namespace ductwork {
 JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
                      Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
                      const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping, LoopHealth* health,
-                     BranchAdvance* advance)
+                     BranchAdvance* advance, StepWatch* watch)
     : pipeline_(std::move(pipeline)),
       store_(store),
       registry_(registry),
@@ -26,7 +27,13 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       cancelled_(cancelled),
       stopping_(stopping),
       health_(health),
-      advance_(advance) {}
+      advance_(advance),
+      watch_(watch) {}
+
+double JobWorker::timeout_of(const ClaimedJob& job) const {
+  double from_definition = advance_ ? advance_->step_timeout(job.definition_sha1, job.run_id, job.node) : 0;
+  return effective_step_timeout(config_, pipeline_, job.klass, from_definition);
+}
 
 bool JobWorker::run_once() {
   // Results kept while the database server was out of reach go first (and
@@ -52,15 +59,26 @@ bool JobWorker::run_once() {
                                   {"run_id", job->run_id}, {"branch_id", job->branch_id}});
   }
   StepOutcome outcome;
+  StepWatch::Registration watched;
+  bool timed_out = false;
+  double timeout = 0;
   try {
     fault_point("after_job_claim");
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
                         static_cast<std::size_t>(config_.job_worker.max_output_bytes)};
+    timeout = timeout_of(*job);
+    if (watch_) {
+      watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_);
+      scope.step_cancelled = &watched->cancel;
+    }
     fault_point("during_job_execution");
     {
       LoopHealth::RunningStep running(health_);
       set_running_execution(job->execution_id);  // named by a crash report
+      const auto started = std::chrono::steady_clock::now();
       outcome = invoke_step(registry_, *job, scope);
+      timed_out = timeout > 0 && std::chrono::steady_clock::now() - started >= std::chrono::duration<double>(timeout);
+      if (watched) watched->returned.store(true);
       set_running_execution(std::string());
     }
     if (outcome.plugin != nullptr) {
@@ -74,6 +92,20 @@ bool JobWorker::run_once() {
     // committed or taken away meanwhile is left alone.
     abandon(*job, make_error_info(demangled_type_name(e), e.what()));
     throw;
+  }
+  if (watched && watched->expired.load()) {
+    // The watch closed the execution as StepTimeout when the grace ran out
+    // (and the process or thread is being ended): nothing more to write.
+    logger_.warn("Timed-out step returned after its grace; its result is ignored",
+                 {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}});
+    return true;
+  }
+  if (timed_out) {
+    // SPEC §13: past its timeout, what the step returns (a value or its own
+    // error) is ignored; the execution fails as StepTimeout.
+    outcome.ok = false;
+    outcome.retryable = true;
+    outcome.error = step_timeout_error(job->klass, timeout, /*honoured_cancellation=*/true);
   }
   try {
     commit(*job, outcome);

@@ -10,6 +10,7 @@
 #include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
 #include "engine/step_invoker.h"
+#include "engine/step_watch.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
 #include "store/store.h"
@@ -28,10 +29,13 @@ class JobWorker {
   // step for a stuck loop (SPEC §6). `advance`, when given, moves the
   // step's branch along a chain / converge / divert edge (or ends it) in
   // the success's own transaction instead of leaving it to an advancer.
+  // `watch`, when given, is told of every running step (timeouts and
+  // cancelled runs, SPEC §13); without one a timeout is only judged when
+  // the step returns.
   JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
             Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
             const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr,
-            LoopHealth* health = nullptr, BranchAdvance* advance = nullptr);
+            LoopHealth* health = nullptr, BranchAdvance* advance = nullptr, StepWatch* watch = nullptr);
 
   // Runs at most one job: the one claimed ahead by the previous commit, or a
   // newly claimed one. Returns true when it found one. Unless `stopping` is
@@ -49,6 +53,8 @@ class JobWorker {
 
  private:
   void commit(const ClaimedJob& job, const struct StepOutcome& outcome);
+  // How long the job's step may run (0: no limit), SPEC §13.
+  double timeout_of(const ClaimedJob& job) const;
   // The engine's crash rule (job_policy.h) with this step's configuration.
   NextExecution after_crash_of(const ClaimedJob& job) const;
   // crashed! for a claim this iteration could not finish. When even that
@@ -71,6 +77,7 @@ class JobWorker {
   const std::atomic<bool>* stopping_;
   LoopHealth* health_;
   BranchAdvance* advance_;
+  StepWatch* watch_;
   std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
   std::optional<ClaimedJob> pending_;
   // Step results whose commit met an unreachable database server, retried

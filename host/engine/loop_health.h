@@ -20,12 +20,19 @@ struct LoopHealth {
 
   std::atomic<int64_t> tick_ms{now_ms()};
   std::atomic<bool> running_step{false};
+  // Threaded mode (SPEC §13): the loop was left to a step that ignored its
+  // timeout and a new thread took its place; it exits once the step returns
+  // and is never called stuck.
+  std::atomic<bool> abandoned{false};
+  // A worker loop counted in its host's busy count (cleared by whichever of
+  // the loop and an abandonment uncounts it first).
+  std::atomic<bool> busy{false};
 
   void tick() { tick_ms.store(now_ms(), std::memory_order_relaxed); }
 
   // Seconds since the last tick, or 0 while a step runs.
   double stuck_seconds(int64_t now) const {
-    if (running_step.load(std::memory_order_acquire)) return 0;
+    if (running_step.load(std::memory_order_acquire) || abandoned.load(std::memory_order_relaxed)) return 0;
     return static_cast<double>(now - tick_ms.load(std::memory_order_relaxed)) / 1000.0;
   }
 

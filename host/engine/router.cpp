@@ -32,8 +32,9 @@ void continue_on_branch(BranchTx& tx, const Definition& definition, const Branch
                         const std::string& next, const std::string& to_transition, const std::string& output,
                         AdvanceEffects& effects) {
   tx.complete_step(claim.step_id);
-  NewStep step{claim.run_id, claim.branch_id, claim.pipeline, claim.step_id, next,
-               definition.edge(next).klass, to_transition, json_list_text(output)};
+  NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
+               next,          definition.edge(next).klass, to_transition, json_list_text(output),
+               definition.edge(next).delay_seconds};
   std::string step_id = tx.create_step(step);
   close_transition(tx, claim, step_id);
   tx.release_branch(claim.branch_id);
@@ -45,6 +46,16 @@ void end_branch(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects)
   tx.complete_step(claim.step_id);
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
+  effects.run_state = settle_run(tx, claim.run_id);
+}
+
+// dampen: the step is done, and the branch parks until a resume enqueues
+// the edge's target (SPEC §13). The transition stays open for the resume
+// to complete.
+void park_branch(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects) {
+  tx.complete_step(claim.step_id);
+  tx.complete_advancement(claim.advancement_id);
+  tx.dampen_branch(claim.branch_id);
   effects.run_state = settle_run(tx, claim.run_id);
 }
 
@@ -82,7 +93,7 @@ void empty_expand(BranchTx& tx, const Definition& definition, const BranchClaim&
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
   NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, *collapse_target,
-               definition.edge(*collapse_target).klass, "collapse", ""};
+               definition.edge(*collapse_target).klass, "collapse", "", definition.edge(*collapse_target).delay_seconds};
   if (!tx.fire_fan_in(claim.branch_id, step).empty()) effects.jobs_created = 1;
 }
 
@@ -104,7 +115,8 @@ void fan_in(BranchTx& tx, const Definition& definition, const BranchClaim& claim
   ArrivalCount count = tx.arrive(*barrier, claim.branch_id, claim.step_id);
   if (!count.fired && count.arrived >= count.width) {
     const std::string& next = edge.to.front();
-    NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, next, definition.edge(next).klass, edge.type, ""};
+    NewStep step{claim.run_id, "",        claim.pipeline, claim.step_id, next, definition.edge(next).klass,
+                 edge.type,    "",        definition.edge(next).delay_seconds};
     if (!tx.fire_fan_in(barrier->branch_id, step).empty()) {
       effects.jobs_created = 1;
       return;
@@ -158,7 +170,10 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     }
     std::string args = json_list_text(tx.step_output_json(claim.step_id));
     std::vector<NewChild> children;
-    for (const auto& target : edge.to) children.push_back(NewChild{target, definition.edge(target).klass, args});
+    for (const auto& target : edge.to) {
+      const Edge& child = definition.edge(target);
+      children.push_back(NewChild{target, child.klass, args, child.delay_seconds});
+    }
     fan_out(tx, claim, "divide", children, effects);
     return;
   }
@@ -178,14 +193,19 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     }
     const std::string& target = edge.to.front();
     const std::string& klass = definition.edge(target).klass;
+    const double delay = definition.edge(target).delay_seconds;
     std::vector<NewChild> children;
     children.reserve(items.size());
-    for (const auto& item : items) children.push_back(NewChild{target, klass, json_list_text(item.dump())});
+    for (const auto& item : items) children.push_back(NewChild{target, klass, json_list_text(item.dump()), delay});
     fan_out(tx, claim, "expand", children, effects);
     return;
   }
   if (edge.type == "combine" || edge.type == "collapse") {
     fan_in(tx, definition, claim, edge, effects);
+    return;
+  }
+  if (edge.type == "dampen") {
+    park_branch(tx, claim, effects);
     return;
   }
   throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");

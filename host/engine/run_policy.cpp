@@ -9,13 +9,23 @@ const std::vector<std::string>& open_branch_statuses() {
 
 RunState settle_run(BranchTx& tx, const std::string& run_id) {
   if (tx.run_has_branch_in(run_id, open_branch_statuses())) return RunState::kOpen;
-  RunState state = tx.run_has_branch_in(run_id, {"halted"}) ? RunState::kHalted : RunState::kCompleted;
+  // Parked branches wait for a person (SPEC §13); the run is not over even
+  // when a sibling halted: a resume may still move it.
+  RunState state = tx.run_has_branch_in(run_id, {"dampened"})  ? RunState::kDampened
+                   : tx.run_has_branch_in(run_id, {"halted"}) ? RunState::kHalted
+                                                               : RunState::kCompleted;
   tx.close_run(run_id, state);
   return state;
 }
 
 ReviveAction revive_action(const std::string& last_step_status) {
-  return last_step_status == "failed" ? ReviveAction::kRequeue : ReviveAction::kReadvance;
+  // A job that failed, or that a cancel withdrew or interrupted (SPEC §13),
+  // runs again; a step whose job succeeded has its transition tried again.
+  if (last_step_status == "failed" || last_step_status == "cancelled" || last_step_status == "pending" ||
+      last_step_status == "in_progress") {
+    return ReviveAction::kRequeue;
+  }
+  return ReviveAction::kReadvance;
 }
 
 std::string revive_pipeline(Store& store, const std::string& pipeline_id, bool duplicate_context) {

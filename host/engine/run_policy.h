@@ -11,17 +11,19 @@ namespace ductwork {
 // completed or halted, is settled).
 const std::vector<std::string>& open_branch_statuses();
 
-// Run settlement (SPEC §5), inside the caller's branch transaction: while
-// any branch is open the run stays open; otherwise the run and its
-// pipeline become halted when any branch halted, else completed. Returns
-// the run's state.
+// Run settlement (SPEC §5, §13), inside the caller's branch transaction:
+// while any branch is open the run stays open; otherwise the run and its
+// pipeline become dampened while any branch is parked dampened, else
+// halted when any branch halted, else completed. Returns the run's state.
 RunState settle_run(BranchTx& tx, const std::string& run_id);
 
-// Revive (SPEC §7), for the last step of a branch that did not complete: a
-// step whose job failed (retries or crashes exhausted) is enqueued again
-// with fresh budgets; any other (its transition failed: invalid, advancer
-// budgets, max fan-out, no matching route) is re-created as `advancing` so
-// the transition is tried again.
+// Revive (SPEC §7, §13), for the last step of a branch that did not
+// complete: a step whose job failed (retries or crashes exhausted), or whose
+// job a cancel withdrew or caught running, is enqueued again with fresh
+// budgets; any other (its job succeeded: its transition failed — invalid,
+// advancer budgets, max fan-out, no matching route — or a cancel caught it
+// before or while parked) is re-created as `advancing` so the transition is
+// tried again.
 ReviveAction revive_action(const std::string& last_step_status);
 
 // Store::revive with the engine's plan. Throws ReviveRefused as it does.

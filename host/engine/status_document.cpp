@@ -58,6 +58,7 @@ json run_json(const RunRecord& run) {
               {"started_at", text_or_null(run.started_at)},
               {"completed_at", text_or_null(run.completed_at)},
               {"halted_at", text_or_null(run.halted_at)},
+              {"cancelled_at", text_or_null(run.cancelled_at)},
               {"branches", std::move(branches)},
               {"steps", std::move(steps)}};
 }
@@ -73,6 +74,7 @@ json status_document(const PipelineRecord& pipeline) {
               {"triggered_at", pipeline.triggered_at},
               {"completed_at", text_or_null(pipeline.completed_at)},
               {"halted_at", text_or_null(pipeline.halted_at)},
+              {"cancelled_at", text_or_null(pipeline.cancelled_at)},
               {"runs", std::move(runs)}};
 }
 

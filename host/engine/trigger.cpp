@@ -13,6 +13,7 @@ NewPipeline request_for(const Definition& definition) {
   request.definition_sha1 = definition.sha1();
   request.start_node = definition.start_node();
   request.start_klass = definition.edge(request.start_node).klass;
+  request.start_delay_seconds = definition.edge(request.start_node).delay_seconds;
   return request;
 }
 

@@ -24,7 +24,10 @@ void set_error(char** error_out, const std::string& message) {
 
 int is_cancelled(void* handle) {
   auto* scope = static_cast<StepCallScope*>(handle);
-  return scope && scope->cancelled && scope->cancelled->load(std::memory_order_relaxed) ? 1 : 0;
+  if (!scope) return 0;
+  bool shutdown = scope->cancelled && scope->cancelled->load(std::memory_order_relaxed);
+  bool own = scope->step_cancelled && scope->step_cancelled->load(std::memory_order_relaxed);
+  return shutdown || own ? 1 : 0;
 }
 
 void log_line(void* handle, int level, const char* message) {

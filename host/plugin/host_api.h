@@ -29,6 +29,10 @@ struct StepCallScope {
   // dw_host_api.set_error_flags for the error it is about to return (0: an
   // ordinary, retryable error). Cleared by invoke_step before each call.
   std::uint32_t error_flags = 0;
+  // The step's own flag (SPEC §13): raised when its run is cancelled or its
+  // timeout passed (engine/step_watch.h). `cancelled` is the host's
+  // shutdown; ctx.cancelled() reads either.
+  const std::atomic<bool>* step_cancelled = nullptr;
 };
 
 // The table of host functions handed to every plugin at init.

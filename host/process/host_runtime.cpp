@@ -1,5 +1,6 @@
 #include "process/host_runtime.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,17 @@ namespace {
 constexpr double kErrorBackoffSeconds = 0.5;
 
 }  // namespace
+
+void log_drained(Logger& logger, const Progress& totals) {
+  json fields{{"pipelines_total", totals.pipelines_total}, {"pipelines_dampened", totals.pipelines_dampened}};
+  if (totals.pipelines_dampened > 0) {
+    logger.info("Drained: no run in progress; " + std::to_string(totals.pipelines_dampened) +
+                    " dampened pipeline(s) parked until `ductwork resume`",
+                fields);
+  } else {
+    logger.info("Drained: no run in progress", fields);
+  }
+}
 
 HostRuntime::HostRuntime(const Config& config, StoreFactory& stores, const PluginRegistry& plugins, Logger& logger,
                          std::vector<std::string> pipelines, RuntimeRole role)
@@ -63,14 +75,43 @@ void HostRuntime::start() {
       for (int i = 0; i < config_.job_worker.count.get(pipeline); ++i) workers.emplace_back(pipeline, &new_loop_slot());
     }
   }
-  threads_.emplace_back([this] { heartbeat_loop(); });
-  threads_.emplace_back([this] { change_watch_loop(); });
+  if (role_.workers) {
+    watch_ = std::make_unique<StepWatch>(stores_, config_, logger_, process_id_,
+                                         [this](const StepWatch::Running& r) { end_expired_step(r); });
+    watch_thread_ = std::thread([this] { watch_->run(watch_stopping_); });
+  }
+  std::lock_guard<std::mutex> lock(loops_mutex_);
+  threads_.emplace_back(std::thread([this] { heartbeat_loop(); }), nullptr);
+  threads_.emplace_back(std::thread([this] { change_watch_loop(); }), nullptr);
   for (auto& [served, slot] : advancers) {
-    threads_.emplace_back([this, served = served, slot = slot] { advancer_loop(served, *slot); });
+    threads_.emplace_back(std::thread([this, served = served, slot = slot] { advancer_loop(served, *slot); }), slot);
   }
   for (auto& [pipeline, slot] : workers) {
-    threads_.emplace_back([this, pipeline = pipeline, slot = slot] { worker_loop(pipeline, *slot); });
+    threads_.emplace_back(std::thread([this, pipeline = pipeline, slot = slot] { worker_loop(pipeline, *slot); }),
+                          slot);
   }
+}
+
+void HostRuntime::end_expired_step(const StepWatch::Running& running) {
+  json fields{{"pipeline", running.job.pipeline}, {"job_id", running.job.job_id}, {"step", running.job.klass}};
+  if (role_.supervised) {
+    // The only way to end a step that will not return. The supervisor sees
+    // the kill, reaps this process with force (its other in-flight steps
+    // are crashed and re-run as usual) and starts a fresh child.
+    logger_.error("Killing this worker process to end a step that ignored its timeout", fields);
+    ::kill(::getpid(), SIGKILL);
+    return;
+  }
+  LoopHealth* slot = running.health;
+  if (slot == nullptr) return;
+  slot->abandoned.store(true);
+  if (slot->busy.exchange(false)) busy_workers_.fetch_sub(1);  // shutdown does not wait for it
+  std::lock_guard<std::mutex> lock(loops_mutex_);
+  if (stopping_.load()) return;
+  LoopHealth& fresh = new_loop_slot();
+  const std::string pipeline = running.job.pipeline;
+  threads_.emplace_back(std::thread([this, pipeline, &fresh] { worker_loop(pipeline, fresh); }), &fresh);
+  logger_.error("Worker thread abandoned to a step that ignored its timeout; a new thread replaces it", fields);
 }
 
 void HostRuntime::stop() {
@@ -89,8 +130,30 @@ void HostRuntime::stop() {
     logger_.warn("Shutdown timeout reached; cancelling in-flight steps", {{"in_flight", busy_workers_.load()}});
   }
   cancelled_.store(true);
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  std::vector<std::pair<std::thread, LoopHealth*>> threads;
+  {
+    std::lock_guard<std::mutex> lock(loops_mutex_);
+    threads.swap(threads_);
+  }
+  size_t left_running = 0;
+  for (auto& [thread, slot] : threads) {
+    if (slot && slot->abandoned.load()) {
+      // Its step ignored its timeout and may never return: it cannot be
+      // joined. It exits its loop if the step ever returns.
+      thread.detach();
+      ++left_running;
+    } else {
+      thread.join();
+    }
+  }
+  if (left_running > 0) {
+    logger_.warn("Abandoned worker threads are still running steps that ignored their timeout",
+                 {{"threads", left_running}});
+  }
+  if (watch_thread_.joinable()) {
+    watch_stopping_.store(true);
+    watch_thread_.join();
+  }
   try {
     stores_.open()->remove_process(process_id_);
   } catch (const std::exception& e) {
@@ -119,7 +182,7 @@ bool HostRuntime::stop_if_database_unusable(const std::exception& e) {
   return true;
 }
 
-LoopHealth& HostRuntime::new_loop_slot() {
+LoopHealth& HostRuntime::new_loop_slot() {  // loops_mutex_ held, or before any thread starts
   loops_.push_back(std::make_unique<LoopHealth>());
   return *loops_.back();
 }
@@ -138,6 +201,7 @@ double HostRuntime::stuck_after_seconds() const {
 double HostRuntime::oldest_tick_age() const {
   int64_t now = LoopHealth::now_ms();
   double oldest = 0;
+  std::lock_guard<std::mutex> lock(loops_mutex_);
   for (const auto& loop : loops_) oldest = std::max(oldest, loop->stuck_seconds(now));
   return oldest;
 }
@@ -148,7 +212,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
   std::unique_ptr<BranchAdvance> advance;  // chains advanced in the success's transaction
   std::unique_ptr<JobWorker> worker;
   const double polling_timeout = config_.job_worker.polling_timeout.get(pipeline);
-  while (!stopping_.load() || (worker && worker->has_pending())) {
+  while ((!stopping_.load() || (worker && worker->has_pending())) && !health.abandoned.load()) {
     health.tick();
     uint64_t seen = waker.generation();
     double idle = polling_timeout;
@@ -157,18 +221,24 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
         store = stores_.open();
         advance = std::make_unique<BranchAdvance>(*store, definitions_, config_, logger_, wakeups_, &plugins_);
         worker = std::make_unique<JobWorker>(pipeline, *store, plugins_, config_, logger_, wakeups_, stats_,
-                                             process_id_, cancelled_, &stopping_, &health, advance.get());
+                                             process_id_, cancelled_, &stopping_, &health, advance.get(),
+                                             watch_.get());
       }
       bool worked;
       {
         // Counted while a claim may be held, so shutdown knows to wait.
         busy_workers_.fetch_add(1);
+        health.busy.store(true);
         struct Done {
           std::atomic<int>& n;
-          ~Done() { n.fetch_sub(1); }
-        } done{busy_workers_};
+          LoopHealth& health;
+          ~Done() {
+            if (health.busy.exchange(false)) n.fetch_sub(1);
+          }
+        } done{busy_workers_, health};
         worked = worker->run_once();
       }
+      if (health.abandoned.load()) break;  // a new thread took this loop's place
       outage_.succeeded();
       if (worked) continue;
       idle = worker->idle_seconds();

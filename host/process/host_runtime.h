@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "engine/catalog.h"
 #include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
+#include "engine/step_watch.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
 #include "store/store.h"
@@ -31,6 +33,10 @@ struct RuntimeRole {
   bool reaper = true;         // reap stale processes and sweep orphans
   bool supervised = false;    // a child of the forking supervisor
 };
+
+// The last line of `start --drain`: nothing runs any more; pipelines parked
+// dampened (SPEC §13) do not keep a drain waiting, and are named as such.
+void log_drained(Logger& logger, const Progress& totals);
 
 class HostRuntime {
  public:
@@ -57,6 +63,10 @@ class HostRuntime {
 
  private:
   void worker_loop(const std::string& pipeline, LoopHealth& health);
+  // SPEC §13, for a step past its timeout's grace: a forked child kills
+  // itself (the supervisor recovers its other steps as crashes); a threaded
+  // host leaves the loop running it and starts a new one for its pipeline.
+  void end_expired_step(const StepWatch::Running& running);
   // An advancer serving `pipelines` (a subset of the host's, see
   // PipelineAdvancerConfig::threads_for).
   void advancer_loop(const std::vector<std::string>& pipelines, LoopHealth& health);
@@ -89,14 +99,24 @@ class HostRuntime {
   // Thread health: each loop thread stamps its slot at every iteration, idle
   // or not, and marks it busy while a step runs. Slots are created before
   // threads start.
+  // Guarded by loops_mutex_ (a threaded host adds a loop when it abandons
+  // one to a step that ignored its timeout), as is threads_.
   std::vector<std::unique_ptr<LoopHealth>> loops_;
+  mutable std::mutex loops_mutex_;
   LoopHealth& new_loop_slot();
   // How long the most overdue loop that is not running a step has gone
   // without ticking, in seconds (0 when there is none).
   double oldest_tick_age() const;
   double stuck_after_seconds() const;
   Waker stop_waker_;
-  std::vector<std::thread> threads_;
+  // Each loop thread with its health slot (null for the heartbeat and
+  // change-watch threads).
+  std::vector<std::pair<std::thread, LoopHealth*>> threads_;
+  // Timeouts and cancelled runs of the running steps; stopped after every
+  // worker has been joined.
+  std::unique_ptr<StepWatch> watch_;
+  std::atomic<bool> watch_stopping_{false};
+  std::thread watch_thread_;
 };
 
 }  // namespace ductwork

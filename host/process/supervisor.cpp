@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "engine/error_info.h"
 #include "engine/reaper.h"
 #include "process/crash_report.h"
+#include "process/host_runtime.h"
 #include "process/machine.h"
 #include "store/store_error.h"
 #include "util/uuid.h"
@@ -239,6 +241,7 @@ void Supervisor::stop_children() {
 }
 
 int Supervisor::run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress) {
+  std::optional<Progress> drained;  // said last, once everything stopped
   store_ = stores_.open();
   if (auto previous = store_->find_process(::getpid(), machine_)) {
     Reaper(*store_, config_, logger_, nullptr).reap(*previous, /*force=*/true);
@@ -294,7 +297,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         Progress totals = store_->progress(pipelines_);
         if (on_progress) on_progress(totals, store_->successes_since(&results_cursor));
         if (options_.drain && totals.pipelines_open == 0) {
-          logger_.info("Drained: no run in progress", {{"pipelines_total", totals.pipelines_total}});
+          drained = totals;
           break;
         }
       }
@@ -322,6 +325,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     logger_.error("Could not remove the process row", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
   }
   logger_.info("Supervisor stopped", {{"process_id", process_id_}});
+  if (drained) log_drained(logger_, *drained);
   return rc;
 }
 

@@ -92,10 +92,14 @@ class BranchTx {
   virtual void release_branch(const std::string& branch_id) = 0;
   virtual void complete_branch(const std::string& branch_id) = 0;
   virtual void halt_branch(const std::string& branch_id, const std::string& reason) = 0;
+  // Parks the branch `dampened` (SPEC §13), claim cleared; its transition
+  // stays open until a resume completes it.
+  virtual void dampen_branch(const std::string& branch_id) = 0;
   // Whether any branch of the run has one of `statuses` (run settlement
   // asks; engine/run_policy.h decides).
   virtual bool run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) = 0;
-  // Marks the run and its pipeline `state` (kCompleted or kHalted), now.
+  // Marks the run and its pipeline `state` (kCompleted or kHalted, now;
+  // kDampened: the status alone, the run is not over).
   virtual void close_run(const std::string& run_id, RunState state) = 0;
 };
 
@@ -253,9 +257,35 @@ class Store {
   // budgets, or re-created as `advancing` with its output). With
   // `duplicate_context` the run context is copied. The pipeline becomes
   // in_progress; the old run stays as history. Throws ReviveRefused (nothing
-  // written) for an unknown pipeline, one that is not halted, or one
+  // written) for an unknown pipeline, one that is not halted or cancelled, or one
   // without a run. engine/run_policy's revive_pipeline passes the engine's plan.
+  // A cancelled pipeline is revived like a halted one (SPEC §13).
   virtual std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) = 0;
+
+  // ---- operator control (SPEC §13)
+  // Cancels a pipeline in one transaction: the pipeline, its latest run and
+  // every open branch (pending, in_progress, advancing, waiting, dampened)
+  // become `cancelled`, claims cleared, open advancements closed; every
+  // queued execution of the run (an open availability, delayed ones too)
+  // is withdrawn: availability and execution completed, the step
+  // `cancelled`. Executions already claimed run on: their results are
+  // recorded when they end, but a cancelled branch is never claimed for
+  // advancing and no retry is made for it (job_errored / job_crashed /
+  // the reaper write the result and no new execution). Throws
+  // ControlRefused (nothing written) for an unknown pipeline or one that is
+  // completed, halted or cancelled.
+  virtual CancelResult cancel(const std::string& pipeline_id) = 0;
+  // Resumes a pipeline's dampened branches in one transaction: for each,
+  // `plan` says which step to create (nullopt: leave it parked); each
+  // created step is enqueued as create_step does, the branch's open
+  // transition completed with it and the branch back in_progress; the run
+  // and pipeline back in_progress when any was resumed. Nothing is written
+  // when none was. Throws ControlRefused for an unknown pipeline or one
+  // that is not in_progress or dampened.
+  virtual ResumeResult resume(const std::string& pipeline_id, const ResumePlanner& plan) = 0;
+  // The runs among `run_ids` that are cancelled (a worker's running steps
+  // are told through their cancellation flag).
+  virtual std::vector<std::string> cancelled_runs(const std::vector<std::string>& run_ids) = 0;
 
   // ---- run context (tuples)
   // The value stored under `key` for the run (JSON text), nullopt if unset.

@@ -42,8 +42,15 @@ inline bool is_database_unreachable(const std::exception& e) {
 }
 
 // A revive the store refused because of the pipeline's state (unknown, not
-// halted, no run); nothing was written.
+// halted or cancelled, no run); nothing was written.
 class ReviveRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A cancel or resume refused because of the pipeline's state (unknown,
+// already finished, nothing dampened); nothing was written.
+class ControlRefused : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -34,6 +34,7 @@ struct NewPipeline {
   std::string start_node;
   std::string start_klass;
   std::string args_json;        // JSON array: the start step's args
+  double start_delay_seconds = 0;  // the start step's `delay` (SPEC §13)
 };
 
 struct TriggeredPipeline {
@@ -124,13 +125,18 @@ struct NewStep {
   std::string klass;
   std::string to_transition;
   std::string args_json;  // JSON array
+  // The node's `delay` (SPEC §13): its job becomes claimable this long
+  // after now (database clock).
+  double delay_seconds = 0;
 };
 
-// One child of a fan-out: the node its first step runs and that step's args.
+// One child of a fan-out: the node its first step runs, that step's args
+// and its node's `delay`.
 struct NewChild {
   std::string node;
   std::string klass;
   std::string args_json;  // JSON array
+  double delay_seconds = 0;
 };
 
 // Where a fan-in arrival lands: the branch that fanned out (the barrier)
@@ -147,7 +153,9 @@ struct ArrivalCount {
   bool fired = false;  // the fan-in branch already exists
 };
 
-enum class RunState { kOpen, kCompleted, kHalted };
+// A run's state after settlement: open (a branch can still move), or every
+// open branch is parked `dampened` (SPEC §13: until a resume), or over.
+enum class RunState { kOpen, kDampened, kCompleted, kHalted };
 
 // What a revive does with the last step of a branch that did not complete
 // (engine/run_policy decides from the step's status): enqueue its job again
@@ -155,6 +163,33 @@ enum class RunState { kOpen, kCompleted, kHalted };
 // `advancing` so the advancer tries its transition again.
 enum class ReviveAction { kRequeue, kReadvance };
 using RevivePlanner = std::function<ReviveAction(const std::string& last_step_status)>;
+
+// A branch parked by a `dampen` transition (SPEC §13), as a resume finds it.
+struct DampenedBranch {
+  std::string branch_id;
+  std::string run_id;
+  std::string pipeline;
+  std::string definition_json;  // the run's snapshot
+  std::string step_id;          // the step that parked it (completed)
+  std::string step_node;
+  std::string step_klass;
+  std::string transition_id;  // its open transition
+  std::string output_json;    // that step's return value
+};
+// The step a resume creates on a dampened branch, as the engine decides it
+// from the run's definition; nullopt leaves the branch parked.
+using ResumePlanner = std::function<std::optional<NewStep>(const DampenedBranch&)>;
+
+struct ResumeResult {
+  int64_t resumed = 0;                 // branches given their next step
+  std::vector<std::string> parked_at;  // the node of every dampened branch found
+};
+
+struct CancelResult {
+  std::string run_id;
+  int64_t branches = 0;   // open branches cancelled
+  int64_t withdrawn = 0;  // queued executions withdrawn
+};
 
 // One pipeline as stored, for the status document (engine/status_document
 // builds the `status --json` contract from it). Optional fields are NULL
@@ -189,7 +224,7 @@ struct BranchLinkRecord {
 // Each list in the order the document shows it (creation order).
 struct RunRecord {
   std::string id, status;
-  std::optional<std::string> started_at, completed_at, halted_at;
+  std::optional<std::string> started_at, completed_at, halted_at, cancelled_at;
   std::vector<BranchRecord> branches;
   std::vector<BranchLinkRecord> links;
   std::vector<StepRecord> steps;
@@ -198,7 +233,7 @@ struct RunRecord {
 
 struct PipelineRecord {
   std::string id, klass, status, triggered_at;
-  std::optional<std::string> completed_at, halted_at;
+  std::optional<std::string> completed_at, halted_at, cancelled_at;
   std::vector<RunRecord> runs;
 };
 
@@ -228,6 +263,7 @@ struct ProcessInfo {
 struct Progress {
   int64_t pipelines_total = 0;     // pipelines this host runs, any status
   int64_t pipelines_open = 0;      // pending / in_progress / advancing / waiting
+  int64_t pipelines_dampened = 0;  // parked until a resume (SPEC §13)
 };
 
 }  // namespace ductwork

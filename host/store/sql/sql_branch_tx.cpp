@@ -104,6 +104,15 @@ void SqlBranchTx::halt_branch(const std::string& branch_id, const std::string& r
       .exec();
 }
 
+void SqlBranchTx::dampen_branch(const std::string& branch_id) {
+  conn_.prepare(
+           "UPDATE branches SET status = 'dampened', claim_token = NULL, claimed_for_advancing_at = NULL, "
+           "advanceable = 0, last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, branch_id)
+      .exec();
+}
+
 bool SqlBranchTx::run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) {
   if (statuses.empty()) return false;
   std::string sql = "SELECT 1 FROM branches WHERE run_id = ?1 AND status IN (";
@@ -117,6 +126,16 @@ bool SqlBranchTx::run_has_branch_in(const std::string& run_id, const std::vector
 
 void SqlBranchTx::close_run(const std::string& run_id, RunState state) {
   if (state == RunState::kOpen) throw std::logic_error("close_run: a run is closed as completed or halted");
+  if (state == RunState::kDampened) {
+    conn_.prepare("UPDATE runs SET status = 'dampened', updated_at = ?1 WHERE id = ?2").bind(1, now_).bind(2, run_id).exec();
+    conn_.prepare(
+             "UPDATE pipelines SET status = 'dampened', updated_at = ?1 "
+             "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)")
+        .bind(1, now_)
+        .bind(2, run_id)
+        .exec();
+    return;
+  }
   const bool halted = state == RunState::kHalted;
   const char* sql_run =
       halted ? "UPDATE runs SET status = 'halted', halted_at = ?1, updated_at = ?1 WHERE id = ?2"

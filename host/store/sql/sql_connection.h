@@ -220,4 +220,19 @@ std::string db_now(Connection& conn);
 // statement that stores it happens to run.
 std::string add_seconds(const std::string& db_time, double seconds);
 
+// A JSON array of strings, bound for `IN (...)` (Dialect::json_text_list).
+inline std::string json_string_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : items[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "]";
+}
+
 }  // namespace ductwork::sql

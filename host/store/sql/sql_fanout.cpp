@@ -19,20 +19,6 @@
 namespace ductwork::sql {
 namespace {
 
-// A JSON array of strings, for `IN (...)` (Dialect::json_text_list).
-std::string json_string_list(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "]";
-}
 
 }  // namespace
 
@@ -63,7 +49,8 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
                now});
     jobs.add({job_id, step_id, child.klass, args_document(child.args_json), now, now, now});
     executions.add({execution_id, job_id, now, now, now});
-    availabilities.add({new_uuid_v7(), execution_id, parent.pipeline, now, now, now});
+    availabilities.add({new_uuid_v7(), execution_id, parent.pipeline,
+                        child.delay_seconds > 0 ? add_seconds(now, child.delay_seconds) : now, now, now});
   }
   for (BatchInsert* batch : {&branches, &links, &steps, &jobs, &executions, &availabilities}) batch->flush();
   conn_.notify(Connection::Work::kJobs);

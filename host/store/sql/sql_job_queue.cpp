@@ -192,11 +192,27 @@ void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* statu
   if (wake_advancers) conn.notify(Connection::Work::kBranches);
 }
 
+// Whether the job's branch was cancelled (SPEC §13). Read under the row's
+// lock (PostgreSQL): a cancel in flight is waited for, so a retry is never
+// queued behind its back.
+bool branch_cancelled(Connection& conn, const ClaimedJob& job) {
+  auto status = conn.prepare("SELECT status FROM branches WHERE id = ?" + conn.dialect().for_update);
+  status.bind(1, job.branch_id);
+  return status.step() && status.text(0) == "cancelled";
+}
+
 // What the engine decided after a failure or a crash: the step failed, or
-// a new execution with the given counts, claimable after the delay.
+// a new execution with the given counts, claimable after the delay. The
+// fence of a cancel: a cancelled branch gets no new execution (the step
+// becomes `cancelled`; its result was recorded).
 void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& next, const std::string& now) {
   if (next.step_failed) {
     mark_advanceable(conn, job, "failed", now);
+  } else if (branch_cancelled(conn, job)) {
+    conn.prepare("UPDATE steps SET status = 'cancelled', updated_at = ?1 WHERE id = ?2")
+        .bind(1, now)
+        .bind(2, job.step_id)
+        .exec();
   } else {
     insert_next_execution(conn, job, next.retry_count, next.crash_count, next.delay_seconds, now);
   }

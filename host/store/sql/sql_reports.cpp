@@ -9,8 +9,12 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
   auto held = lock();
   ReadTransaction tx(conn_);
   PipelineRecord pipeline;
+  // A database not yet migrated to 006 (a newer CLI reading before
+  // `migrate`) has no cancelled_at: it reads as null.
+  const std::string cancelled_at = conn_.has_column("runs", "cancelled_at") ? "cancelled_at" : "NULL";
   {
-    auto p = conn_.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at FROM pipelines WHERE id = ?");
+    auto p = conn_.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at, " + cancelled_at +
+                           " FROM pipelines WHERE id = ?");
     p.bind(1, pipeline_id);
     if (!p.step()) return std::nullopt;
     pipeline.id = p.text(0);
@@ -19,11 +23,11 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
     pipeline.triggered_at = p.text(3);
     pipeline.completed_at = p.optional_text(4);
     pipeline.halted_at = p.optional_text(5);
+    pipeline.cancelled_at = p.optional_text(6);
   }
   {
-    auto r = conn_.prepare(
-        "SELECT id, status, started_at, completed_at, halted_at FROM runs WHERE pipeline_id = ? "
-        "ORDER BY created_at, id");
+    auto r = conn_.prepare("SELECT id, status, started_at, completed_at, halted_at, " + cancelled_at +
+                           " FROM runs WHERE pipeline_id = ? ORDER BY created_at, id");
     r.bind(1, pipeline_id);
     while (r.step()) {
       RunRecord run;
@@ -32,6 +36,7 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
       run.started_at = r.optional_text(2);
       run.completed_at = r.optional_text(3);
       run.halted_at = r.optional_text(4);
+      run.cancelled_at = r.optional_text(5);
       pipeline.runs.push_back(std::move(run));
     }
   }
@@ -133,12 +138,13 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   ReadTransaction tx(conn_);
   for (const auto& pipeline : pipelines) {
     auto p = conn_.prepare(
-        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'in_progress', 'advancing', 'waiting') THEN 1 ELSE 0 END), 0) "
-        "FROM pipelines WHERE klass = ?");
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'in_progress', 'advancing', 'waiting') THEN 1 ELSE 0 END), 0), "
+        "COALESCE(SUM(CASE WHEN status = 'dampened' THEN 1 ELSE 0 END), 0) FROM pipelines WHERE klass = ?");
     p.bind(1, pipeline);
     p.step();
     total.pipelines_total += p.int64(0);
     total.pipelines_open += p.int64(1);
+    total.pipelines_dampened += p.int64(2);
   }
   return total;
 }

@@ -61,8 +61,9 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
     p.bind(1, pipeline_id);
     if (!p.step()) throw ReviveRefused("no pipeline " + pipeline_id);
     std::string status = p.text(0);
-    if (status != "halted") {
-      throw ReviveRefused("pipeline " + pipeline_id + " is " + status + ", not halted: only a halted pipeline can be revived");
+    if (status != "halted" && status != "cancelled") {
+      throw ReviveRefused("pipeline " + pipeline_id + " is " + status +
+                          ", not halted or cancelled: only a halted or cancelled pipeline can be revived");
     }
   }
   std::string old_run, klass;
@@ -233,7 +234,8 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
     tuples.flush();
   }
   conn_.prepare(
-           "UPDATE pipelines SET status = 'in_progress', halted_at = NULL, completed_at = NULL, updated_at = ?1 "
+           "UPDATE pipelines SET status = 'in_progress', halted_at = NULL, completed_at = NULL, cancelled_at = NULL, "
+           "updated_at = ?1 "
            "WHERE id = ?2")
       .bind(1, now)
       .bind(2, pipeline_id)

@@ -83,11 +83,12 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
       .exec();
   conn_.prepare(
            "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, ?3, ?4, ?4, ?4)")
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?5)")
       .bind(1, new_uuid_v7())
       .bind(2, execution_id)
       .bind(3, step.pipeline)
-      .bind(4, now)
+      .bind(4, step.delay_seconds > 0 ? add_seconds(now, step.delay_seconds) : now)
+      .bind(5, now)
       .exec();
   conn_.notify(Connection::Work::kJobs);
   return step_id;
@@ -125,7 +126,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
       .bind(4, now)
       .exec();
   insert_step(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
-                      request.args_json},
+                      request.args_json, request.start_delay_seconds},
               "pending");
   tx.commit();
   return out;
@@ -172,7 +173,9 @@ std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipel
     steps.add({step_id, made.run_id, branch_id, request.start_node, request.start_klass, now, now, now});
     jobs.add({job_id, step_id, request.start_klass, args_document(request.args_json), now, now, now});
     executions.add({execution_id, job_id, now, now, now});
-    availabilities.add({new_uuid_v7(), execution_id, request.pipeline, now, now, now});
+    availabilities.add({new_uuid_v7(), execution_id, request.pipeline,
+                        request.start_delay_seconds > 0 ? add_seconds(now, request.start_delay_seconds) : now, now,
+                        now});
   }
   for (BatchInsert* batch : {&pipelines, &runs, &branches, &steps, &jobs, &executions, &availabilities}) batch->flush();
   conn_.notify(Connection::Work::kJobs);

@@ -30,7 +30,8 @@ struct SharedConnection {
 // sql_job_queue.cpp (job worker), sql_branch_ops.cpp (advancer claims and the
 // claim fence), sql_branch_tx.cpp and sql_fanout.cpp (what an advance
 // writes), sql_recovery.cpp, sql_revive.cpp, sql_context.cpp and
-// sql_reports.cpp (status and listing queries).
+// sql_reports.cpp (status and listing queries), sql_control.cpp (cancel,
+// resume).
 class SqlStore final : public Store {
  public:
   explicit SqlStore(std::shared_ptr<SharedConnection> shared) : shared_(std::move(shared)), conn_(shared_->connection()) {}
@@ -76,6 +77,10 @@ class SqlStore final : public Store {
   std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) override;
 
   std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) override;
+
+  CancelResult cancel(const std::string& pipeline_id) override;
+  ResumeResult resume(const std::string& pipeline_id, const ResumePlanner& plan) override;
+  std::vector<std::string> cancelled_runs(const std::vector<std::string>& run_ids) override;
 
   std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
   bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,

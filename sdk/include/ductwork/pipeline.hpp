@@ -10,6 +10,8 @@
 //    .combine("Collate")
 //    .collapse("Report")
 //    .on_halt("NotifyOps");
+//   p.chain("Transcode").timeout(600).delay(5)   // options of the step just named
+//    .dampen("Publish");                         // park until `ductwork resume`
 //   std::string text = p.dump();
 //
 // How it builds: the builder keeps the open *ends* (nodes whose edge is not
@@ -166,6 +168,12 @@ class PipelineGraph {
     std::vector<std::string> to;
     Routes routes;  // divert: key -> node
     std::vector<std::string> barrier;
+    // SPEC §13: seconds the step may run before it is timed out, and
+    // seconds its job waits after the transition that created it (unset:
+    // none). Stored as integers when whole, so `timeout: 600` in a file and
+    // .timeout(600) give the same text.
+    std::optional<double> timeout;
+    std::optional<double> delay;
   };
 
   explicit PipelineGraph(std::string name) : name_(std::move(name)) {
@@ -197,6 +205,22 @@ class PipelineGraph {
     }
   }
 
+  // Sets a step option (`what`: "timeout" or "delay") on every node of
+  // `nodes`: a positive, finite number of seconds, at most a year, given
+  // once per step.
+  void set_option(const std::vector<std::string>& nodes, const char* what, double seconds) {
+    if (!(seconds > 0) || seconds > kMaxOptionSeconds) {
+      throw PipelineError(std::string("'") + what + "' must be a number of seconds > 0 and <= " +
+                          std::to_string(static_cast<long long>(kMaxOptionSeconds)));
+    }
+    for (const auto& name : nodes) {
+      Node& node = nodes_.at(name);
+      std::optional<double>& slot = std::string(what) == "timeout" ? node.timeout : node.delay;
+      if (slot) throw PipelineError(std::string("'") + what + "' is given twice for step " + node.klass);
+      slot = seconds;
+    }
+  }
+
   void set_on_halt(const std::string& klass) {
     if (on_halt_) throw PipelineError("'on_halt' is given twice (a pipeline has one on-halt step)");
     on_halt_ = klass;
@@ -215,6 +239,8 @@ class PipelineGraph {
       const Node& node = nodes_.at(name);
       Json::Object entry;
       entry.emplace("klass", node.klass);
+      if (node.timeout) entry.emplace("timeout", seconds_json(*node.timeout));
+      if (node.delay) entry.emplace("delay", seconds_json(*node.delay));
       if (!node.type.empty()) {
         entry.emplace("type", node.type);
         if (node.type == "divert") {
@@ -241,6 +267,13 @@ class PipelineGraph {
   }
 
  private:
+  static constexpr double kMaxOptionSeconds = 366.0 * 24 * 3600;
+
+  static Json seconds_json(double seconds) {
+    double whole = static_cast<double>(static_cast<std::int64_t>(seconds));
+    return whole == seconds ? Json(static_cast<std::int64_t>(seconds)) : Json(seconds);
+  }
+
   static Json::Array strings(const std::vector<std::string>& items) {
     Json::Array out;
     for (const auto& item : items) out.emplace_back(item);
@@ -258,22 +291,30 @@ class PipelineGraph {
 class Cursor {
  public:
   Cursor() = default;
-  explicit Cursor(std::string end) : ends_{std::move(end)} {}
+  explicit Cursor(std::string end) : ends_{end}, made_{std::move(end)} {}
 
   const std::vector<std::string>& ends() const { return ends_; }
-  void reset(std::string end) { ends_ = {std::move(end)}; }
+  void reset(std::string end) {
+    ends_ = {end};
+    made_ = {std::move(end)};
+  }
+  // The steps the latest operation named (a divide's or divert's targets):
+  // what timeout() and delay() apply to.
+  const std::vector<std::string>& made() const { return made_; }
+  void option(PipelineGraph& g, const char* what, double seconds) {
+    if (made_.empty()) throw PipelineError(std::string("'") + what + "' before 'start' (it follows a step)");
+    g.set_option(made_, what, seconds);
+  }
   // The innermost open fan-out, if any.
   std::optional<FanOut> innermost() const {
     if (open_.empty()) return std::nullopt;
     return open_.back().kind;
   }
 
-  void chain(PipelineGraph& g, const std::string& klass) {
-    check_step_name(klass);
-    std::string node = g.add_node(klass);
-    g.link(ends_, "chain", {node});
-    ends_ = {node};
-  }
+  void chain(PipelineGraph& g, const std::string& klass) { step_on(g, "chain", klass); }
+  // Like chain, but the branch parks `dampened` before `klass` runs, until
+  // `ductwork resume` (SPEC §13).
+  void dampen(PipelineGraph& g, const std::string& klass) { step_on(g, "dampen", klass); }
 
   void expand(PipelineGraph& g, const std::string& klass) {
     check_step_name(klass);
@@ -281,6 +322,7 @@ class Cursor {
     g.link(ends_, "expand", {node});
     open_.push_back({FanOut::kExpand, ends_});
     ends_ = {node};
+    made_ = ends_;
   }
 
   void combine(PipelineGraph& g, const std::string& klass) { fan_in(g, FanOut::kDivide, klass); }
@@ -295,6 +337,15 @@ class Cursor {
     FanOut kind;
     std::vector<std::string> sources;  // the nodes that carried the fan-out edge
   };
+
+  // One new node on the same branch, joined from every end by `type`.
+  void step_on(PipelineGraph& g, const char* type, const std::string& klass) {
+    check_step_name(klass);
+    std::string node = g.add_node(klass);
+    g.link(ends_, type, {node});
+    ends_ = {node};
+    made_ = ends_;
+  }
 
   // Pops the innermost fan-out, which must be `kind`, and joins the ends in
   // one new node.
@@ -313,6 +364,7 @@ class Cursor {
     // converge needs no barrier: exactly one route of a divert runs.
     g.link(ends_, op, {node}, {}, kind == FanOut::kDivert ? std::vector<std::string>{} : sources);
     ends_ = {node};
+    made_ = ends_;
   }
 
   // Runs `block` over one Branch per target; the ends become theirs.
@@ -320,6 +372,7 @@ class Cursor {
                         const std::vector<std::string>& labels, const BranchBlock& block);
 
   std::vector<std::string> ends_;
+  std::vector<std::string> made_;
   std::vector<Open> open_;
 };
 
@@ -363,6 +416,18 @@ class Branch {
     cursor_.converge(*graph_, klass);
     return *this;
   }
+  Branch& dampen(const std::string& klass) {
+    cursor_.dampen(*graph_, klass);
+    return *this;
+  }
+  Branch& timeout(double seconds) {
+    cursor_.option(*graph_, "timeout", seconds);
+    return *this;
+  }
+  Branch& delay(double seconds) {
+    cursor_.option(*graph_, "delay", seconds);
+    return *this;
+  }
 
  private:
   friend class detail::Cursor;
@@ -393,6 +458,7 @@ inline void Cursor::run_block(PipelineGraph& g, FanOut kind, const std::vector<s
     ends.insert(ends.end(), branch.ends().begin(), branch.ends().end());
   }
   ends_ = std::move(ends);
+  made_ = targets;
 }
 
 inline void Cursor::divide(PipelineGraph& g, const std::vector<std::string>& klasses, const BranchBlock& block) {
@@ -403,6 +469,7 @@ inline void Cursor::divide(PipelineGraph& g, const std::vector<std::string>& kla
   g.link(ends_, "divide", targets);
   open_.push_back({FanOut::kDivide, ends_});
   ends_ = targets;
+  made_ = targets;
   if (block) run_block(g, FanOut::kDivide, targets, std::vector<std::string>(targets.size()), block);
 }
 
@@ -437,6 +504,7 @@ inline void Cursor::divert(PipelineGraph& g, const Routes& routes, const BranchB
   g.link(ends_, "divert", targets, to);
   open_.push_back({FanOut::kDivert, {}});
   ends_ = targets;
+  made_ = targets;
   if (block) run_block(g, FanOut::kDivert, targets, labels, block);
 }
 
@@ -489,6 +557,24 @@ class Pipeline {
   // Joins the routes of the innermost open divert.
   Pipeline& converge(const std::string& klass) {
     started("converge").converge(graph_, klass);
+    return *this;
+  }
+  // Parks the branch `dampened` instead of running `klass`, until
+  // `ductwork resume` enqueues it with [previous output, resume value].
+  Pipeline& dampen(const std::string& klass) {
+    started("dampen").dampen(graph_, klass);
+    return *this;
+  }
+  // Options of the step(s) the previous operation named (start, chain,
+  // expand, a fan-in, dampen; a divide's or divert's first steps), in
+  // seconds: how long each may run before it is timed out (SPEC §13), and
+  // how long its job waits after the transition that creates it.
+  Pipeline& timeout(double seconds) {
+    started("timeout").option(graph_, "timeout", seconds);
+    return *this;
+  }
+  Pipeline& delay(double seconds) {
+    started("delay").option(graph_, "delay", seconds);
     return *this;
   }
   // The step run when the pipeline halts (metadata.on_halt); at most once.

@@ -1,0 +1,62 @@
+// `ductwork cancel PIPELINE_ID` and
+// `ductwork resume PIPELINE_ID [VALUE_JSON] [--node NODE]` (SPEC §13).
+#include <cstdio>
+
+#include "cli/bootstrap.h"
+#include "engine/control.h"
+#include "store/store_error.h"
+#include "util/json_limits.h"
+
+namespace ductwork::cli {
+
+int cmd_cancel(const Args& args) {
+  if (args.positionals.size() != 1) throw BadInput("usage: ductwork cancel PIPELINE_ID");
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  auto store = boot.open_store();
+  CancelResult result;
+  try {
+    result = cancel_pipeline(*store, args.positionals[0]);
+  } catch (const ControlRefused& e) {
+    throw BadInput(std::string("cannot cancel: ") + e.what());
+  }
+  std::printf("cancelled %s (run %s: %lld branch%s, %lld queued job%s withdrawn)\n", args.positionals[0].c_str(),
+              result.run_id.c_str(), static_cast<long long>(result.branches), result.branches == 1 ? "" : "es",
+              static_cast<long long>(result.withdrawn), result.withdrawn == 1 ? "" : "s");
+  return kExitOk;
+}
+
+int cmd_resume(const Args& args) {
+  const char* usage = "usage: ductwork resume PIPELINE_ID [VALUE_JSON] [--node NODE]";
+  if (args.positionals.empty() || args.positionals.size() > 2) throw BadInput(usage);
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  std::string value = "null";
+  if (args.positionals.size() == 2) {
+    const std::string& text = args.positionals[1];
+    const auto max_bytes = static_cast<size_t>(boot.config().job_worker.max_output_bytes);
+    if (auto problem = json_limit_problem(text, max_bytes, "VALUE_JSON")) throw BadInput(*problem);
+    try {
+      value = parse_exact_json(text).dump();
+    } catch (const json::exception& e) {
+      throw BadInput("VALUE_JSON ('" + text.substr(0, 80) + "') is not valid JSON: " + e.what());
+    } catch (const InexactNumber& e) {
+      throw BadInput(std::string("VALUE_JSON: ") + e.what());
+    }
+  }
+  std::optional<std::string> node;
+  if (const std::string* n = args.option("node")) {
+    if (n->empty()) throw BadInput("--node needs a node name or a step class");
+    node = *n;
+  }
+  auto store = boot.open_store();
+  ResumeResult result;
+  try {
+    result = resume_pipeline(*store, args.positionals[0], value, node);
+  } catch (const ControlRefused& e) {
+    throw BadInput(std::string("cannot resume: ") + e.what());
+  }
+  std::printf("resumed %s (%lld branch%s)\n", args.positionals[0].c_str(), static_cast<long long>(result.resumed),
+              result.resumed == 1 ? "" : "es");
+  return kExitOk;
+}
+
+}  // namespace ductwork::cli

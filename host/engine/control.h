@@ -1,0 +1,25 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "store/store.h"
+
+namespace ductwork {
+
+// Operator control of a running pipeline (SPEC §13). Both throw
+// ControlRefused (nothing written) with a message naming why.
+
+// Cancels the pipeline: Store::cancel.
+CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id);
+
+// Resumes the pipeline's dampened branches: each parked by a `dampen: STEP`
+// edge gets STEP enqueued with [the parking step's output, value] (`value_json`:
+// JSON text; "null" when the operator gave none) and that node's delay. With
+// `node`, only the branches parked at it or waiting to run it (a node name
+// or a step class). Refused when no branch was resumed, naming where the
+// pipeline's branches are parked.
+ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const std::string& value_json,
+                             const std::optional<std::string>& node);
+
+}  // namespace ductwork

@@ -1,0 +1,141 @@
+#include "engine/step_watch.h"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "engine/error_info.h"
+#include "engine/job_policy.h"
+
+namespace ductwork {
+namespace {
+
+// How often the watch looks at its steps' clocks, and how often it asks the
+// database whether their runs were cancelled (SPEC §13: a cancelled run's
+// steps are told within well under a second).
+constexpr auto kTick = std::chrono::milliseconds(50);
+constexpr auto kCancelCheck = std::chrono::milliseconds(200);
+
+json where(const ClaimedJob& job) {
+  return json{{"pipeline", job.pipeline}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
+              {"job_id", job.job_id},     {"step", job.klass}};
+}
+
+}  // namespace
+
+StepWatch::Registration::~Registration() {
+  if (watch_ && running_) {
+    running_->returned.store(true);
+    watch_->unregister(running_.get());
+  }
+}
+
+StepWatch::StepWatch(StoreFactory& stores, const Config& config, Logger& logger, std::string process_id,
+                     OnExpired on_expired)
+    : stores_(stores),
+      config_(config),
+      logger_(logger),
+      process_id_(std::move(process_id)),
+      on_expired_(std::move(on_expired)) {}
+
+StepWatch::Registration StepWatch::watch(const ClaimedJob& job, double timeout_seconds, double grace_seconds,
+                                         LoopHealth* health) {
+  auto running = std::make_shared<Running>();
+  running->job = job;
+  running->timeout_seconds = timeout_seconds;
+  running->grace_seconds = grace_seconds;
+  running->started = Clock::now();
+  running->health = health;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.push_back(running);
+  }
+  return Registration(this, std::move(running));
+}
+
+void StepWatch::unregister(const Running* running) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [&](const std::shared_ptr<Running>& r) { return r.get() == running; }),
+                 running_.end());
+}
+
+void StepWatch::run(const std::atomic<bool>& stopping) {
+  while (!stopping.load()) {
+    try {
+      tick();
+    } catch (const std::exception& e) {
+      // The database is out of reach or busy: the next tick tries again.
+      store_.reset();
+      logger_.warn("Step watch tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+    }
+    std::this_thread::sleep_for(kTick);
+  }
+}
+
+void StepWatch::tick() {
+  std::vector<std::shared_ptr<Running>> running;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running = running_;
+  }
+  if (running.empty()) return;
+  const Clock::time_point now = Clock::now();
+  for (const auto& r : running) {
+    if (!r->timed_out.load() && r->past_timeout(now)) {
+      r->timed_out.store(true);
+      r->cancel.store(true);
+      json fields = where(r->job);
+      fields["timeout_seconds"] = r->timeout_seconds;
+      fields["grace_seconds"] = r->grace_seconds;
+      logger_.warn("Step ran past its timeout; cancellation raised", fields);
+    }
+    if (r->timed_out.load() && !r->expired.load() && !r->returned.load() &&
+        now - r->started >= std::chrono::duration<double>(r->timeout_seconds + r->grace_seconds)) {
+      expire(*r);
+    }
+  }
+  if (now >= next_cancel_check_) {
+    next_cancel_check_ = now + kCancelCheck;
+    check_cancelled_runs(running);
+  }
+}
+
+void StepWatch::check_cancelled_runs(const std::vector<std::shared_ptr<Running>>& running) {
+  std::set<std::string> runs;
+  for (const auto& r : running) {
+    if (!r->run_cancelled) runs.insert(r->job.run_id);
+  }
+  if (runs.empty()) return;
+  if (!store_) store_ = stores_.open();
+  std::vector<std::string> cancelled = store_->cancelled_runs(std::vector<std::string>(runs.begin(), runs.end()));
+  if (cancelled.empty()) return;
+  std::set<std::string> hit(cancelled.begin(), cancelled.end());
+  for (const auto& r : running) {
+    if (r->run_cancelled || !hit.count(r->job.run_id)) continue;
+    r->run_cancelled = true;
+    r->cancel.store(true);
+    logger_.info("Run cancelled; cancellation raised for its running step", where(r->job));
+  }
+}
+
+void StepWatch::expire(Running& running) {
+  if (!store_) store_ = stores_.open();
+  const ClaimedJob& job = running.job;
+  NextExecution next = after_error(
+      job.retry_count, job.crash_count,
+      RetryPolicy{config_.job_worker.max_retry.get(job.pipeline, job.klass), config_.job_worker.retry_delay});
+  ErrorInfo error = step_timeout_error(job.klass, running.timeout_seconds, /*honoured_cancellation=*/false);
+  // Fenced: when the step's own result (or a reaper) got there first,
+  // nothing is written and the step is left alone.
+  running.expired.store(true);
+  if (!store_->job_errored(job, process_id_, error, next)) return;
+  json fields = where(job);
+  fields["timeout_seconds"] = running.timeout_seconds;
+  fields["grace_seconds"] = running.grace_seconds;
+  fields["retry_count"] = job.retry_count;
+  logger_.error("Step ignored cancellation past its timeout's grace; recorded as StepTimeout", fields);
+  if (!running.returned.load() && on_expired_) on_expired_(running);
+}
+
+}  // namespace ductwork
