@@ -1,6 +1,8 @@
 #include "engine/control.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "engine/definition.h"
 #include "store/store_error.h"
@@ -8,7 +10,30 @@
 
 namespace ductwork {
 
-CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id) { return store.cancel(pipeline_id); }
+namespace {
+
+// Cancel and resume lock many rows of a busy run at once; on PostgreSQL a
+// worker or advancer locking the same rows in another order can make the
+// server break a deadlock by aborting one side. Each is one transaction, so
+// trying again is safe; a persistent failure still reaches the caller.
+template <class F>
+auto retry_when_busy(F&& operation) {
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return operation();
+    } catch (const StoreError& e) {
+      if (e.fault() != StoreFault::kBusy || attempt == kAttempts) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
+    }
+  }
+}
+
+}  // namespace
+
+CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id) {
+  return retry_when_busy([&] { return store.cancel(pipeline_id); });
+}
 
 ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const std::string& value_json,
                              const std::optional<std::string>& node) {
@@ -43,7 +68,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
     step.delay_seconds = next.delay_seconds;
     return step;
   };
-  ResumeResult result = store.resume(pipeline_id, plan);
+  ResumeResult result = retry_when_busy([&] { return store.resume(pipeline_id, plan); });
   if (result.resumed > 0) return result;
   if (result.parked_at.empty()) throw ControlRefused("pipeline " + pipeline_id + " has no dampened branch to resume");
   std::vector<std::string> at = result.parked_at;

@@ -10,7 +10,8 @@ namespace ductwork {
 // Operator control of a running pipeline (SPEC §13). Both throw
 // ControlRefused (nothing written) with a message naming why.
 
-// Cancels the pipeline: Store::cancel.
+// Cancels the pipeline: Store::cancel. Both are tried again (up to 5
+// times) when the database broke a deadlock by aborting them.
 CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id);
 
 // Resumes the pipeline's dampened branches: each parked by a `dampen: STEP`

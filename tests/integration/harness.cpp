@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <regex>
 #include <sstream>
 
@@ -226,6 +229,21 @@ int64_t process_rows(const Workspace& ws) {
   } catch (const std::exception&) {
     return -1;  // not migrated yet
   }
+}
+
+double db_seconds(const std::string& text) {
+  std::tm tm{};
+  double fraction = 0;
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &consumed) != 6) {
+    ADD_FAILURE() << "not a database time: '" << text << "'";
+    return 0;
+  }
+  if (text[static_cast<size_t>(consumed)] == '.') fraction = std::atof(text.c_str() + consumed);
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + fraction;
 }
 
 }  // namespace ductwork::it

@@ -137,6 +137,10 @@ size_t count_of(const std::string& text, const std::string& needle);
 // database (or it is not migrated yet).
 int64_t process_rows(const Workspace& ws);
 
+// A database time ('YYYY-MM-DD HH:MM:SS.ffffff', UTC) as seconds since the
+// epoch; records a failure and returns 0 for anything else.
+double db_seconds(const std::string& text);
+
 // True when stdout is exactly one UUID followed by a newline.
 bool is_single_uuid_line(const std::string& text);
 

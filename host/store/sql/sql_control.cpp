@@ -44,14 +44,6 @@ CancelResult SqlStore::cancel(const std::string& pipeline_id) {
   // and the branches this transaction has updated stay locked until it
   // commits, so no new claim on them can start.
   for (int pass = 0;; ++pass) {
-    int64_t branches = conn_.prepare(
-                               "UPDATE branches SET status = 'cancelled', claim_token = NULL, "
-                               "claimed_for_advancing_at = NULL, advanceable = 0, completed_at = ?1, updated_at = ?1 "
-                               "WHERE run_id = ?2 AND status IN ('pending', 'in_progress', 'advancing', 'waiting', "
-                               "'dampened')")
-                           .bind(1, now)
-                           .bind(2, result.run_id)
-                           .exec();
     // Withdrawn: queued executions nobody claimed (the availability is the
     // claim: whichever of a claim and this update takes it first wins).
     std::vector<std::string> withdrawn;
@@ -77,6 +69,17 @@ CancelResult SqlStore::cancel(const std::string& pipeline_id) {
           .bind(2, ids)
           .exec();
     }
+    // Then the branches (after the queue: workers lock a claimed job's rows
+    // before its branch's, and taking them in the same order keeps a cancel
+    // from deadlocking with them on PostgreSQL).
+    int64_t branches = conn_.prepare(
+                               "UPDATE branches SET status = 'cancelled', claim_token = NULL, "
+                               "claimed_for_advancing_at = NULL, advanceable = 0, completed_at = ?1, updated_at = ?1 "
+                               "WHERE run_id = ?2 AND status IN ('pending', 'in_progress', 'advancing', 'waiting', "
+                               "'dampened')")
+                           .bind(1, now)
+                           .bind(2, result.run_id)
+                           .exec();
     result.branches += branches;
     result.withdrawn += static_cast<int64_t>(withdrawn.size());
     if (pass > 0 && branches == 0 && withdrawn.empty()) break;
