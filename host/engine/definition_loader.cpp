@@ -103,8 +103,7 @@ class Compiler {
     }
     if (keywords != 1) {
       fail(entry, keywords == 0 ? "an entry with 'timeout' or 'delay' also needs its 'keyword: StepName'"
-                                : "each entry of 'steps' is one 'keyword: StepName' pair (plus optional "
-                                  "'timeout' and 'delay')");
+                                : "each entry of 'steps' is one 'keyword: StepName' pair");
     }
     return found;
   }

@@ -46,7 +46,11 @@ HostRuntime::HostRuntime(const Config& config, StoreFactory& stores, const Plugi
       wakeups_(pipelines_) {}
 
 HostRuntime::~HostRuntime() {
-  if (!threads_.empty()) stop();
+  stop();
+  if (watch_thread_.joinable()) {  // start() failed before its loops began
+    watch_stopping_.store(true);
+    watch_thread_.join();
+  }
 }
 
 void HostRuntime::start() {
@@ -115,7 +119,10 @@ void HostRuntime::end_expired_step(const StepWatch::Running& running) {
 }
 
 void HostRuntime::stop() {
-  if (threads_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(loops_mutex_);
+    if (threads_.empty()) return;
+  }
   stopping_.store(true);
   wakeups_.wake_everyone();
   stop_waker_.notify_all();

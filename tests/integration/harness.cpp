@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <ctime>
 #include <regex>
@@ -229,6 +230,18 @@ int64_t process_rows(const Workspace& ws) {
   } catch (const std::exception&) {
     return -1;  // not migrated yet
   }
+}
+
+void with_fixture_plugin(Workspace& ws, const std::string& library, ConfigOptions options) {
+  namespace fs = std::filesystem;
+  std::string plugins = ws.file("plugins");
+  fs::create_directories(plugins);
+  fs::copy_file(std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/" + library, plugins + "/" + library,
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", plugins + "/libductwork_testkit.so",
+                fs::copy_options::overwrite_existing);
+  options.plugins_directory = plugins;
+  ws.write_config(options);
 }
 
 double db_seconds(const std::string& text) {

@@ -137,6 +137,12 @@ size_t count_of(const std::string& text, const std::string& needle);
 // database (or it is not migrated yet).
 int64_t process_rows(const Workspace& ws);
 
+// Rewrites the workspace's configuration (`options`) with a plugins folder
+// of its own holding the testkit and the fixture plugin `library` (e.g.
+// "libstubborn.so": StubbornSleep, a step that never looks at its
+// cancellation flag).
+void with_fixture_plugin(Workspace& ws, const std::string& library, ConfigOptions options);
+
 // A database time ('YYYY-MM-DD HH:MM:SS.ffffff', UTC) as seconds since the
 // epoch; records a failure and returns 0 for anything else.
 double db_seconds(const std::string& text);

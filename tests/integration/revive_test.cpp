@@ -84,7 +84,7 @@ TEST(ReviveTest, EveryAdvancerSideHaltReasonRetriesTheTransition) {
   std::string edge = ws.trigger("Edge", {"1"});
   sql(ws, "UPDATE runs SET definition = replace(definition, '\"otherwise\"', '\"elsewhere\"') "
           "WHERE pipeline_klass = 'Route'");
-  sql(ws, "UPDATE runs SET definition = replace(definition, '\"type\":\"chain\"', '\"type\":\"dampen\"') "
+  sql(ws, "UPDATE runs SET definition = replace(definition, '\"type\":\"chain\"', '\"type\":\"teleport\"') "
           "WHERE pipeline_klass = 'Edge'");
   ws.drain();
   auto reason = [&](const std::string& id, size_t run) -> std::string {

@@ -104,16 +104,11 @@ TEST(ShutdownTest, SigtermCancelsALongStepAfterTheShutdownTimeout) {
 // supervisor.shutdown_timeout, records the step as crashed (it runs again
 // later) and exits 0.
 TEST(ShutdownTest, TheSupervisorKillsAChildStillRunningAfterItsShutdownTimeout) {
-  namespace fs = std::filesystem;
   ConfigOptions options;
   Workspace ws;
-  std::string plugins = ws.file("plugins");
-  fs::create_directories(plugins);
-  fs::copy_file(std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libstubborn.so", plugins + "/libstubborn.so");
-  options.plugins_directory = plugins;
   options.job_worker_extra = "shutdown_timeout: 0.2";
   options.extra = "supervisor: {polling_timeout: 0.1, shutdown_timeout: 1}\n";
-  ws.write_config(options);
+  with_fixture_plugin(ws, "libstubborn.so", options);
   ws.define("stubborn.yml", chain_definition("Stubborn", {"StubbornSleep"}));
   std::string id = ws.trigger("Stubborn", {"60000"});
   ASSERT_FALSE(id.empty());

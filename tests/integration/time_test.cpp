@@ -2,8 +2,6 @@
 // cancellation is ended in about timeout + timeout_grace, in both
 // supervision modes; one that honours it fails StepTimeout and succeeds on
 // a retry) and a step's delay (inside an expand: every child waits).
-#include <filesystem>
-#include <set>
 
 #include <fstream>
 #include <sstream>
@@ -13,28 +11,12 @@
 namespace ductwork::it {
 namespace {
 
-namespace fs = std::filesystem;
-
-// A workspace whose plugins are the testkit and the fixture step that
-// never looks at its cancellation flag (StubbornSleep: sleeps its argument
-// in ms in one call).
-ConfigOptions with_stubborn(Workspace& ws, const std::string& job_worker_extra, const std::string& extra) {
-  std::string plugins = ws.file("plugins");
-  fs::create_directories(plugins);
-  fs::copy_file(std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libstubborn.so", plugins + "/libstubborn.so");
-  fs::copy_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", plugins + "/libductwork_testkit.so");
-  ConfigOptions options;
-  options.plugins_directory = plugins;
-  options.job_worker_extra = job_worker_extra;
-  options.extra = extra;
-  ws.write_config(options);
-  return options;
-}
-
 void expect_stubborn_step_ended(const std::string& mode_line) {
   Workspace ws;
-  with_stubborn(ws, "max_retry: 1, timeout_grace: 1",
-                mode_line + "supervisor: {polling_timeout: 0.1}\n");
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 1, timeout_grace: 1";
+  options.extra = mode_line + "supervisor: {polling_timeout: 0.1}\n";
+  with_fixture_plugin(ws, "libstubborn.so", options);
   ws.define("stuck.yml",
             "pipeline: Stuck\nsteps:\n  - start: StubbornSleep\n    timeout: 1\n  - chain: Inc\n");
   std::string id = ws.trigger("Stuck", {"600000"});  // ten minutes, never cancelled

@@ -90,7 +90,7 @@ TEST_F(EngineTest, AMissingStepClassHaltsTheRunInsteadOfCrashing) {
 
 TEST_F(EngineTest, AnEdgeTheAdvancerCannotTakeHaltsTransitionInvalid) {
   Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
-  def.edges[def.nodes[0]].type = "dampen";  // not an edge type routing knows
+  def.edges[def.nodes[0]].type = "teleport";  // not an edge type routing knows
   auto t = trigger(def, json::array({1}));
   drain();
   json doc = report(t);

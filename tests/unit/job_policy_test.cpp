@@ -56,7 +56,14 @@ namespace {
 
 TEST(RunPolicy, ReviveRequeuesAFailedJobAndRetriesAnyOtherTransition) {
   EXPECT_EQ(revive_action("failed"), ReviveAction::kRequeue) << "job_retries/crashes_exhausted: run the job again";
-  for (const char* status : {"advancing", "completed", "in_progress", "pending"}) {
+  // A cancel (SPEC §13) leaves jobs withdrawn (cancelled, or pending when it
+  // raced) or caught running: each runs again.
+  for (const char* status : {"cancelled", "in_progress", "pending"}) {
+    EXPECT_EQ(revive_action(status), ReviveAction::kRequeue) << status;
+  }
+  // A job that succeeded: its transition is tried again (a dampened branch
+  // parks again).
+  for (const char* status : {"advancing", "completed"}) {
     EXPECT_EQ(revive_action(status), ReviveAction::kReadvance) << status;
   }
 }

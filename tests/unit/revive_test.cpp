@@ -111,7 +111,7 @@ TEST_F(ReviveTest, ConditionUnmatchedAndTransitionInvalidRetryTheTransition) {
   Definition unmatched = compile("pipeline: P\nsteps:\n  - start: Route\n  - divert: {a: Echo, otherwise: Echo}\n");
   unmatched.edges[unmatched.nodes[0]].routes.erase("otherwise");
   Definition invalid = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
-  invalid.edges[invalid.nodes[0]].type = "dampen";
+  invalid.edges[invalid.nodes[0]].type = "teleport";
   auto u = trigger(unmatched, json::array({"b"}));
   auto v = trigger(invalid, json::array({1}));
   drain();

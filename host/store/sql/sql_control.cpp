@@ -1,5 +1,6 @@
 // Operator control (SPEC §13): cancelling a pipeline, resuming its dampened
 // branches, and telling workers which of their runs were cancelled.
+#include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
 #include "store/store_error.h"
 #include "util/fault.h"
@@ -146,18 +147,12 @@ ResumeResult SqlStore::resume(const std::string& pipeline_id, const ResumePlanne
     result.parked_at.push_back(branch.step_node);
     std::optional<NewStep> next = plan(branch);
     if (!next) continue;
-    std::string step_id = insert_step(*next, "pending");
-    if (!branch.transition_id.empty()) {
-      conn_.prepare("UPDATE transitions SET out_step_id = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
-          .bind(1, step_id)
-          .bind(2, now)
-          .bind(3, branch.transition_id)
-          .exec();
-    }
-    conn_.prepare("UPDATE branches SET status = 'in_progress', last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")
-        .bind(1, now)
-        .bind(2, branch.branch_id)
-        .exec();
+    // What an advance along a chain writes, minus the claim: the step, its
+    // transition completed with it, the branch back in_progress.
+    SqlBranchTx moved(*this, now);
+    std::string step_id = moved.create_step(*next);
+    if (!branch.transition_id.empty()) moved.complete_transition(branch.transition_id, step_id);
+    moved.release_branch(branch.branch_id);
     ++result.resumed;
   }
   if (result.resumed == 0) return result;  // rolled back: nothing written
