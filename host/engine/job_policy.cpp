@@ -23,6 +23,10 @@ NextExecution after_crash(int64_t retry_count, int64_t crash_count, const CrashP
   return next;
 }
 
+RetryPolicy retry_policy(const Config& config, const std::string& pipeline, const std::string& klass) {
+  return RetryPolicy{config.job_worker.max_retry.get(pipeline, klass), config.job_worker.retry_delay};
+}
+
 double effective_step_timeout(const Config& config, const std::string& pipeline, const std::string& klass,
                               double definition_timeout) {
   const Scoped<double>& timeout = config.job_worker.timeout;

@@ -25,6 +25,9 @@ struct CrashPolicy {
   double retry_delay_seconds = 10.0;
 };
 
+// job_worker.max_retry and retry_delay for a step of `klass`.
+RetryPolicy retry_policy(const Config& config, const std::string& pipeline, const std::string& klass);
+
 // After the execution with these counts raised. A permanent error
 // (`retryable` false: the step said no retry can mend it) fails the step at
 // once, however much of the retry budget is left.

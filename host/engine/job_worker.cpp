@@ -95,8 +95,15 @@ bool JobWorker::run_once() {
   }
   if (watched && watched->expired.load()) {
     // The watch closed the execution as StepTimeout when the grace ran out
-    // (and the process or thread is being ended): nothing more to write.
-    logger_.warn("Timed-out step returned after its grace; its result is ignored",
+    // (and the process or thread is being ended). Written again here, fenced,
+    // in case the watch's write failed: the first one wins, the other writes
+    // nothing. What the step returned is ignored either way.
+    NextExecution next = after_error(
+        job->retry_count, job->crash_count,
+        retry_policy(config_, pipeline_, job->klass));
+    bool closed_here = store_.job_errored(*job, process_id_, step_timeout_error(job->klass, timeout, false), next);
+    logger_.warn(closed_here ? "Timed-out step returned after its grace; its worker recorded StepTimeout"
+                             : "Timed-out step returned after its grace; its result is ignored",
                  {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}});
     return true;
   }
@@ -222,7 +229,7 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
     // result is written like any other, and no retry execution is made.
     NextExecution next = after_error(
         job.retry_count, job.crash_count,
-        RetryPolicy{config_.job_worker.max_retry.get(pipeline_, job.klass), config_.job_worker.retry_delay},
+        retry_policy(config_, pipeline_, job.klass),
         outcome.retryable);
     ErrorInfo error = outcome.error;
     error.retryable = outcome.retryable;  // stored: the branch halts job_error_not_retryable

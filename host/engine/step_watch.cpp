@@ -124,12 +124,19 @@ void StepWatch::expire(Running& running) {
   const ClaimedJob& job = running.job;
   NextExecution next = after_error(
       job.retry_count, job.crash_count,
-      RetryPolicy{config_.job_worker.max_retry.get(job.pipeline, job.klass), config_.job_worker.retry_delay});
+      retry_policy(config_, job.pipeline, job.klass));
   ErrorInfo error = step_timeout_error(job.klass, running.timeout_seconds, /*honoured_cancellation=*/false);
   // Fenced: when the step's own result (or a reaper) got there first,
   // nothing is written and the step is left alone.
   running.expired.store(true);
-  if (!store_->job_errored(job, process_id_, error, next)) return;
+  bool committed = false;
+  try {
+    committed = store_->job_errored(job, process_id_, error, next);
+  } catch (...) {
+    running.expired.store(false);  // the next tick tries again (or the worker closes it, fenced)
+    throw;
+  }
+  if (!committed) return;
   json fields = where(job);
   fields["timeout_seconds"] = running.timeout_seconds;
   fields["grace_seconds"] = running.grace_seconds;

@@ -181,7 +181,7 @@ TEST(CancelTest, ALateSuccessIsRecordedButNeverAdvanced) {
   options.extra = "supervisor: {polling_timeout: 0.1}\n";
   with_fixture_plugin(ws, "libstubborn.so", options);
   ws.define("late.yml", chain_definition("Late", {"StubbornSleep", "Inc"}));
-  std::string id = ws.trigger("Late", {"1500"});
+  std::string id = ws.trigger("Late", {"4000"});  // long enough to cancel it while it runs, even under ASan
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
   ASSERT_TRUE(eventually(20, [&] { return step_statuses(ws.status(id)["runs"][0])["in_progress"] == 1; }))
       << host.stdout_so_far();
@@ -190,14 +190,14 @@ TEST(CancelTest, ALateSuccessIsRecordedButNeverAdvanced) {
     json executions = ws.status(id)["runs"][0]["steps"][0]["executions"];
     return !executions[0]["result_type"].is_null();
   };
-  ASSERT_TRUE(eventually(10, recorded)) << ws.status(id).dump(2);
+  ASSERT_TRUE(eventually(20, recorded)) << ws.status(id).dump(2);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // time an advance would take
   json doc = ws.status(id);
   EXPECT_EQ(doc["status"], "cancelled") << doc.dump(2);
   const json& steps = doc["runs"][0]["steps"];
   ASSERT_EQ(steps.size(), 1u) << "the cancelled branch advanced:\n" << doc.dump(2);
   EXPECT_EQ(steps[0]["executions"][0]["result_type"], "success");
-  EXPECT_EQ(steps[0]["output"], 1500) << "the late result is recorded";
+  EXPECT_EQ(steps[0]["output"], 4000) << "the late result is recorded";
   EXPECT_EQ(doc["runs"][0]["branches"][0]["status"], "cancelled");
   host.signal(SIGTERM);
   EXPECT_EQ(host.wait(60).exit_code, 0);
