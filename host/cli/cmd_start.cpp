@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -100,8 +101,16 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
   runtime.stop();
   if (drained) log_drained(boot.logger(), *drained);
-  if (runtime.database_unusable()) return kExitFailure;
-  return sig == SIGHUP ? kRestart : kExitOk;
+  const int rc = runtime.database_unusable() ? kExitFailure : sig == SIGHUP ? kRestart : kExitOk;
+  if (rc != kRestart && runtime.abandoned_running() > 0) {
+    // A thread abandoned to a step that ignored its timeout still runs in
+    // plugin code and may return into the host's state: end the process
+    // here rather than destroy that state under it. (A restart execs,
+    // which ends every thread too.) Everything is committed already.
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
+  return rc;
 }
 
 int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::string>& pipelines,

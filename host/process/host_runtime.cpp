@@ -153,6 +153,7 @@ void HostRuntime::stop() {
       thread.join();
     }
   }
+  abandoned_running_ = left_running;
   if (left_running > 0) {
     logger_.warn("Abandoned worker threads are still running steps that ignored their timeout",
                  {{"threads", left_running}});

@@ -60,6 +60,10 @@ class HostRuntime {
   // an I/O error, the file replaced or its -wal deleted): every loop has
   // stopped and the host must stop and exit non-zero.
   bool database_unusable() const { return database_unusable_.load(); }
+  // After stop(): worker threads left running steps that ignored their
+  // timeout (threaded mode). They still use the host's state, so the
+  // process must end without destroying it (cmd_start ends it with _Exit).
+  size_t abandoned_running() const { return abandoned_running_; }
 
  private:
   void worker_loop(const std::string& pipeline, LoopHealth& health);
@@ -116,6 +120,7 @@ class HostRuntime {
   // worker has been joined.
   std::unique_ptr<StepWatch> watch_;
   std::atomic<bool> watch_stopping_{false};
+  size_t abandoned_running_ = 0;
   std::thread watch_thread_;
 };
 
