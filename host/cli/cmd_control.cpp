@@ -5,7 +5,7 @@
 #include "cli/bootstrap.h"
 #include "engine/control.h"
 #include "store/store_error.h"
-#include "util/json_limits.h"
+#include "cli/json_argument.h"
 
 namespace ductwork::cli {
 
@@ -31,16 +31,8 @@ int cmd_resume(const Args& args) {
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   std::string value = "null";
   if (args.positionals.size() == 2) {
-    const std::string& text = args.positionals[1];
     const auto max_bytes = static_cast<size_t>(boot.config().job_worker.max_output_bytes);
-    if (auto problem = json_limit_problem(text, max_bytes, "VALUE_JSON")) throw BadInput(*problem);
-    try {
-      value = parse_exact_json(text).dump();
-    } catch (const json::exception& e) {
-      throw BadInput("VALUE_JSON ('" + text.substr(0, 80) + "') is not valid JSON: " + e.what());
-    } catch (const InexactNumber& e) {
-      throw BadInput(std::string("VALUE_JSON: ") + e.what());
-    }
+    value = parse_json_argument(args.positionals[1], "VALUE_JSON", max_bytes).dump();
   }
   std::optional<std::string> node;
   if (const std::string* n = args.option("node")) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/bootstrap.h"
+#include "cli/json_argument.h"
 #include "engine/catalog.h"
 #include "engine/trigger.h"
 #include "util/json_limits.h"
@@ -20,15 +21,6 @@ namespace ductwork::cli {
 namespace {
 
 const char* kUsage = "usage: ductwork trigger PIPELINE [ARG_JSON ...] | ductwork trigger PIPELINE --from FILE";
-
-// Text shown inside an error message, shortened to `limit` bytes (never in
-// the middle of a UTF-8 character).
-std::string shown(const std::string& text, size_t limit) {
-  if (text.size() <= limit) return text;
-  size_t cut = limit - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
-}
 
 // The definition of `name`, checked the way `start` checks what it hosts.
 const Definition& triggerable(Bootstrap& boot, const std::string& name) {
@@ -63,16 +55,8 @@ json arguments_from_command_line(const std::vector<std::string>& positionals, si
   size_t total_bytes = 0;
   for (size_t i = 1; i < positionals.size(); ++i) {
     const std::string& text = positionals[i];
-    std::string what = "argument " + std::to_string(i);
-    if (auto problem = json_limit_problem(text, max_bytes, what)) throw BadInput(*problem);
     total_bytes += text.size();
-    try {
-      trigger_args.push_back(parse_exact_json(text));
-    } catch (const json::exception& e) {
-      throw BadInput(what + " ('" + shown(text, 80) + "') is not valid JSON: " + e.what());
-    } catch (const InexactNumber& e) {
-      throw BadInput(what + ": " + e.what());
-    }
+    trigger_args.push_back(parse_json_argument(text, "argument " + std::to_string(i), max_bytes));
   }
   if (total_bytes > max_bytes) {
     throw BadInput("the arguments are " + std::to_string(total_bytes) + " bytes of JSON together, more than the limit of " +

@@ -69,24 +69,19 @@ void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects&
   }
 }
 
-double BranchAdvance::step_timeout(const std::string& definition_sha1, const std::string& run_id,
-                                   const std::string& node) {
-  try {
-    return definitions_.get(definition_sha1, run_id, store_)->edge(node).timeout_seconds;
-  } catch (const std::exception&) {
-    return 0;  // the advancer meets (and records) an unreadable definition
-  }
-}
-
-bool BranchAdvance::worker_may_advance(const std::string& definition_sha1, const std::string& run_id,
-                                       const std::string& node) {
+BranchAdvance::JobNode BranchAdvance::job_node(const std::string& definition_sha1, const std::string& run_id,
+                                               const std::string& node) {
+  JobNode out;
   try {
     auto definition = definitions_.get(definition_sha1, run_id, store_);
     const Edge& edge = definition->edge(node);
-    return edge.type.empty() || edge.type == "chain" || edge.type == "converge" || edge.type == "divert";
+    out.worker_may_advance =
+        edge.type.empty() || edge.type == "chain" || edge.type == "converge" || edge.type == "divert";
+    out.timeout_seconds = edge.timeout_seconds;
   } catch (const std::exception&) {
-    return false;  // an advancer meets the problem, and records it as SPEC §5 says
+    // An advancer meets the problem, and records it as SPEC §5 says.
   }
+  return out;
 }
 
 }  // namespace ductwork

@@ -29,14 +29,19 @@ class BranchAdvance {
   // After the claim's transaction committed, outside every transaction.
   void after_commit(const BranchClaim& claim, const AdvanceEffects& effects);
 
-  // Whether the edge leaving `node` is one a job worker may take alone in
-  // its success transaction: chain, converge, divert, or the end of the
-  // branch. Fan-out and fan-in stay with the advancers (their barrier rows
-  // are contended; their batching lives there).
-  bool worker_may_advance(const std::string& definition_sha1, const std::string& run_id, const std::string& node);
-  // The node's `timeout:` in the run's definition (0: none, or the
-  // definition cannot be read).
-  double step_timeout(const std::string& definition_sha1, const std::string& run_id, const std::string& node);
+  // What a job worker needs to know of the node its job runs, read from the
+  // run's definition once per job.
+  struct JobNode {
+    // Whether the edge leaving the node is one the worker may take alone in
+    // its success transaction: chain, converge, divert, or the end of the
+    // branch. Fan-out and fan-in stay with the advancers (their barrier rows
+    // are contended; their batching lives there); so does dampen.
+    bool worker_may_advance = false;
+    double timeout_seconds = 0;  // the node's `timeout:` (0: none)
+  };
+  // Both false/0 when the definition cannot be read: an advancer meets the
+  // problem and records it as SPEC §5 says.
+  JobNode job_node(const std::string& definition_sha1, const std::string& run_id, const std::string& node);
 
  private:
   Store& store_;

@@ -30,16 +30,16 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       advance_(advance),
       watch_(watch) {}
 
-double JobWorker::timeout_of(const ClaimedJob& job) const {
-  double from_definition = advance_ ? advance_->step_timeout(job.definition_sha1, job.run_id, job.node) : 0;
-  return effective_step_timeout(config_, pipeline_, job.klass, from_definition);
+BranchAdvance::JobNode JobWorker::node_of(const ClaimedJob& job) const {
+  return advance_ ? advance_->job_node(job.definition_sha1, job.run_id, job.node) : BranchAdvance::JobNode{};
 }
 
 bool JobWorker::run_once() {
   // Results kept while the database server was out of reach go first (and
   // throw again while it still is: the loop backs off).
   while (!unsettled_.empty()) {
-    commit(unsettled_.front().first, unsettled_.front().second);
+    const ClaimedJob& kept = unsettled_.front().first;
+    commit(kept, unsettled_.front().second, node_of(kept).worker_may_advance);
     logger_.info("Kept step result committed after the database returned",
                  {{"pipeline", pipeline_}, {"job_id", unsettled_.front().first.job_id},
                   {"step", unsettled_.front().first.klass}});
@@ -59,6 +59,7 @@ bool JobWorker::run_once() {
                                   {"run_id", job->run_id}, {"branch_id", job->branch_id}});
   }
   StepOutcome outcome;
+  const BranchAdvance::JobNode node = node_of(*job);
   StepWatch::Registration watched;
   bool timed_out = false;
   double timeout = 0;
@@ -66,7 +67,7 @@ bool JobWorker::run_once() {
     fault_point("after_job_claim");
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
                         static_cast<std::size_t>(config_.job_worker.max_output_bytes)};
-    timeout = timeout_of(*job);
+    timeout = effective_step_timeout(config_, pipeline_, job->klass, node.timeout_seconds);
     if (watch_) {
       watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_);
       scope.step_cancelled = &watched->cancel;
@@ -115,7 +116,7 @@ bool JobWorker::run_once() {
     outcome.error = step_timeout_error(job->klass, timeout, /*honoured_cancellation=*/true);
   }
   try {
-    commit(*job, outcome);
+    commit(*job, outcome, node.worker_may_advance);
   } catch (const std::exception& e) {
     if (is_database_unreachable(e)) {
       // SPEC §11: the result is kept and committed once the server is back,
@@ -175,7 +176,7 @@ void JobWorker::close_unclosed() {
   }
 }
 
-void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
+void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome, bool may_advance) {
   // Built only when something is logged: the success path is the hot path.
   auto where = [&] {
     return json{{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
@@ -196,7 +197,7 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome) {
       effects = std::move(done);
       advanced = claim;  // last: set only when the advance went through
     };
-    bool inline_advance = advance_ && advance_->worker_may_advance(job.definition_sha1, job.run_id, job.node);
+    bool inline_advance = advance_ && may_advance;
     // With advancers of its own (role all), a worker that has more work due
     // leaves the branch to them: they batch many per commit. A worker-only
     // host advances every chain step it runs (nobody else may).

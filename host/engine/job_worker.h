@@ -52,9 +52,12 @@ class JobWorker {
   const std::string& pipeline() const { return pipeline_; }
 
  private:
-  void commit(const ClaimedJob& job, const struct StepOutcome& outcome);
-  // How long the job's step may run (0: no limit), SPEC §13.
-  double timeout_of(const ClaimedJob& job) const;
+  // `may_advance`: the job's edge is one the worker takes itself
+  // (BranchAdvance::JobNode).
+  void commit(const ClaimedJob& job, const struct StepOutcome& outcome, bool may_advance);
+  // What the run's definition says of the job's node (nothing without an
+  // advance, as in unit tests).
+  BranchAdvance::JobNode node_of(const ClaimedJob& job) const;
   // The engine's crash rule (job_policy.h) with this step's configuration.
   NextExecution after_crash_of(const ClaimedJob& job) const;
   // crashed! for a claim this iteration could not finish. When even that

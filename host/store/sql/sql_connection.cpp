@@ -37,6 +37,7 @@ std::string db_now(Connection& conn) {
 }
 
 std::string add_seconds(const std::string& db_time, double seconds) {
+  if (!(seconds > 0)) return db_time;
   std::tm tm{};
   int micros = 0;
   if (std::sscanf(db_time.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,

@@ -217,7 +217,8 @@ class ReadTransaction {
 std::string db_now(Connection& conn);
 // A database time ("YYYY-MM-DD HH:MM:SS.ffffff") moved by `seconds`, so a
 // delay counts from the transaction's own instant, not from whenever the
-// statement that stores it happens to run.
+// statement that stores it happens to run. `db_time` itself when `seconds`
+// is not positive (no delay: the common case costs nothing).
 std::string add_seconds(const std::string& db_time, double seconds);
 
 // A JSON array of strings, bound for `IN (...)` (Dialect::json_text_list).

@@ -50,7 +50,7 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
     jobs.add({job_id, step_id, child.klass, args_document(child.args_json), now, now, now});
     executions.add({execution_id, job_id, now, now, now});
     availabilities.add({new_uuid_v7(), execution_id, parent.pipeline,
-                        child.delay_seconds > 0 ? add_seconds(now, child.delay_seconds) : now, now, now});
+                        add_seconds(now, child.delay_seconds), now, now});
   }
   for (BatchInsert* batch : {&branches, &links, &steps, &jobs, &executions, &availabilities}) batch->flush();
   conn_.notify(Connection::Work::kJobs);

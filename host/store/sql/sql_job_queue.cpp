@@ -169,7 +169,7 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
   availability.bind(1, new_uuid_v7())
       .bind(2, execution_id)
       .bind(3, job.pipeline)
-      .bind(4, delay_seconds > 0 ? add_seconds(now, delay_seconds) : now)
+      .bind(4, add_seconds(now, delay_seconds))
       .bind(5, now);
   availability.exec();
   conn.notify(Connection::Work::kJobs);

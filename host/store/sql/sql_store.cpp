@@ -87,7 +87,7 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
       .bind(1, new_uuid_v7())
       .bind(2, execution_id)
       .bind(3, step.pipeline)
-      .bind(4, step.delay_seconds > 0 ? add_seconds(now, step.delay_seconds) : now)
+      .bind(4, add_seconds(now, step.delay_seconds))
       .bind(5, now)
       .exec();
   conn_.notify(Connection::Work::kJobs);
@@ -174,7 +174,7 @@ std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipel
     jobs.add({job_id, step_id, request.start_klass, args_document(request.args_json), now, now, now});
     executions.add({execution_id, job_id, now, now, now});
     availabilities.add({new_uuid_v7(), execution_id, request.pipeline,
-                        request.start_delay_seconds > 0 ? add_seconds(now, request.start_delay_seconds) : now, now,
+                        add_seconds(now, request.start_delay_seconds), now,
                         now});
   }
   for (BatchInsert* batch : {&pipelines, &runs, &branches, &steps, &jobs, &executions, &availabilities}) batch->flush();
