@@ -21,6 +21,7 @@
 #include "engine/catalog.h"
 #include "plugin/plugin_probe.h"
 #include "process/crash_report.h"
+#include "process/started_log.h"
 #include "process/host_runtime.h"
 #include "process/sd_notify.h"
 #include "process/supervisor.h"
@@ -175,7 +176,10 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() == 1) return kExitFailure;
     // A step that crashes this child leaves its backtrace for the supervisor.
-    if (const std::string* folder = args.option("crash-folder")) install_crash_report(*folder);
+    if (const std::string* folder = args.option("crash-folder")) {
+      install_crash_report(*folder);
+      open_started_log(*folder);
+    }
   }
 
   Bootstrap boot(args, stdout, LogLevel::kDebug);

@@ -28,6 +28,8 @@ constexpr double kMinPluginLoadSeconds = 0.5;
 constexpr double kMinReaperSeconds = 0.5;
 // More threads than that per pipeline is a typo, not a plan.
 constexpr long long kMaxCount = 1000;
+// job_worker.batch: the started log (process/started_log.h) holds 512 open steps per thread.
+constexpr long long kMaxBatch = 256;
 
 const std::vector<std::string> kTopLevelKeys = {"database", "plugins", "definitions", "pipelines", "job_worker",
                                                 "pipeline_advancer", "supervisor", "logger", "forking", "role", "http"};
@@ -388,10 +390,11 @@ class Parser {
 
   void parse_job_worker(const YAML::Node& jw, Config* config) const {
     only_keys(jw, "job_worker",
-              {"count", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout", "max_output_bytes",
-               "timeout", "timeout_grace"});
+              {"count", "batch", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout",
+               "max_output_bytes", "timeout", "timeout_grace"});
     JobWorkerConfig& c = config->job_worker;
     if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, kMaxCount, false, &c.count, config);
+    if (jw["batch"]) scoped_int(jw["batch"], "job_worker.batch", 1, kMaxBatch, false, &c.batch, config);
     if (jw["polling_timeout"]) {
       scoped_seconds(jw["polling_timeout"], "job_worker.polling_timeout", kMinPollingSeconds, &c.polling_timeout,
                      config);

@@ -86,6 +86,11 @@ struct JobWorkerConfig {
   Scoped<int> max_retry{3};
   Scoped<int> max_crash{10};
   Scoped<double> polling_timeout{1.0};
+  // Issue 11: how many due jobs one worker thread may claim in one
+  // transaction and commit the successes of in one transaction. The worker
+  // grows its batch towards this while its steps are quick (under 1 ms)
+  // and falls back to one job after a slow step; 1 turns batching off.
+  Scoped<int> batch{16};
   double retry_delay = 10.0;
   double shutdown_timeout = 20.0;
   // SPEC §13: how long a step may run (0: no limit), per pipeline and step;

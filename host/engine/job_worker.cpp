@@ -9,6 +9,7 @@
 #include "engine/job_policy.h"
 #include "engine/step_invoker.h"
 #include "process/crash_report.h"
+#include "process/started_log.h"
 
 namespace ductwork {
 
@@ -34,26 +35,53 @@ BranchAdvance::JobNode JobWorker::node_of(const ClaimedJob& job) const {
   return advance_ ? advance_->job_node(job.definition_sha1, job.run_id, job.node) : BranchAdvance::JobNode{};
 }
 
+namespace {
+
+// A step quicker than this lets the worker's next claim take more jobs.
+constexpr auto kQuickStep = std::chrono::milliseconds(2);
+// A success held longer than this is committed before the next step starts.
+constexpr auto kFlushAfter = std::chrono::milliseconds(5);
+
+}  // namespace
+
 bool JobWorker::run_once() {
   // Results kept while the database server was out of reach go first (and
   // throw again while it still is: the loop backs off).
   while (!unsettled_.empty()) {
-    const ClaimedJob& kept = unsettled_.front().first;
-    commit(kept, unsettled_.front().second, node_of(kept).worker_may_advance);
-    logger_.info("Kept step result committed after the database returned",
-                 {{"pipeline", pipeline_}, {"job_id", unsettled_.front().first.job_id},
-                  {"step", unsettled_.front().first.klass}});
+    ClaimedJob& kept = unsettled_.front().first;
+    StepOutcome& outcome = unsettled_.front().second;
+    logger_.info("Kept step result committing after the database returned",
+                 {{"pipeline", pipeline_}, {"job_id", kept.job_id}, {"step", kept.klass}});
+    if (outcome.ok) {
+      done_.push_back(Done{std::move(kept), std::move(outcome), node_of(kept).worker_may_advance});
+    } else {
+      commit_failure(kept, outcome);
+    }
     unsettled_.erase(unsettled_.begin());
   }
   if (!unclosed_.empty()) close_unclosed();
-  std::optional<ClaimedJob> job;
-  if (pending_) {
-    job = std::move(pending_);
-    pending_.reset();
-  } else {
-    job = store_.claim_job(pipeline_, process_id_);
+  const bool stopping = stopping_ && stopping_->load();
+  if (stopping && !queue_.empty()) {
+    // Shutting down: steps that have not started are given back, unspent,
+    // for whoever runs next (this host after a restart, or another one).
+    std::vector<ClaimedJob> back(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+    queue_.clear();
+    int released = store_.release_jobs(back, process_id_);
+    logger_.info("Claimed jobs not started released at shutdown", {{"pipeline", pipeline_}, {"jobs", released}});
   }
-  if (!job) return false;
+  if (queue_.empty()) {
+    if (!done_.empty()) {
+      flush(/*claim_next=*/!stopping);
+      return true;
+    }
+    if (stopping) return false;  // nothing held, and no new claims
+    std::vector<ClaimedJob> claimed = store_.claim_jobs(pipeline_, process_id_, batch_);
+    slowest_ = {};
+    for (auto& job : claimed) queue_.push_back(std::move(job));
+  }
+  if (queue_.empty()) return false;
+  std::optional<ClaimedJob> job = std::move(queue_.front());
+  queue_.pop_front();
   if (logger_.enabled(LogLevel::kDebug)) {
     logger_.debug("Job claimed", {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass},
                                   {"run_id", job->run_id}, {"branch_id", job->branch_id}});
@@ -63,6 +91,10 @@ bool JobWorker::run_once() {
   StepWatch::Registration watched;
   bool timed_out = false;
   double timeout = 0;
+  // Taken off the queue, the job counts as started: if the process dies
+  // from here on (in the step, or wedged before it), this claim is a crash;
+  // the ones still queued are released at no cost (started_log.h).
+  log_step_started(job->execution_id);
   try {
     fault_point("after_job_claim");
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
@@ -78,7 +110,9 @@ bool JobWorker::run_once() {
       set_running_execution(job->execution_id);  // named by a crash report
       const auto started = std::chrono::steady_clock::now();
       outcome = invoke_step(registry_, *job, scope);
-      timed_out = timeout > 0 && std::chrono::steady_clock::now() - started >= std::chrono::duration<double>(timeout);
+      const auto took = std::chrono::steady_clock::now() - started;
+      slowest_ = std::max(slowest_, took);
+      timed_out = timeout > 0 && took >= std::chrono::duration<double>(timeout);
       if (watched) watched->returned.store(true);
       set_running_execution(std::string());
     }
@@ -115,8 +149,20 @@ bool JobWorker::run_once() {
     outcome.retryable = true;
     outcome.error = step_timeout_error(job->klass, timeout, /*honoured_cancellation=*/true);
   }
+  if (outcome.ok) {
+    if (done_.empty()) first_done_at_ = std::chrono::steady_clock::now();
+    done_.push_back(Done{std::move(*job), std::move(outcome), node.worker_may_advance});
+    // More claimed steps to run, and nothing held for long: commit later,
+    // with them.
+    if (!queue_.empty() && !(stopping_ && stopping_->load()) &&
+        std::chrono::steady_clock::now() - first_done_at_ < kFlushAfter) {
+      return true;
+    }
+    flush(/*claim_next=*/queue_.empty() && !(stopping_ && stopping_->load()));
+    return true;
+  }
   try {
-    commit(*job, outcome, node.worker_may_advance);
+    commit_failure(*job, outcome);
   } catch (const std::exception& e) {
     if (is_database_unreachable(e)) {
       // SPEC §11: the result is kept and committed once the server is back,
@@ -130,6 +176,74 @@ bool JobWorker::run_once() {
     throw;
   }
   return true;
+}
+
+void JobWorker::flush(bool claim_next) {
+  std::vector<Store::JobSuccess> batch;
+  batch.reserve(done_.size());
+  for (const Done& d : done_) batch.push_back(Store::JobSuccess{&d.job, d.outcome.output_json, d.may_advance});
+  // Chain, converge and divert edges (and a branch's end) are taken here,
+  // in the successes' transaction: no advancer round trip (issue 11).
+  std::vector<std::pair<BranchClaim, AdvanceEffects>> advanced;
+  Store::AdvanceInClaim advance_here = [&](BranchTx& tx, const BranchClaim& claim) {
+    fault_point("after_branch_claim");
+    AdvanceEffects effects;
+    advance_->advance(tx, claim, effects);
+    advanced.emplace_back(claim, std::move(effects));  // last: only once the advance went through
+  };
+  // The next claim may take more jobs while the steps stay quick; one slow
+  // step brings it back to one, so a slow step never holds others back.
+  batch_ = slowest_ < kQuickStep ? std::min(batch_ * 2, std::max(config_.job_worker.batch.get(pipeline_), 1)) : 1;
+  std::vector<ClaimedJob> next;
+  std::vector<bool> committed;
+  try {
+    // With advancers of its own (role all), a worker with one success and
+    // more work due leaves the branch to them; a worker-only host advances
+    // every chain step it runs (nobody else may). See Store::jobs_succeeded.
+    committed = store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
+                                      advance_ ? &advance_here : nullptr,
+                                      /*advance_when_busy=*/config_.role == "worker");
+  } catch (const std::exception& e) {
+    std::vector<Done> held = std::move(done_);
+    done_.clear();
+    for (Done& d : held) {
+      if (is_database_unreachable(e)) {
+        // SPEC §11: kept and committed once the server is back, if the
+        // claim's fence still holds then.
+        unsettled_.emplace_back(std::move(d.job), std::move(d.outcome));
+      } else {
+        abandon(d.job, make_error_info(demangled_type_name(e), e.what()));
+      }
+    }
+    if (is_database_unreachable(e)) {
+      logger_.warn("Database unreachable; keeping step results to commit when it returns",
+                   {{"pipeline", pipeline_}, {"jobs", held.size()}});
+    }
+    throw;
+  }
+  std::size_t succeeded = 0;
+  for (std::size_t i = 0; i < done_.size(); ++i) {
+    if (committed[i]) {
+      ++succeeded;
+      continue;
+    }
+    // The fence matched nothing: the reaper took this claim away and another
+    // execution owns the job now. Writing anything would double-commit.
+    const ClaimedJob& job = done_[i].job;
+    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)",
+                 {{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
+                  {"run_id", job.run_id}, {"branch_id", job.branch_id}});
+  }
+  done_.clear();
+  if (queue_.empty()) log_steps_settled();  // every step this thread started has its result committed
+  stats_.steps_succeeded.fetch_add(succeeded, std::memory_order_relaxed);
+  for (auto& [claim, effects] : advanced) {
+    advance_->after_commit(claim, effects);
+    fault_point("after_branch_advancement");
+  }
+  if (succeeded > advanced.size()) wakeups_.advancers().notify_one();
+  for (auto& job : next) queue_.push_back(std::move(job));
+  slowest_ = {};
 }
 
 NextExecution JobWorker::after_crash_of(const ClaimedJob& job) const {
@@ -176,44 +290,12 @@ void JobWorker::close_unclosed() {
   }
 }
 
-void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome, bool may_advance) {
-  // Built only when something is logged: the success path is the hot path.
-  auto where = [&] {
-    return json{{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
-                {"run_id", job.run_id},  {"branch_id", job.branch_id}};
-  };
+void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome) {
+  json fields = {{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
+                 {"run_id", job.run_id},  {"branch_id", job.branch_id}};
   bool committed;
   bool step_failed = false;
-  if (outcome.ok) {
-    bool claim_next = !(stopping_ && stopping_->load());
-    // A chain, converge or divert edge (or the branch's end) is taken here,
-    // in the success's transaction: no advancer round trip (issue 11).
-    std::optional<BranchClaim> advanced;
-    AdvanceEffects effects;
-    Store::AdvanceInClaim advance_here = [&](BranchTx& tx, const BranchClaim& claim) {
-      fault_point("after_branch_claim");
-      AdvanceEffects done;
-      advance_->advance(tx, claim, done);
-      effects = std::move(done);
-      advanced = claim;  // last: set only when the advance went through
-    };
-    bool inline_advance = advance_ && may_advance;
-    // With advancers of its own (role all), a worker that has more work due
-    // leaves the branch to them: they batch many per commit. A worker-only
-    // host advances every chain step it runs (nobody else may).
-    committed = store_.job_succeeded(job, process_id_, outcome.output_json, claim_next ? &pending_ : nullptr,
-                                     inline_advance ? &advance_here : nullptr,
-                                     /*advance_when_busy=*/config_.role == "worker");
-    if (committed) {
-      stats_.steps_succeeded.fetch_add(1, std::memory_order_relaxed);
-      if (advanced) {
-        advance_->after_commit(*advanced, effects);
-        fault_point("after_branch_advancement");
-      } else {
-        wakeups_.advancers().notify_one();
-      }
-    }
-  } else if (cancelled_.load()) {
+  if (cancelled_.load()) {
     // The step stopped because we are shutting down: that is not the step's
     // fault, so it costs a crash unit rather than a retry. So does an error
     // it called permanent: cancellation may have caused it, and if it is
@@ -221,7 +303,6 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome, bool m
     NextExecution next = after_crash_of(job);
     committed = store_.job_crashed(job, process_id_, outcome.error, next);
     step_failed = next.step_failed;
-    json fields = where();
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
     logger_.warn("Job stopped by shutdown; recorded as a crash", fields);
@@ -237,7 +318,6 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome, bool m
     committed = store_.job_errored(job, process_id_, error, next);
     step_failed = next.step_failed;
     stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
-    json fields = where();
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
     fields["retry_count"] = job.retry_count;
@@ -250,7 +330,9 @@ void JobWorker::commit(const ClaimedJob& job, const StepOutcome& outcome, bool m
   if (!committed) {
     // The fence matched nothing: the reaper took this claim away and another
     // execution owns the job now. Writing anything would double-commit.
-    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", where());
+    fields.erase("error_klass");
+    fields.erase("error_message");
+    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", fields);
     return;
   }
   if (step_failed) wakeups_.advancers().notify_one();

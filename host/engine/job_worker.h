@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,13 +39,18 @@ class JobWorker {
             const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr,
             LoopHealth* health = nullptr, BranchAdvance* advance = nullptr, StepWatch* watch = nullptr);
 
-  // Runs at most one job: the one claimed ahead by the previous commit, or a
-  // newly claimed one. Returns true when it found one. Unless `stopping` is
-  // raised, a successful commit claims the next job in the same transaction.
+  // Runs at most one job: the next one claimed ahead, or one of a newly
+  // claimed batch (up to job_worker.batch jobs per transaction while steps
+  // are quick, issue 11). A success is committed with the others of its
+  // batch, in one transaction that also claims the next batch; one that
+  // waited kFlushAfter is committed before the next step starts. Returns
+  // true when it ran or committed something. Once `stopping` is raised,
+  // claims whose steps have not started are released (never run here) and
+  // the successes still held are committed.
   bool run_once();
-  // True while a job claimed ahead waits to run: the loop must run it before
-  // it may exit, or the claim would be abandoned.
-  bool has_pending() const { return pending_.has_value(); }
+  // True while claims or uncommitted successes are held: the loop must call
+  // run_once until it is false before it may exit.
+  bool has_pending() const { return !queue_.empty() || !done_.empty(); }
 
   // How long an idle loop may sleep: the polling timeout, or less when a
   // delayed retry falls due sooner.
@@ -52,9 +59,11 @@ class JobWorker {
   const std::string& pipeline() const { return pipeline_; }
 
  private:
-  // `may_advance`: the job's edge is one the worker takes itself
-  // (BranchAdvance::JobNode).
-  void commit(const ClaimedJob& job, const struct StepOutcome& outcome, bool may_advance);
+  // errored! / crashed! for one job, at once.
+  void commit_failure(const ClaimedJob& job, const struct StepOutcome& outcome);
+  // Commits every held success in one transaction (with their chain
+  // advances); claims the next batch in it when `claim_next`.
+  void flush(bool claim_next);
   // What the run's definition says of the job's node (nothing without an
   // advance, as in unit tests).
   BranchAdvance::JobNode node_of(const ClaimedJob& job) const;
@@ -82,7 +91,20 @@ class JobWorker {
   BranchAdvance* advance_;
   StepWatch* watch_;
   std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
-  std::optional<ClaimedJob> pending_;
+  // Claimed in this worker's last claim or commit, not started yet.
+  std::deque<ClaimedJob> queue_;
+  // Succeeded, not committed yet (group commit).
+  struct Done {
+    ClaimedJob job;
+    StepOutcome outcome;
+    bool may_advance;
+  };
+  std::vector<Done> done_;
+  std::chrono::steady_clock::time_point first_done_at_;
+  // Jobs the next claim may take (grows while steps are quick), and the
+  // longest step since the last claim.
+  int batch_ = 1;
+  std::chrono::steady_clock::duration slowest_{};
   // Step results whose commit met an unreachable database server, retried
   // (fenced as always) before anything else once it answers again.
   std::vector<std::pair<ClaimedJob, StepOutcome>> unsettled_;

@@ -18,6 +18,7 @@
 #include "engine/error_info.h"
 #include "engine/reaper.h"
 #include "process/crash_report.h"
+#include "process/started_log.h"
 #include "process/host_runtime.h"
 #include "process/machine.h"
 #include "store/store_error.h"
@@ -146,7 +147,9 @@ void Supervisor::spawn(Child& child) {
   logger_.info("Child started", {{"child", child.spec}, {"child_pid", pid}});
 }
 
-bool Supervisor::reap_child_row(pid_t pid, const char* why, const Death& death) {
+bool Supervisor::reap_child_row(pid_t pid, const char* why, Death death) {
+  // Its claims whose steps never started are released, not crashed.
+  death.started = take_started_log(crash_folder_.path, pid);
   try {
     if (auto row = store_->find_process(pid, machine_)) {
       Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true, death);

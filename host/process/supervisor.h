@@ -64,7 +64,9 @@ class Supervisor {
   // Reaps the row of a child that is gone (force: we saw it die). False
   // when the child never registered a row.
   // `death` names how it died, for the crashed executions' messages.
-  bool reap_child_row(pid_t pid, const char* why, const Death& death);
+  // Claims whose steps the child never started (its started log) are
+  // released instead.
+  bool reap_child_row(pid_t pid, const char* why, Death death);
   void check_children(bool stopping, bool check_heartbeats);
   void stop_children();
   // SIGHUP: a graceful restart of every child. Each finishes its in-flight

@@ -184,6 +184,15 @@ class Store {
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.
   virtual std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) = 0;
+  // The batched form (issue 11): up to `max` due jobs, oldest first, in one
+  // transaction; each is claimed exactly as claim_job claims one.
+  virtual std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id,
+                                             int max) = 0;
+  // Gives back claims whose step never started (a worker stopping with
+  // claimed jobs still queued): fenced like succeeded!, each availability
+  // opens again as if it had never been claimed — no result, no attempt, no
+  // budget spent. Returns how many were given back.
+  virtual int release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) = 0;
   // succeeded!: false when the fence (open execution owned by process_id)
   // matched nothing, i.e. the claim was taken away; nothing is written then.
   // When `next` is given, the next due job of the same pipeline is claimed
@@ -200,6 +209,21 @@ class Store {
   virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                              std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr,
                              bool advance_when_busy = true) = 0;
+  // succeeded! for several jobs in one transaction (group commit, issue
+  // 11): each is fenced on its own (committed[i] false: that claim was
+  // taken away, nothing of it written). A job with `advance` set has its
+  // branch advanced as job_succeeded does; every such job is advanced when
+  // there are several, when there is one the rule of job_succeeded holds.
+  // When `next` is given, up to `next_max` due jobs are claimed after the
+  // writes (the advances may just have created them).
+  struct JobSuccess {
+    const ClaimedJob* job;
+    std::string output_json;
+    bool advance;
+  };
+  virtual std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
+                                           std::vector<ClaimedJob>* next, int next_max,
+                                           const AdvanceInClaim* advance, bool advance_when_busy) = 0;
   // errored!: same fence. Writes a failure result, then what `next` says:
   // a retry execution, or the step failed.
   virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,

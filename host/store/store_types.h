@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,11 @@ struct Death {
   std::string how;
   std::string backtrace;
   std::string backtrace_execution_id;
+  // When known (a forking host's worker child logs the steps it starts,
+  // process/started_log.h): the executions the process had started. Its
+  // other claims never ran; they are released, not crashed — no budget is
+  // spent on them. Unknown (nullopt): every claim counts as a crash.
+  std::optional<std::set<std::string>> started;
 };
 
 // What follows an execution that ended without success, as the engine
@@ -95,6 +101,7 @@ using CrashPlanner = std::function<NextExecution(const ClaimedJob& job)>;
 struct RecoveryCounts {
   int64_t executions = 0;    // executions crashed (a new one made, or the step failed)
   int64_t advancements = 0;  // advancements closed, their branches released
+  int64_t released = 0;      // claims that never started, open again at no cost
 };
 
 enum class BranchClaimResult { kClaimed, kContended, kIdle };

@@ -64,7 +64,7 @@ std::vector<Mistake> mistakes() {
       {"UnknownTopLevelKey", std::string("pipelines: \"*\"\njob_workers: {count: 2}\n"),
        {"ductwork.yml:5: job_workers: unknown key, did you mean 'job_worker'?"}},
       {"UnknownNestedKey", fast_with("max_retries: 2"),
-       {"job_worker.max_retries: unknown key, did you mean 'job_worker.max_retry'?", "expected one of: count,"}},
+       {"job_worker.max_retries: unknown key, did you mean 'job_worker.max_retry'?", "expected one of: batch, count,"}},
       {"WrongType", fast_with("count: [1, 2]"),
        {"job_worker.count: expected an integer from 1 to 1000, or a map of default/pipeline name to one, got a list"}},
       {"WrongTypeInAStepEntry", fast_with("max_retry: {A: {Inc: lots}}"),

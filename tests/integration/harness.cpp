@@ -43,7 +43,7 @@ void Workspace::write_config(const ConfigOptions& options) {
     << "plugins:\n  directory: \"" << options.plugins_directory << "\"\n"
     << "definitions:\n  directory: \"" << definitions_dir() << "\"\n"
     << "pipelines: \"*\"\n"
-    << "job_worker: {count: 2, polling_timeout: 0.05, retry_delay: 0.05"
+    << "job_worker: {count: " << options.job_workers << ", polling_timeout: 0.05, retry_delay: 0.05"
     << (options.job_worker_extra.empty() ? "" : ", " + options.job_worker_extra) << "}\n"
     << "pipeline_advancer: {count: 2, polling_timeout: 0.05}\n"
     << options.extra;

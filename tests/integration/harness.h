@@ -30,6 +30,8 @@ struct ConfigOptions {
   // A PostgreSQL URL to use instead of the workspace's own database (a
   // test that runs its own server).
   std::string database_url;
+  // Job worker threads per pipeline.
+  int job_workers = 2;
 };
 
 // A reading of the database: whether the file exists and, when it does, the

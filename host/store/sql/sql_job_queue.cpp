@@ -1,4 +1,6 @@
 // The job worker's side of the store: claim, succeeded!, errored!.
+#include <algorithm>
+
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
 #include "util/fault.h"
@@ -7,6 +9,12 @@
 namespace ductwork::sql {
 
 std::optional<ClaimedJob> SqlStore::claim_job(const std::string& pipeline, const std::string& process_id) {
+  std::vector<ClaimedJob> jobs = claim_jobs(pipeline, process_id, 1);
+  if (jobs.empty()) return std::nullopt;
+  return std::move(jobs.front());
+}
+
+std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const std::string& process_id, int max) {
   auto held = lock();
   {
     // Look before taking a write transaction (SQLite's write lock): idle workers woken by another
@@ -16,27 +24,38 @@ std::optional<ClaimedJob> SqlStore::claim_job(const std::string& pipeline, const
         "SELECT 1 FROM availabilities WHERE pipeline_klass = ? AND completed_at IS NULL AND started_at <= dw_now() "
         "LIMIT 1");
     due.bind(1, pipeline);
-    if (!due.step()) return std::nullopt;
+    if (!due.step()) return {};
   }
   WriteTransaction tx(conn_);
-  auto job = claim_job_in_tx(pipeline, process_id, db_now(conn_));
-  if (job) tx.commit();
-  return job;
+  auto jobs = claim_jobs_in_tx(pipeline, process_id, db_now(conn_), max);
+  if (!jobs.empty()) tx.commit();
+  return jobs;
 }
 
-std::optional<ClaimedJob> SqlStore::claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
-                                                       const std::string& now) {
-  std::string availability_id, execution_id;
+std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
+                                                   const std::string& now, int max) {
+  std::vector<std::pair<std::string, std::string>> picked;  // availability id, execution id
   {
     auto pick = conn_.prepare(
         "SELECT id, execution_id FROM availabilities "
         "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 "
-        "ORDER BY started_at LIMIT 1" + conn_.dialect().skip_locked);
-    pick.bind(1, pipeline).bind(2, now);
-    if (!pick.step()) return std::nullopt;
-    availability_id = pick.text(0);
-    execution_id = pick.text(1);
+        "ORDER BY started_at LIMIT ?3" + conn_.dialect().skip_locked);
+    pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
+    while (pick.step()) picked.emplace_back(pick.text(0), pick.text(1));
   }
+  std::vector<ClaimedJob> jobs;
+  jobs.reserve(picked.size());
+  for (const auto& [availability_id, execution_id] : picked) {
+    if (auto job = claim_picked(availability_id, execution_id, pipeline, process_id, now)) {
+      jobs.push_back(std::move(*job));
+    }
+  }
+  return jobs;
+}
+
+std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability_id, const std::string& execution_id,
+                                                 const std::string& pipeline, const std::string& process_id,
+                                                 const std::string& now) {
   // Optimistic claim: inside an immediate transaction the row count is the
   // verdict; the predicate is re-asserted so a claim made by another process
   // between our read and write can never be taken twice.
@@ -223,31 +242,111 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                              std::optional<ClaimedJob>* next, const AdvanceInClaim* advance,
                              bool advance_when_busy) {
+  std::vector<ClaimedJob> claimed;
+  std::vector<bool> committed = jobs_succeeded({JobSuccess{&job, output_json, advance != nullptr}}, process_id,
+                                               next ? &claimed : nullptr, 1, advance, advance_when_busy);
+  if (next) {
+    if (claimed.empty()) {
+      next->reset();
+    } else {
+      *next = std::move(claimed.front());
+    }
+  }
+  return committed.front();
+}
+
+std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
+                                           std::vector<ClaimedJob>* next, int next_max,
+                                           const AdvanceInClaim* advance, bool advance_when_busy) {
+  std::vector<bool> committed(done.size(), false);
+  if (done.empty()) return committed;
+  const std::string& pipeline = done.front().job->pipeline;
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
-  if (!close_execution(conn_, job, process_id, now)) return false;
-  conn_.prepare(
-           "UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 "
-           "WHERE id = ?3")
-      .bind(1, payload_document(output_json))
-      .bind(2, now)
-      .bind(3, job.job_id)
-      .exec();
-  insert_result(conn_, job.execution_id, "success", nullptr, now);
-  if (next) *next = claim_job_in_tx(job.pipeline, process_id, now);
-  bool busy = next && next->has_value();
-  if (advance && (advance_when_busy || !busy)) {
-    mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);
-    if (!advance_in_success(job, process_id, now, *advance)) {
-      conn_.notify(Connection::Work::kBranches);
-    } else if (next && !busy) {
-      *next = claim_job_in_tx(job.pipeline, process_id, now);  // e.g. the step just created
-    }
-  } else {
-    mark_advanceable(conn_, job, "advancing", now);
+  bool any = false;
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    const ClaimedJob& job = *done[i].job;
+    if (!close_execution(conn_, job, process_id, now)) continue;  // that claim was taken away
+    committed[i] = any = true;
+    conn_.prepare(
+             "UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 "
+             "WHERE id = ?3")
+        .bind(1, payload_document(done[i].output_json))
+        .bind(2, now)
+        .bind(3, job.job_id)
+        .exec();
+    insert_result(conn_, job.execution_id, "success", nullptr, now);
   }
+  if (!any) return committed;  // nothing to write: roll back
+  // One success: whether more work is due decides who advances (store.h).
+  // Several: they are advanced here, in this one commit.
+  const bool several = done.size() > 1;
+  if (next) next->clear();
+  if (next && !several) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max);
+  const bool busy = next && !next->empty();
+  bool wake_advancers = false;
+  bool advanced = false;
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    if (!committed[i]) continue;
+    const ClaimedJob& job = *done[i].job;
+    mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);
+    if (advance && done[i].advance && (several || advance_when_busy || !busy) &&
+        advance_in_success(job, process_id, now, *advance)) {
+      advanced = true;
+    } else {
+      wake_advancers = true;
+    }
+  }
+  if (wake_advancers) conn_.notify(Connection::Work::kBranches);
+  // Looked for after the advances: they may just have created the next step.
+  if (next && (several || (advanced && !busy))) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max);
   tx.commit();
+  return committed;
+}
+
+int SqlStore::release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) {
+  if (jobs.empty()) return 0;
+  auto held = lock();
+  WriteTransaction tx(conn_);
+  const std::string now = db_now(conn_);
+  int released = 0;
+  for (const ClaimedJob& job : jobs) released += release_in_tx(job, process_id, now) ? 1 : 0;
+  tx.commit();
+  return released;
+}
+
+bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now) {
+  // The fence of every commit of a claim: still open, still ours.
+  int ours = conn_.prepare(
+                      "UPDATE executions SET process_id = NULL, updated_at = ?1 "
+                      "WHERE id = ?2 AND completed_at IS NULL AND process_id = ?3")
+                 .bind(1, now)
+                 .bind(2, job.execution_id)
+                 .bind(3, process_id)
+                 .exec();
+  if (ours != 1) return false;
+  conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec();
+  if (branch_cancelled(conn_, job)) {
+    // A cancel withdrew the run's open work while this claim was queued:
+    // it ends as the cancel ends what it withdraws (SPEC §13).
+    conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
+        .bind(1, now)
+        .bind(2, job.execution_id)
+        .exec();
+    conn_.prepare("UPDATE steps SET status = 'cancelled', updated_at = ?1 WHERE id = ?2")
+        .bind(1, now)
+        .bind(2, job.step_id)
+        .exec();
+    return true;
+  }
+  conn_.prepare(
+           "UPDATE availabilities SET completed_at = NULL, process_id = NULL, updated_at = ?1 "
+           "WHERE execution_id = ?2")
+      .bind(1, now)
+      .bind(2, job.execution_id)
+      .exec();
+  conn_.notify(Connection::Work::kJobs);
   return true;
 }
 

@@ -79,6 +79,10 @@ RecoveryCounts SqlStore::recover_claims_in_tx(const std::string& executions_wher
   for (const auto& open : executions) {
     // Fenced on the owner we read: a claim someone else has since taken is
     // never clobbered.
+    if (death != nullptr && death->started && death->started->count(open.job.execution_id) == 0) {
+      if (release_in_tx(open.job, open.owner, now)) ++counts.released;
+      continue;
+    }
     ErrorInfo why = cause;
     if (death != nullptr && !death->how.empty()) why.message += " while running step " + open.job.klass;
     if (death != nullptr && open.job.execution_id == death->backtrace_execution_id) why.backtrace = death->backtrace;

@@ -58,6 +58,11 @@ class SqlStore final : public Store {
   int64_t successes_since(std::string* cursor) override;
 
   std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
+  std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
+  int release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) override;
+  std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
+                                   std::vector<ClaimedJob>* next, int next_max, const AdvanceInClaim* advance,
+                                   bool advance_when_busy) override;
   bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                      std::optional<ClaimedJob>* next, const AdvanceInClaim* advance, bool advance_when_busy) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
@@ -106,8 +111,17 @@ class SqlStore final : public Store {
                                       const Death* death = nullptr);
   std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
                                              const std::string& process_id, const std::string& now);
-  std::optional<ClaimedJob> claim_job_in_tx(const std::string& pipeline, const std::string& process_id,
-                                            const std::string& now);
+  // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
+  std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
+                                           const std::string& now, int max);
+  // Claims one picked availability: nullopt when another process took it
+  // between the pick and this write.
+  std::optional<ClaimedJob> claim_picked(const std::string& availability_id, const std::string& execution_id,
+                                         const std::string& pipeline, const std::string& process_id,
+                                         const std::string& now);
+  // release_jobs for one claim inside an open transaction; false when the
+  // fence matched nothing.
+  bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
   // job_succeeded's branch claim and advance, in a savepoint (store.h).
   // False when nothing of it stayed (the claim was lost, or it threw).
   bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,

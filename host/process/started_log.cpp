@@ -1,0 +1,111 @@
+#include "process/started_log.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace ductwork {
+namespace {
+
+constexpr uint32_t kMagic = 0x64775354;  // "dwST"
+constexpr int kThreads = 256;             // worker threads of one child (job_worker.count is at most 1,000 per
+                                          // pipeline, but a child past this marks the log incomplete)
+constexpr int kEntries = 512;             // open steps per thread (job_worker.batch is at most 256)
+constexpr std::size_t kIdBytes = 40;      // a UUID is 36
+
+struct Slot {
+  std::atomic<uint32_t> count;
+  char ids[kEntries][kIdBytes];
+};
+
+struct Log {
+  uint32_t magic;
+  std::atomic<uint32_t> complete;
+  Slot slots[kThreads];
+};
+
+Log* mapped = nullptr;
+std::atomic<int> next_slot{0};
+thread_local int my_slot = -1;
+
+Slot* slot_of_this_thread() {
+  if (mapped == nullptr) return nullptr;
+  if (my_slot < 0) my_slot = next_slot.fetch_add(1);
+  if (my_slot >= kThreads) {
+    mapped->complete.store(0);
+    return nullptr;
+  }
+  return &mapped->slots[my_slot];
+}
+
+std::string path_of(const std::string& folder, long pid) { return folder + "/" + std::to_string(pid) + ".started"; }
+
+}  // namespace
+
+void open_started_log(const std::string& folder) {
+  if (folder.empty() || mapped != nullptr) return;
+  std::string path = path_of(folder, static_cast<long>(::getpid()));
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;  // no log: the supervisor counts every claim as a crash
+  if (::ftruncate(fd, sizeof(Log)) != 0) {
+    ::close(fd);
+    return;
+  }
+  void* p = ::mmap(nullptr, sizeof(Log), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return;
+  mapped = static_cast<Log*>(p);  // zero-filled: every count 0
+  mapped->magic = kMagic;
+  mapped->complete.store(1);
+}
+
+void log_step_started(const std::string& execution_id) {
+  Slot* slot = slot_of_this_thread();
+  if (slot == nullptr) return;
+  uint32_t n = slot->count.load(std::memory_order_relaxed);
+  if (n >= static_cast<uint32_t>(kEntries)) {
+    mapped->complete.store(0);
+    return;
+  }
+  std::size_t len = std::min(execution_id.size(), kIdBytes - 1);
+  std::memcpy(slot->ids[n], execution_id.data(), len);
+  slot->ids[n][len] = '\0';
+  // Counted only once written: a death before this line leaves the step
+  // unlogged, and it had not started.
+  slot->count.store(n + 1, std::memory_order_release);
+}
+
+void log_steps_settled() {
+  Slot* slot = slot_of_this_thread();
+  if (slot != nullptr) slot->count.store(0, std::memory_order_release);
+}
+
+std::optional<std::set<std::string>> take_started_log(const std::string& folder, pid_t pid) {
+  if (folder.empty()) return std::nullopt;
+  std::string path = path_of(folder, static_cast<long>(pid));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::set<std::string>> started;
+  void* p = ::mmap(nullptr, sizeof(Log), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p != MAP_FAILED) {
+    const Log* log = static_cast<const Log*>(p);
+    if (log->magic == kMagic && log->complete.load() == 1) {
+      started.emplace();
+      for (const Slot& slot : log->slots) {
+        uint32_t n = std::min<uint32_t>(slot.count.load(), kEntries);
+        for (uint32_t i = 0; i < n; ++i) started->insert(std::string(slot.ids[i], strnlen(slot.ids[i], kIdBytes)));
+      }
+    }
+    ::munmap(p, sizeof(Log));
+  }
+  std::remove(path.c_str());
+  return started;
+}
+
+}  // namespace ductwork
