@@ -41,6 +41,8 @@ namespace {
 constexpr auto kQuickStep = std::chrono::milliseconds(2);
 // A success held longer than this is committed before the next step starts.
 constexpr auto kFlushAfter = std::chrono::milliseconds(5);
+// Tries of one batch's commit that the database aborted for contention.
+constexpr int kCommitAttempts = 5;
 
 }  // namespace
 
@@ -179,6 +181,10 @@ bool JobWorker::run_once() {
 }
 
 void JobWorker::flush(bool claim_next) {
+  // In run order: concurrent batches then take the run rows' locks (run
+  // settlement, BranchTx::lock_run) in one order, and cannot deadlock on them.
+  std::stable_sort(done_.begin(), done_.end(),
+                   [](const Done& a, const Done& b) { return a.job.run_id < b.job.run_id; });
   std::vector<Store::JobSuccess> batch;
   batch.reserve(done_.size());
   for (const Done& d : done_) batch.push_back(Store::JobSuccess{&d.job, d.outcome.output_json, d.may_advance});
@@ -200,9 +206,22 @@ void JobWorker::flush(bool claim_next) {
     // With advancers of its own (role all), a worker with one success and
     // more work due leaves the branch to them; a worker-only host advances
     // every chain step it runs (nobody else may). See Store::jobs_succeeded.
-    committed = store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
-                                      advance_ ? &advance_here : nullptr,
-                                      /*advance_when_busy=*/config_.role == "worker");
+    // A deadlock the server broke by aborting this transaction (PostgreSQL)
+    // wrote nothing: the claims are still ours, so the batch is tried again.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        advanced.clear();
+        committed = store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
+                                          advance_ ? &advance_here : nullptr,
+                                          /*advance_when_busy=*/config_.role == "worker");
+        break;
+      } catch (const StoreError& e) {
+        if (e.fault() != StoreFault::kBusy || attempt == kCommitAttempts) throw;
+        logger_.warn("Step results' commit met contention; trying again",
+                     {{"pipeline", pipeline_}, {"jobs", batch.size()}, {"attempt", attempt},
+                      {"error_message", e.what()}});
+      }
+    }
   } catch (const std::exception& e) {
     std::vector<Done> held = std::move(done_);
     done_.clear();

@@ -109,6 +109,10 @@ void fan_in(BranchTx& tx, const Definition& definition, const BranchClaim& claim
     throw TransitionInvalid(edge.type + " at node " + claim.step_node +
                             ": no ancestor branch ran its barrier node " + edge.barrier_nodes.front());
   }
+  // The run's lock before its barrier's: run settlement takes the run's
+  // lock too (settle_run), so every transaction takes a run's locks in this
+  // one order and two cannot deadlock on them.
+  tx.lock_run(claim.run_id);
   tx.complete_step(claim.step_id);
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);

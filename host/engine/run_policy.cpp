@@ -8,6 +8,9 @@ const std::vector<std::string>& open_branch_statuses() {
 }
 
 RunState settle_run(BranchTx& tx, const std::string& run_id) {
+  // Two transactions settling the run's last branches at once must not
+  // both see the other's branch open (then neither closes the run).
+  tx.lock_run(run_id);
   if (tx.run_has_branch_in(run_id, open_branch_statuses())) return RunState::kOpen;
   // Parked branches wait for a person (SPEC §13); the run is not over even
   // when a sibling halted: a resume may still move it.

@@ -95,6 +95,12 @@ class BranchTx {
   // Parks the branch `dampened` (SPEC §13), claim cleared; its transition
   // stays open until a resume completes it.
   virtual void dampen_branch(const std::string& branch_id) = 0;
+  // Takes the run's row lock for the rest of the transaction, before run
+  // settlement reads its branches: two transactions that settle the last
+  // open branches of one run concurrently (PostgreSQL) are serialised, so
+  // the second sees the first's branch and settles the run. SQLite has one
+  // writer at a time already.
+  virtual void lock_run(const std::string& run_id) = 0;
   // Whether any branch of the run has one of `statuses` (run settlement
   // asks; engine/run_policy.h decides).
   virtual bool run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) = 0;

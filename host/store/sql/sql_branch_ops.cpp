@@ -28,10 +28,12 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
   // Candidates are read before the write transaction; each claim below
   // re-asserts the whole predicate, so a candidate that moved on meanwhile
   // (another process claimed it) just loses.
-  std::vector<std::pair<std::string, std::string>> picked;  // branch id, its parent branch id
+  // branch id, and its run id + parent branch id (the order its locks are taken in, below)
+  std::vector<std::pair<std::string, std::string>> picked;
   {
     auto stmt = conn_.prepare(
-        ordered ? "SELECT b.id, (SELECT MIN(l.parent_branch_id) FROM branch_links l WHERE l.child_branch_id = b.id) "
+        ordered ? "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT MIN(l.parent_branch_id) FROM branch_links l "
+                  "WHERE l.child_branch_id = b.id), '') "
                   "FROM branches b WHERE b.pipeline_klass = ?1 AND b.status = 'in_progress' AND "
                   "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY b.last_advanced_at LIMIT ?2"
                 : "SELECT id, NULL FROM branches WHERE pipeline_klass = ?1 AND status = 'in_progress' AND "
@@ -48,13 +50,15 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
     // the same fan-in barrier, whose row lock the first arrival holds until
     // the batch commits, so a second sibling would only make every other
     // claimer wait longer (measured: a 10,000-wide fan-in took 52 s with
-    // whole batches, 43 s like this). And the batch is advanced in parent
-    // order, so barriers are locked in one global order and two batches
-    // cannot deadlock on them.
+    // whole batches, 43 s like this). And the batch is advanced in (run,
+    // parent) order, so runs and barriers are locked in one global order
+    // (a run's lock before its barriers', router.cpp) and two batches cannot
+    // deadlock on them.
     std::vector<std::pair<std::string, std::string>> one_per_parent;
     std::unordered_set<std::string> parents;
     for (auto& candidate : picked) {
-      if (candidate.second.empty() || parents.insert(candidate.second).second) {
+      const bool has_parent = candidate.second.back() != ' ';  // "<run id> <parent id or nothing>"
+      if (!has_parent || parents.insert(candidate.second).second) {
         one_per_parent.push_back(std::move(candidate));
       }
     }

@@ -113,6 +113,12 @@ void SqlBranchTx::dampen_branch(const std::string& branch_id) {
       .exec();
 }
 
+void SqlBranchTx::lock_run(const std::string& run_id) {
+  auto lock = conn_.prepare("SELECT 1 FROM runs WHERE id = ?" + conn_.dialect().for_update);
+  lock.bind(1, run_id);
+  lock.step();
+}
+
 bool SqlBranchTx::run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) {
   if (statuses.empty()) return false;
   std::string sql = "SELECT 1 FROM branches WHERE run_id = ?1 AND status IN (";

@@ -259,6 +259,7 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
                                            std::vector<ClaimedJob>* next, int next_max,
                                            const AdvanceInClaim* advance, bool advance_when_busy) {
   std::vector<bool> committed(done.size(), false);
+  if (next) next->clear();
   if (done.empty()) return committed;
   const std::string& pipeline = done.front().job->pipeline;
   auto held = lock();
@@ -282,7 +283,6 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   // One success: whether more work is due decides who advances (store.h).
   // Several: they are advanced here, in this one commit.
   const bool several = done.size() > 1;
-  if (next) next->clear();
   if (next && !several) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max);
   const bool busy = next && !next->empty();
   bool wake_advancers = false;
