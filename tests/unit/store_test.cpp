@@ -172,6 +172,86 @@ TEST_F(StoreTest, SucceededIsFencedOnTheOwner) {
   EXPECT_EQ(step["executions"][0]["result_type"], "success");
 }
 
+CrashPlanner crash_policy(int max_crash) {
+  return [max_crash](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count, CrashPolicy{max_crash, 0.0});
+  };
+}
+
+// Group commit (issue 11): several jobs claimed in one transaction, their
+// successes committed in one; each fenced on its own.
+TEST_F(StoreTest, ClaimJobsTakesUpToTheBatchOldestFirstAndEachOnce) {
+  std::vector<std::string> runs;
+  for (int i = 0; i < 5; ++i) runs.push_back(trigger(compile(kChain), json::array({i})).run_id);
+  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 3);
+  ASSERT_EQ(first.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(first[static_cast<size_t>(i)].run_id, runs[static_cast<size_t>(i)]);
+  std::vector<ClaimedJob> rest = store->claim_jobs("P", process_id, 8);
+  ASSERT_EQ(rest.size(), 2u) << "only what is due";
+  EXPECT_EQ(rest[0].run_id, runs[3]);
+  EXPECT_TRUE(store->claim_jobs("P", process_id, 8).empty());
+}
+
+TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
+  for (int i = 0; i < 3; ++i) trigger(compile(kChain), json::array({i}));
+  std::vector<ClaimedJob> jobs = store->claim_jobs("P", process_id, 3);
+  ASSERT_EQ(jobs.size(), 3u);
+  // The reaper takes the second claim away (its owner looked dead).
+  store->register_process("other", 7, "machine-b", "all");
+  ClaimedJob stolen = jobs[1];
+  ASSERT_TRUE(store->release_jobs({stolen}, process_id) == 1);
+  auto again = store->claim_job("P", "other");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->execution_id, stolen.execution_id) << "a released claim is the same execution, open again";
+  std::vector<Store::JobSuccess> done;
+  for (const auto& job : jobs) done.push_back(Store::JobSuccess{&job, "7", false});
+  std::vector<ClaimedJob> next;
+  std::vector<bool> committed = store->jobs_succeeded(done, process_id, &next, 4, nullptr, true);
+  EXPECT_EQ(committed, (std::vector<bool>{true, false, true}));
+  EXPECT_TRUE(next.empty()) << "nothing else due";
+  int successes = 0;
+  for (const auto& summary : store->list_pipelines({})) {
+    json step = (*pipeline_report(*store, summary.id))["runs"][0]["steps"][0];
+    if (step["executions"][0]["result_type"] == "success") {
+      ++successes;
+      EXPECT_EQ(step["output"], 7);
+      EXPECT_EQ(step["status"], "advancing");
+    } else {
+      EXPECT_TRUE(step["executions"][0]["result_type"].is_null()) << "the stolen claim is untouched";
+    }
+  }
+  EXPECT_EQ(successes, 2);
+  EXPECT_TRUE(store->job_succeeded(*again, "other", "8")) << "its new owner still commits it";
+}
+
+TEST_F(StoreTest, ReleasedClaimsOpenAgainWithNoTraceAndReapingReleasesUnstartedOnes) {
+  auto t = trigger(compile(kChain), json::array({1}));
+  trigger(compile(kChain), json::array({2}));
+  store->register_process("dead", 99, "machine-a", "all");
+  std::vector<ClaimedJob> jobs = store->claim_jobs("P", "dead", 2);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(store->release_jobs({jobs[0]}, "someone-else"), 0) << "fenced on the owner";
+  // The supervisor read the child's started log: only the first had started.
+  Death death("worker pid 99 killed by SIGKILL");
+  death.started = std::set<std::string>{jobs[0].execution_id};
+  RecoveryCounts counts;
+  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, death));
+  EXPECT_EQ(counts.executions, 1);
+  EXPECT_EQ(counts.released, 1);
+  std::vector<ClaimedJob> again = store->claim_jobs("P", process_id, 4);
+  ASSERT_EQ(again.size(), 2u);
+  for (const auto& job : again) {
+    if (job.job_id == jobs[1].job_id) {
+      EXPECT_EQ(job.execution_id, jobs[1].execution_id);
+      EXPECT_EQ(job.crash_count, 0) << "a claim that never started costs nothing";
+    } else {
+      EXPECT_EQ(job.crash_count, 1);
+    }
+  }
+  json steps = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"];
+  ASSERT_EQ(steps[0]["executions"].size(), 2u) << "the started one crashed and was re-queued";
+}
+
 TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
   trigger(compile(kChain), json::array({1}));
   ErrorInfo error{"Boom", "it broke", "frame"};
@@ -292,12 +372,6 @@ TEST_F(StoreTest, HeartbeatReportsAReapedRow) {
   EXPECT_TRUE(store->heartbeat(process_id));
   store->remove_process(process_id);
   EXPECT_FALSE(store->heartbeat(process_id));
-}
-
-CrashPlanner crash_policy(int max_crash) {
-  return [max_crash](const ClaimedJob& job) {
-    return after_crash(job.retry_count, job.crash_count, CrashPolicy{max_crash, 0.0});
-  };
 }
 
 TEST_F(StoreTest, ReapRechecksStalenessUnlessForced) {
