@@ -66,9 +66,7 @@ bool JobWorker::run_once() {
   if (stopping && !queue_.empty()) {
     // Shutting down: steps that have not started are given back, unspent,
     // for whoever runs next (this host after a restart, or another one).
-    std::vector<ClaimedJob> back(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
-    queue_.clear();
-    int released = store_.release_jobs(back, process_id_);
+    int released = release_queue();
     logger_.info("Claimed jobs not started released at shutdown", {{"pipeline", pipeline_}, {"jobs", released}});
   }
   if (queue_.empty()) {
@@ -92,16 +90,21 @@ bool JobWorker::run_once() {
   const BranchAdvance::JobNode node = node_of(*job);
   StepWatch::Registration watched;
   bool timed_out = false;
-  double timeout = 0;
+  const double timeout = effective_step_timeout(config_, pipeline_, job->klass, node.timeout_seconds);
   // Taken off the queue, the job counts as started: if the process dies
   // from here on (in the step, or wedged before it), this claim is a crash;
   // the ones still queued are released at no cost (started_log.h).
   log_step_started(job->execution_id);
   try {
     fault_point("after_job_claim");
+    if (timeout > 0 && !queue_.empty()) {
+      // A step that may be ended (its thread abandoned, its process killed)
+      // runs with nothing claimed behind it: claims queued in an abandoned
+      // thread could not be given back until the process stops.
+      release_queue();
+    }
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
                         static_cast<std::size_t>(config_.job_worker.max_output_bytes)};
-    timeout = effective_step_timeout(config_, pipeline_, job->klass, node.timeout_seconds);
     if (watch_) {
       watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_);
       scope.step_cancelled = &watched->cancel;
@@ -178,6 +181,12 @@ bool JobWorker::run_once() {
     throw;
   }
   return true;
+}
+
+int JobWorker::release_queue() {
+  std::vector<ClaimedJob> back(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+  queue_.clear();
+  return store_.release_jobs(back, process_id_);
 }
 
 void JobWorker::flush(bool claim_next) {

@@ -64,6 +64,8 @@ class JobWorker {
   // Commits every held success in one transaction (with their chain
   // advances); claims the next batch in it when `claim_next`.
   void flush(bool claim_next);
+  // Gives the claims still queued back (Store::release_jobs); how many.
+  int release_queue();
   // What the run's definition says of the job's node (nothing without an
   // advance, as in unit tests).
   BranchAdvance::JobNode node_of(const ClaimedJob& job) const;

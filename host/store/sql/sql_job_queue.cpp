@@ -197,13 +197,17 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
 // The step's job is done (advancing) or out of budget (failed): either way
 // the branch is now the advancer's to move (unless the worker moves it in
 // the same transaction: then no advancer is woken).
-void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now,
-                      bool wake_advancers = true) {
+void set_step_status(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now) {
   conn.prepare("UPDATE steps SET status = ?1, updated_at = ?2 WHERE id = ?3")
       .bind(1, std::string_view(status))
       .bind(2, now)
       .bind(3, job.step_id)
       .exec();
+}
+
+void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now,
+                      bool wake_advancers = true) {
+  set_step_status(conn, job, status, now);
   conn.prepare("UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now)
       .bind(2, job.branch_id)
@@ -228,10 +232,7 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
   if (next.step_failed) {
     mark_advanceable(conn, job, "failed", now);
   } else if (branch_cancelled(conn, job)) {
-    conn.prepare("UPDATE steps SET status = 'cancelled', updated_at = ?1 WHERE id = ?2")
-        .bind(1, now)
-        .bind(2, job.step_id)
-        .exec();
+    set_step_status(conn, job, "cancelled", now);
   } else {
     insert_next_execution(conn, job, next.retry_count, next.crash_count, next.delay_seconds, now);
   }
@@ -334,10 +335,7 @@ bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_i
         .bind(1, now)
         .bind(2, job.execution_id)
         .exec();
-    conn_.prepare("UPDATE steps SET status = 'cancelled', updated_at = ?1 WHERE id = ?2")
-        .bind(1, now)
-        .bind(2, job.step_id)
-        .exec();
+    set_step_status(conn_, job, "cancelled", now);
     return true;
   }
   conn_.prepare(
