@@ -83,6 +83,11 @@ class PgStatement final : public sql::StatementBackend {
     const char* n = PQcmdTuples(result_);
     return n && *n ? std::atoi(n) : 0;
   }
+  void exec_deferred() override {
+    conn_->ensure_open();
+    if (epoch_ != conn_->epoch()) prepare();
+    conn_->send_deferred(name_, values(), &sql_);
+  }
 
   std::string text(int column) const override {
     return std::string(PQgetvalue(result_, row_, column), static_cast<size_t>(PQgetlength(result_, row_, column)));
@@ -110,7 +115,14 @@ class PgStatement final : public sql::StatementBackend {
     return values_[static_cast<size_t>(index - 1)];
   }
 
+  std::vector<const char*> values() const {
+    std::vector<const char*> out(values_.size());
+    for (size_t i = 0; i < values_.size(); ++i) out[i] = values_[i] ? values_[i]->c_str() : nullptr;
+    return out;
+  }
+
   void prepare() {
+    conn_->drain();
     epoch_ = conn_->epoch();
     PGresult* r = PQprepare(conn_->handle(), name_.c_str(), sql_.c_str(), static_cast<int>(values_.size()), nullptr);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) conn_->fail_result(r, "prepare: " + sql_);
@@ -120,9 +132,9 @@ class PgStatement final : public sql::StatementBackend {
   void execute() {
     conn_->ensure_open();  // outside a transaction, a dropped session is re-established here
     if (epoch_ != conn_->epoch()) prepare();  // the session was re-established
-    std::vector<const char*> values(values_.size());
-    for (size_t i = 0; i < values_.size(); ++i) values[i] = values_[i] ? values_[i]->c_str() : nullptr;
-    PGresult* r = PQexecPrepared(conn_->handle(), name_.c_str(), static_cast<int>(values.size()), values.data(),
+    conn_->drain();  // what was sent deferred runs first, and its errors surface here
+    std::vector<const char*> params = values();
+    PGresult* r = PQexecPrepared(conn_->handle(), name_.c_str(), static_cast<int>(params.size()), params.data(),
                                  nullptr, nullptr, 0);
     ExecStatusType status = PQresultStatus(r);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) conn_->fail_result(r, "statement: " + sql_);
@@ -232,6 +244,7 @@ void Connection::ensure_open() {
     throw StoreError("database " + display_ + ": the connection was lost in a transaction", StoreFault::kUnavailable);
   }
   PQreset(conn_);
+  deferred_.clear();  // went with the old session
   if (PQstatus(conn_) != CONNECTION_OK) {
     std::string why = PQerrorMessage(conn_);
     trim_end(&why);
@@ -252,7 +265,56 @@ void Connection::fail_result(PGresult* result, const std::string& what) const {
   throw StoreError("database " + display_ + ": " + what + ": " + message, fault);
 }
 
+void Connection::send_deferred(const std::string& name, const std::vector<const char*>& values,
+                               const std::string* sql) {
+  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF && PQenterPipelineMode(conn_) != 1) {
+    fail_result(nullptr, "cannot enter pipeline mode");
+  }
+  if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr,
+                          0) != 1) {
+    fail_result(nullptr, "statement: " + *sql);
+  }
+  deferred_.push_back(sql);
+  // Bounded: the server's replies wait in its socket buffer until we read.
+  if (deferred_.size() >= 256) drain();
+}
+
+void Connection::drain() {
+  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF) return;
+  std::vector<const std::string*> sent;
+  sent.swap(deferred_);
+  PGresult* failed = nullptr;
+  size_t failed_index = 0;
+  bool lost = PQpipelineSync(conn_) != 1;
+  size_t index = 0;  // of the statement whose results are being read
+  while (!lost) {
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) {  // the end of one statement's results
+      if (PQstatus(conn_) != CONNECTION_OK) lost = true;
+      ++index;
+      continue;
+    }
+    ExecStatusType status = PQresultStatus(r);
+    if (status == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      break;
+    }
+    if (status == PGRES_FATAL_ERROR && failed == nullptr) {
+      failed = r;  // the first error; the statements after it were skipped (PGRES_PIPELINE_ABORTED)
+      failed_index = index;
+      continue;
+    }
+    PQclear(r);
+  }
+  if (!lost) PQexitPipelineMode(conn_);
+  if (failed != nullptr || lost) {
+    std::string what = failed_index < sent.size() ? "statement: " + *sent[failed_index] : "deferred statements";
+    fail_result(failed, what);
+  }
+}
+
 void Connection::run(const char* sql) {
+  drain();
   PGresult* r = PQexec(conn_, sql);
   ExecStatusType status = PQresultStatus(r);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail_result(r, sql);
@@ -268,6 +330,15 @@ std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sq
 
 void Connection::exec_script(const std::string& sql) {
   ensure_open();
+  if (sql.rfind("ROLLBACK", 0) == 0) {
+    // Rolling back to a savepoint gives up what was sent after it anyway;
+    // an error among those must not stop the rollback.
+    try {
+      drain();
+    } catch (const StoreError& e) {
+      if (e.fault() == StoreFault::kUnavailable) throw;
+    }
+  }
   run(sql.c_str());
 }
 
@@ -298,6 +369,10 @@ void Connection::commit() {
 void Connection::rollback() noexcept {
   notify_jobs_ = notify_branches_ = false;
   in_transaction_ = false;
+  try {
+    drain();  // whatever was still in flight is given up with the transaction
+  } catch (...) {
+  }
   if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "ROLLBACK"));
 }
 
@@ -309,6 +384,10 @@ void Connection::begin_read() {
 
 void Connection::end_read() noexcept {
   in_transaction_ = false;
+  try {
+    drain();
+  } catch (...) {
+  }
   if (PQstatus(conn_) == CONNECTION_OK) PQclear(PQexec(conn_, "COMMIT"));
 }
 

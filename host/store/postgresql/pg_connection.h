@@ -68,6 +68,15 @@ class Connection final : public sql::Connection {
   // server process id (now and after each reconnect) so that the
   // notifications this process sends do not wake it.
   void attach(std::shared_ptr<Listener> listener);
+  // Sends a prepared statement in libpq's pipeline mode without waiting for
+  // its result (Statement::exec_deferred): the statements of a transaction
+  // whose results nobody reads travel together instead of one round trip
+  // each.
+  void send_deferred(const std::string& name, const std::vector<const char*>& values, const std::string* sql);
+  // Reads the results of everything sent deferred and leaves pipeline mode;
+  // throws StoreError for the first that failed. Every statement that waits
+  // for its result drains first.
+  void drain();
 
  protected:
   std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
@@ -81,6 +90,8 @@ class Connection final : public sql::Connection {
   bool in_transaction_ = false;
   bool notify_jobs_ = false;
   bool notify_branches_ = false;
+  // The statements sent deferred since the last drain, in order.
+  std::vector<const std::string*> deferred_;
   std::shared_ptr<Listener> listener_;
 };
 

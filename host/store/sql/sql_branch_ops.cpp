@@ -92,11 +92,11 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
       conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
       out->back().error = std::current_exception();
     };
-    conn_.prepare("SAVEPOINT advance_in_claim").exec();
+    conn_.prepare("SAVEPOINT advance_in_claim").exec_deferred();
     try {
       SqlBranchTx branch_tx(*this, now);
       (*advance)(branch_tx, out->back().claim);
-      conn_.prepare("RELEASE advance_in_claim").exec();
+      conn_.prepare("RELEASE advance_in_claim").exec_deferred();
     } catch (const StoreError& e) {
       // A deadlock or a lost connection says nothing about the branch: the
       // whole transaction goes (its claims too) and the branches are
@@ -168,7 +168,7 @@ std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_i
         .bind(2, won)
         .bind(3, claim.step_id)
         .bind(4, now)
-        .exec();
+        .exec_deferred();
   } else {
     // The previous advancement on this transition decides the crash count:
     // one left open was abandoned by a dead advancer and is a crash.
@@ -194,7 +194,7 @@ std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_i
                "error_message = 'advancement abandoned by its process' WHERE id = ?2")
           .bind(1, now)
           .bind(2, prev_id)
-          .exec();
+          .exec_deferred();
       prev_crashed = true;
     }
     claim.advancement_crash_count = prev_crashes + (prev_crashed ? 1 : 0);
@@ -209,7 +209,7 @@ std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_i
       .bind(3, process_id)
       .bind(4, claim.advancement_crash_count)
       .bind(5, now)
-      .exec();
+      .exec_deferred();
   return claim;
 }
 

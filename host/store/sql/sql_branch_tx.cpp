@@ -30,12 +30,12 @@ void SqlBranchTx::complete_step(const std::string& step_id) {
   conn_.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, step_id)
-      .exec();
+      .exec_deferred();
   // The branch's latest step is no longer advanceable; a step created
   // next on it starts pending.
   conn_.prepare("UPDATE branches SET advanceable = 0 WHERE id = (SELECT branch_id FROM steps WHERE id = ?)")
       .bind(1, step_id)
-      .exec();
+      .exec_deferred();
 }
 
 void SqlBranchTx::complete_transition(const std::string& transition_id, const std::string& out_step_id) {
@@ -43,14 +43,14 @@ void SqlBranchTx::complete_transition(const std::string& transition_id, const st
       .bind_optional(1, out_step_id.empty() ? std::nullopt : std::optional<std::string>(out_step_id))
       .bind(2, now_)
       .bind(3, transition_id)
-      .exec();
+      .exec_deferred();
 }
 
 void SqlBranchTx::complete_advancement(const std::string& advancement_id) {
   conn_.prepare("UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, advancement_id)
-      .exec();
+      .exec_deferred();
 }
 
 void SqlBranchTx::fail_advancement(const std::string& advancement_id, const ErrorInfo& error) {
@@ -62,7 +62,7 @@ void SqlBranchTx::fail_advancement(const std::string& advancement_id, const Erro
       .bind(3, error.message)
       .bind(4, error.backtrace)
       .bind(5, advancement_id)
-      .exec();
+      .exec_deferred();
 }
 
 int64_t SqlBranchTx::errored_advancements(const std::string& transition_id) {
@@ -80,7 +80,7 @@ void SqlBranchTx::release_branch(const std::string& branch_id) {
            "last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, branch_id)
-      .exec();
+      .exec_deferred();
   conn_.notify(Connection::Work::kBranches);  // advanceable again when its step still is
 }
 
@@ -90,7 +90,7 @@ void SqlBranchTx::complete_branch(const std::string& branch_id) {
            "last_advanced_at = ?1, completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, branch_id)
-      .exec();
+      .exec_deferred();
 }
 
 void SqlBranchTx::halt_branch(const std::string& branch_id, const std::string& reason) {
@@ -101,7 +101,7 @@ void SqlBranchTx::halt_branch(const std::string& branch_id, const std::string& r
       .bind(1, reason)
       .bind(2, now_)
       .bind(3, branch_id)
-      .exec();
+      .exec_deferred();
 }
 
 void SqlBranchTx::dampen_branch(const std::string& branch_id) {
@@ -110,7 +110,7 @@ void SqlBranchTx::dampen_branch(const std::string& branch_id) {
            "advanceable = 0, last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, branch_id)
-      .exec();
+      .exec_deferred();
 }
 
 void SqlBranchTx::lock_run(const std::string& run_id) {
@@ -133,13 +133,13 @@ bool SqlBranchTx::run_has_branch_in(const std::string& run_id, const std::vector
 void SqlBranchTx::close_run(const std::string& run_id, RunState state) {
   if (state == RunState::kOpen) throw std::logic_error("close_run: a run is closed as completed or halted");
   if (state == RunState::kDampened) {
-    conn_.prepare("UPDATE runs SET status = 'dampened', updated_at = ?1 WHERE id = ?2").bind(1, now_).bind(2, run_id).exec();
+    conn_.prepare("UPDATE runs SET status = 'dampened', updated_at = ?1 WHERE id = ?2").bind(1, now_).bind(2, run_id).exec_deferred();
     conn_.prepare(
              "UPDATE pipelines SET status = 'dampened', updated_at = ?1 "
              "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)")
         .bind(1, now_)
         .bind(2, run_id)
-        .exec();
+        .exec_deferred();
     return;
   }
   const bool halted = state == RunState::kHalted;
@@ -151,8 +151,8 @@ void SqlBranchTx::close_run(const std::string& run_id, RunState state) {
                "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)"
              : "UPDATE pipelines SET status = 'completed', completed_at = ?1, updated_at = ?1 "
                "WHERE id = (SELECT pipeline_id FROM runs WHERE id = ?2)";
-  conn_.prepare(sql_run).bind(1, now_).bind(2, run_id).exec();
-  conn_.prepare(sql_pipeline).bind(1, now_).bind(2, run_id).exec();
+  conn_.prepare(sql_run).bind(1, now_).bind(2, run_id).exec_deferred();
+  conn_.prepare(sql_pipeline).bind(1, now_).bind(2, run_id).exec_deferred();
 }
 
 }  // namespace ductwork::sql

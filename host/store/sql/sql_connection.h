@@ -33,6 +33,11 @@ class StatementBackend {
   virtual bool step() = 0;
   // Runs to completion; returns the rows the statement changed.
   virtual int exec() = 0;
+  // Runs a statement whose result and row count nobody reads. A backend may
+  // send it and move on (PostgreSQL's pipeline: no round trip); its error,
+  // if any, is then raised by the connection's next statement that waits for
+  // a result (or the commit), inside the same transaction. By default: exec().
+  virtual void exec_deferred() { exec(); }
   virtual std::string text(int column) const = 0;
   virtual int64_t int64(int column) const = 0;
   virtual double real(int column) const = 0;
@@ -85,6 +90,8 @@ class Statement {
 
   bool step() { return backend_->step(); }
   int exec() { return backend_->exec(); }
+  // For writes whose row count is not needed (StatementBackend::exec_deferred).
+  void exec_deferred() { backend_->exec_deferred(); }
 
   std::string text(int column) const { return backend_->text(column); }
   std::optional<std::string> optional_text(int column) const {

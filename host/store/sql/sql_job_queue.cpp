@@ -71,7 +71,7 @@ std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability
       .bind(1, process_id)
       .bind(2, now)
       .bind(3, execution_id)
-      .exec();
+      .exec_deferred();
 
   ClaimedJob job;
   job.execution_id = execution_id;
@@ -107,18 +107,18 @@ std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability
     conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
         .bind(1, now)
         .bind(2, job.step_id)
-        .exec();
+        .exec_deferred();
   }
   if (run_status != "in_progress") {
     conn_.prepare("UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
         .bind(1, now)
         .bind(2, job.run_id)
-        .exec();
+        .exec_deferred();
     conn_.prepare(
              "UPDATE pipelines SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
         .bind(1, now)
         .bind(2, pipeline_id)
-        .exec();
+        .exec_deferred();
   }
   // The attempt is recorded with the claim: user code starts right after
   // this commit, and one transaction fewer per step matters at our rates.
@@ -127,7 +127,7 @@ std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability
       .bind(1, new_uuid_v7())
       .bind(2, execution_id)
       .bind(3, now)
-      .exec();
+      .exec_deferred();
   return job;
 }
 
@@ -150,7 +150,7 @@ bool close_execution(Connection& conn, const ClaimedJob& job, const std::string&
   conn.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
       .bind(1, now)
       .bind(2, job.execution_id)
-      .exec();
+      .exec_deferred();
   return true;
 }
 
@@ -166,7 +166,7 @@ void insert_result(Connection& conn, const std::string& execution_id, const char
   } else {
     stmt.bind_null(4).bind_null(5).bind_null(6).bind_null(8);
   }
-  stmt.exec();
+  stmt.exec_deferred();
 }
 
 // A new try of the job, claimable from now + delay.
@@ -181,7 +181,7 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
       .bind(3, retry_count)
       .bind(4, crash_count)
       .bind(5, now)
-      .exec();
+      .exec_deferred();
   auto availability = conn.prepare(
       "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
@@ -190,7 +190,7 @@ void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retr
       .bind(3, job.pipeline)
       .bind(4, add_seconds(now, delay_seconds))
       .bind(5, now);
-  availability.exec();
+  availability.exec_deferred();
   conn.notify(Connection::Work::kJobs);
 }
 
@@ -202,7 +202,7 @@ void set_step_status(Connection& conn, const ClaimedJob& job, const char* status
       .bind(1, std::string_view(status))
       .bind(2, now)
       .bind(3, job.step_id)
-      .exec();
+      .exec_deferred();
 }
 
 void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now,
@@ -211,7 +211,7 @@ void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* statu
   conn.prepare("UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now)
       .bind(2, job.branch_id)
-      .exec();
+      .exec_deferred();
   if (wake_advancers) conn.notify(Connection::Work::kBranches);
 }
 
@@ -277,7 +277,7 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
         .bind(1, payload_document(done[i].output_json))
         .bind(2, now)
         .bind(3, job.job_id)
-        .exec();
+        .exec_deferred();
     insert_result(conn_, job.execution_id, "success", nullptr, now);
   }
   if (!any) return committed;  // nothing to write: roll back
@@ -327,14 +327,14 @@ bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_i
                  .bind(3, process_id)
                  .exec();
   if (ours != 1) return false;
-  conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec();
+  conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec_deferred();
   if (branch_cancelled(conn_, job)) {
     // A cancel withdrew the run's open work while this claim was queued:
     // it ends as the cancel ends what it withdraws (SPEC §13).
     conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
         .bind(1, now)
         .bind(2, job.execution_id)
-        .exec();
+        .exec_deferred();
     set_step_status(conn_, job, "cancelled", now);
     return true;
   }
@@ -343,7 +343,7 @@ bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_i
            "WHERE execution_id = ?2")
       .bind(1, now)
       .bind(2, job.execution_id)
-      .exec();
+      .exec_deferred();
   conn_.notify(Connection::Work::kJobs);
   return true;
 }
@@ -352,7 +352,7 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& proc
                                   const AdvanceInClaim& advance) {
   // The savepoint holds the claim and the advance: either can be given up
   // while the step's success (already written above) still commits.
-  conn_.prepare("SAVEPOINT advance_in_success").exec();
+  conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();
   try {
     fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
     std::optional<BranchClaim> claim = claim_one_in_tx(job.branch_id, job.pipeline, process_id, now);
@@ -360,7 +360,7 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& proc
       SqlBranchTx branch_tx(*this, now);
       advance(branch_tx, *claim);
     }
-    conn_.prepare("RELEASE advance_in_success").exec();
+    conn_.prepare("RELEASE advance_in_success").exec_deferred();
     return claim.has_value();
   } catch (const StoreError& e) {
     if (e.fault() == StoreFault::kUnavailable) throw;  // the connection is gone: nothing can be kept

@@ -64,7 +64,7 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
       .bind(7, step.to_transition)
       .bind(8, status)
       .bind(9, now)
-      .exec();
+      .exec_deferred();
   conn_.prepare(
            "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)")
@@ -73,14 +73,14 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
       .bind(3, step.klass)
       .bind(4, args_document(step.args_json))
       .bind(5, now)
-      .exec();
+      .exec_deferred();
   conn_.prepare(
            "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, updated_at) "
            "VALUES (?1, ?2, 0, 0, ?3, ?3, ?3)")
       .bind(1, execution_id)
       .bind(2, job_id)
       .bind(3, now)
-      .exec();
+      .exec_deferred();
   conn_.prepare(
            "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?5)")
@@ -89,7 +89,7 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
       .bind(3, step.pipeline)
       .bind(4, add_seconds(now, step.delay_seconds))
       .bind(5, now)
-      .exec();
+      .exec_deferred();
   conn_.notify(Connection::Work::kJobs);
   return step_id;
 }
@@ -106,7 +106,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
       .bind(1, out.pipeline_id)
       .bind(2, request.pipeline)
       .bind(3, now)
-      .exec();
+      .exec_deferred();
   conn_.prepare(
            "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, "
            "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, ?6, ?6, ?6)")
@@ -116,7 +116,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
       .bind(4, request.definition_json)
       .bind(5, request.definition_sha1)
       .bind(6, now)
-      .exec();
+      .exec_deferred();
   conn_.prepare(
            "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, created_at, "
            "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
@@ -124,7 +124,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
       .bind(2, out.run_id)
       .bind(3, request.pipeline)
       .bind(4, now)
-      .exec();
+      .exec_deferred();
   insert_step(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
                       request.args_json, request.start_delay_seconds},
               "pending");
