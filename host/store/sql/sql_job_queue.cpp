@@ -1,7 +1,5 @@
 // The job worker's side of the store: claim, succeeded!, errored!.
 #include <algorithm>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
@@ -45,107 +43,92 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
     while (pick.step()) picked.emplace_back(pick.text(0), pick.text(1));
   }
-  if (picked.empty()) return {};
-  // Set-based from here (a statement per batch, not per job): on PostgreSQL
-  // each waiting statement is a round trip.
-  std::vector<std::string> availability_ids;
-  for (const auto& picked_one : picked) availability_ids.push_back(picked_one.first);
-  // Optimistic claim: inside the write transaction the returned rows are the
-  // verdict; the predicate is re-asserted so a claim made by another process
-  // between our read and write can never be taken twice.
-  std::unordered_set<std::string> won;
-  {
-    auto claim = conn_.prepare(
-        "UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 "
-        "WHERE id IN (" + conn_.dialect().json_text_list("?3") + ") AND completed_at IS NULL RETURNING execution_id");
-    claim.bind(1, now).bind(2, process_id).bind(3, json_string_list(availability_ids));
-    while (claim.step()) won.insert(claim.text(0));
-  }
-  if (won.empty()) return {};
-  const std::string won_ids = json_string_list(std::vector<std::string>(won.begin(), won.end()));
-  conn_.prepare("UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id IN (" +
-                conn_.dialect().json_text_list("?3") + ")")
-      .bind(1, process_id)
-      .bind(2, now)
-      .bind(3, won_ids)
-      .exec_deferred();
-  struct Info {
-    ClaimedJob job;
-    std::string step_status, run_status, pipeline_id;
-  };
-  std::unordered_map<std::string, Info> read;
-  {
-    auto info = conn_.prepare(
-        "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
-        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1 "
-        "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
-        "JOIN runs r ON r.id = s.run_id WHERE e.id IN (" + conn_.dialect().json_text_list("?1") + ")");
-    info.bind(1, won_ids);
-    while (info.step()) {
-      Info in;
-      ClaimedJob& job = in.job;
-      job.execution_id = info.text(0);
-      job.pipeline = pipeline;
-      job.job_id = info.text(1);
-      job.retry_count = info.int64(2);
-      job.crash_count = info.int64(3);
-      job.step_id = info.text(4);
-      job.klass = info.text(5);
-      job.args_json = info.is_null(6) ? "[]" : info.text(6);
-      job.run_id = info.text(7);
-      job.branch_id = info.text(8);
-      job.node = info.text(9);
-      in.step_status = info.text(10);
-      in.run_status = info.text(11);
-      in.pipeline_id = info.text(12);
-      job.definition_sha1 = info.text(13);
-      std::string key = job.execution_id;
-      read.emplace(std::move(key), std::move(in));
-    }
-  }
   std::vector<ClaimedJob> jobs;
-  jobs.reserve(won.size());
-  for (const auto& [availability_id, execution_id] : picked) {  // oldest first
-    if (won.count(execution_id) == 0) continue;
-    auto found = read.find(execution_id);
-    // The availability was already taken above: returning "nothing" for it
-    // would commit a claim nobody runs. Fail the transaction instead.
-    if (found == read.end()) {
-      conn_.fail("claimed execution " + execution_id + " has no job/step/run", StoreFault::kUnusable);
+  jobs.reserve(picked.size());
+  for (const auto& [availability_id, execution_id] : picked) {
+    if (auto job = claim_picked(availability_id, execution_id, pipeline, process_id, now)) {
+      jobs.push_back(std::move(*job));
     }
-    Info& in = found->second;
-    const ClaimedJob& job = in.job;
-    // Read first, write only when needed: the run and pipeline rows are
-    // shared by every job of the run and must not be rewritten on every claim.
-    if (in.step_status != "in_progress") {
-      conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
-          .bind(1, now)
-          .bind(2, job.step_id)
-          .exec_deferred();
-    }
-    if (in.run_status != "in_progress") {
-      conn_.prepare(
-               "UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
-          .bind(1, now)
-          .bind(2, job.run_id)
-          .exec_deferred();
-      conn_.prepare(
-               "UPDATE pipelines SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
-          .bind(1, now)
-          .bind(2, in.pipeline_id)
-          .exec_deferred();
-    }
-    // The attempt is recorded with the claim: user code starts right after
-    // this commit, and one transaction fewer per step matters at our rates.
-    conn_.prepare(
-             "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?3, ?3)")
-        .bind(1, new_uuid_v7())
-        .bind(2, job.execution_id)
-        .bind(3, now)
-        .exec_deferred();
-    jobs.push_back(std::move(in.job));
   }
   return jobs;
+}
+
+std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability_id, const std::string& execution_id,
+                                                 const std::string& pipeline, const std::string& process_id,
+                                                 const std::string& now) {
+  // Optimistic claim: inside an immediate transaction the row count is the
+  // verdict; the predicate is re-asserted so a claim made by another process
+  // between our read and write can never be taken twice.
+  int won = conn_.prepare(
+                     "UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 "
+                     "WHERE id = ?3 AND completed_at IS NULL")
+                .bind(1, now)
+                .bind(2, process_id)
+                .bind(3, availability_id)
+                .exec();
+  if (won != 1) return std::nullopt;
+  conn_.prepare("UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id = ?3")
+      .bind(1, process_id)
+      .bind(2, now)
+      .bind(3, execution_id)
+      .exec_deferred();
+
+  ClaimedJob job;
+  job.execution_id = execution_id;
+  job.pipeline = pipeline;
+  std::string step_status, run_status, pipeline_id;
+  {
+    auto info = conn_.prepare(
+        "SELECT e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
+        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1 "
+        "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+        "JOIN runs r ON r.id = s.run_id WHERE e.id = ?");
+    info.bind(1, execution_id);
+    // The availability was already taken above: returning "nothing" here
+    // would commit a claim nobody runs. Fail the transaction instead.
+    if (!info.step()) conn_.fail("claimed execution " + execution_id + " has no job/step/run", StoreFault::kUnusable);
+    job.job_id = info.text(0);
+    job.retry_count = info.int64(1);
+    job.crash_count = info.int64(2);
+    job.step_id = info.text(3);
+    job.klass = info.text(4);
+    job.args_json = info.is_null(5) ? "[]" : info.text(5);
+    job.run_id = info.text(6);
+    job.branch_id = info.text(7);
+    job.node = info.text(8);
+    step_status = info.text(9);
+    run_status = info.text(10);
+    pipeline_id = info.text(11);
+    job.definition_sha1 = info.text(12);
+  }
+  // Read first, write only when needed: the run and pipeline rows are shared
+  // by every job of the run and must not be rewritten on every claim.
+  if (step_status != "in_progress") {
+    conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
+        .bind(1, now)
+        .bind(2, job.step_id)
+        .exec_deferred();
+  }
+  if (run_status != "in_progress") {
+    conn_.prepare("UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
+        .bind(1, now)
+        .bind(2, job.run_id)
+        .exec_deferred();
+    conn_.prepare(
+             "UPDATE pipelines SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
+        .bind(1, now)
+        .bind(2, pipeline_id)
+        .exec_deferred();
+  }
+  // The attempt is recorded with the claim: user code starts right after
+  // this commit, and one transaction fewer per step matters at our rates.
+  conn_.prepare(
+           "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?3, ?3)")
+      .bind(1, new_uuid_v7())
+      .bind(2, execution_id)
+      .bind(3, now)
+      .exec_deferred();
+  return job;
 }
 
 namespace {
@@ -169,39 +152,6 @@ bool close_execution(Connection& conn, const ClaimedJob& job, const std::string&
       .bind(2, job.execution_id)
       .exec_deferred();
   return true;
-}
-
-// close_execution for a batch, in one statement (one round trip on
-// PostgreSQL): returns the executions whose fence held.
-std::unordered_set<std::string> close_executions(Connection& conn, const std::vector<Store::JobSuccess>& done,
-                                                 const std::string& process_id, const std::string& now) {
-  std::vector<std::string> ids;
-  ids.reserve(done.size());
-  for (const auto& d : done) ids.push_back(d.job->execution_id);
-  std::unordered_set<std::string> closed;
-  {
-    auto close = conn.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id IN (" +
-                              conn.dialect().json_text_list("?3") +
-                              ") AND completed_at IS NULL AND process_id = ?2 RETURNING id");
-    close.bind(1, now).bind(2, process_id).bind(3, json_string_list(ids));
-    while (close.step()) closed.insert(close.text(0));
-  }
-  for (const auto& d : done) {
-    const ClaimedJob& job = *d.job;
-    if (closed.count(job.execution_id) == 0) continue;
-    if (!job.plugin_name.empty()) {
-      conn.prepare("UPDATE executions SET plugin_name = ?1, plugin_version = ?2 WHERE id = ?3")
-          .bind(1, job.plugin_name)
-          .bind(2, job.plugin_version)
-          .bind(3, job.execution_id)
-          .exec_deferred();
-    }
-    conn.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
-        .bind(1, now)
-        .bind(2, job.execution_id)
-        .exec_deferred();
-  }
-  return closed;
 }
 
 void insert_result(Connection& conn, const std::string& execution_id, const char* type, const ErrorInfo* error,
@@ -317,10 +267,9 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
   bool any = false;
-  const std::unordered_set<std::string> closed = close_executions(conn_, done, process_id, now);
   for (std::size_t i = 0; i < done.size(); ++i) {
     const ClaimedJob& job = *done[i].job;
-    if (closed.count(job.execution_id) == 0) continue;  // that claim was taken away
+    if (!close_execution(conn_, job, process_id, now)) continue;  // that claim was taken away
     committed[i] = any = true;
     conn_.prepare(
              "UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 "

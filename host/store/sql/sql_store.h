@@ -114,6 +114,11 @@ class SqlStore final : public Store {
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
+  // Claims one picked availability: nullopt when another process took it
+  // between the pick and this write.
+  std::optional<ClaimedJob> claim_picked(const std::string& availability_id, const std::string& execution_id,
+                                         const std::string& pipeline, const std::string& process_id,
+                                         const std::string& now);
   // release_jobs for one claim inside an open transaction; false when the
   // fence matched nothing.
   bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
