@@ -55,7 +55,8 @@ bool JobWorker::run_once() {
     logger_.info("Kept step result committing after the database returned",
                  {{"pipeline", pipeline_}, {"job_id", kept.job_id}, {"step", kept.klass}});
     if (outcome.ok) {
-      done_.push_back(Done{std::move(kept), std::move(outcome), node_of(kept).worker_may_advance});
+      const bool may_advance = node_of(kept).worker_may_advance;  // before `kept` is moved
+      done_.push_back(Done{std::move(kept), std::move(outcome), may_advance});
     } else {
       commit_failure(kept, outcome);
     }
@@ -186,6 +187,9 @@ bool JobWorker::run_once() {
 int JobWorker::release_queue() {
   std::vector<ClaimedJob> back(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
   queue_.clear();
+  // Should this fail, the claims stay this process's until it is reaped or
+  // its row is gone (the orphan sweep): recovered as crashes, as before
+  // batching.
   return store_.release_jobs(back, process_id_);
 }
 
