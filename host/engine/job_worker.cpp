@@ -76,6 +76,7 @@ bool JobWorker::run_once() {
       return true;
     }
     if (stopping) return false;  // nothing held, and no new claims
+    log_steps_settled();  // nothing of this thread's is running or uncommitted now
     std::vector<ClaimedJob> claimed = store_.claim_jobs(pipeline_, process_id_, batch_);
     slowest_ = {};
     for (auto& job : claimed) queue_.push_back(std::move(job));

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -13,10 +15,13 @@ namespace ductwork {
 namespace {
 
 constexpr uint32_t kMagic = 0x64775354;  // "dwST"
-constexpr int kThreads = 256;             // worker threads of one child (job_worker.count is at most 1,000 per
-                                          // pipeline, but a child past this marks the log incomplete)
-constexpr int kEntries = 512;             // open steps per thread (job_worker.batch is at most 256)
-constexpr std::size_t kIdBytes = 40;      // a UUID is 36
+// Worker threads of one child: a child with more (job_worker.count allows
+// 1,000) marks its log incomplete. Open steps per thread: a thread's list is
+// emptied before each claim, so it holds one batch (job_worker.batch <= 256).
+// 128 x 288 x 40 bytes: 1.5 MB per child, allocated up front.
+constexpr int kThreads = 128;
+constexpr int kEntries = 288;
+constexpr std::size_t kIdBytes = 40;  // a UUID is 36
 
 struct Slot {
   std::atomic<uint32_t> count;
@@ -52,8 +57,11 @@ void open_started_log(const std::string& folder) {
   std::string path = path_of(folder, static_cast<long>(::getpid()));
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;  // no log: the supervisor counts every claim as a crash
-  if (::ftruncate(fd, sizeof(Log)) != 0) {
+  // Allocated now, not sparse: a page first written on a full disk would
+  // kill the worker with SIGBUS. Without room the log is simply not kept.
+  if (::posix_fallocate(fd, 0, sizeof(Log)) != 0) {
     ::close(fd);
+    ::unlink(path.c_str());
     return;
   }
   void* p = ::mmap(nullptr, sizeof(Log), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -91,7 +99,12 @@ std::optional<std::set<std::string>> take_started_log(const std::string& folder,
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   std::optional<std::set<std::string>> started;
-  void* p = ::mmap(nullptr, sizeof(Log), PROT_READ, MAP_SHARED, fd, 0);
+  struct stat st {};
+  // A file shorter than the log (the child died making it) must not be
+  // mapped whole: reading past its end is SIGBUS.
+  void* p = ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) >= sizeof(Log)
+                ? ::mmap(nullptr, sizeof(Log), PROT_READ, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
   ::close(fd);
   if (p != MAP_FAILED) {
     const Log* log = static_cast<const Log*>(p);
