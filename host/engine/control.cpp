@@ -1,35 +1,18 @@
 #include "engine/control.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "engine/definition.h"
+#include "engine/retry_when_busy.h"
 #include "store/store_error.h"
 #include "util/json.h"
 
 namespace ductwork {
 
-namespace {
-
 // Cancel and resume lock many rows of a busy run at once; on PostgreSQL a
 // worker or advancer locking the same rows in another order can make the
-// server break a deadlock by aborting one side. Each is one transaction, so
-// trying again is safe; a persistent failure still reaches the caller.
-template <class F>
-auto retry_when_busy(F&& operation) {
-  constexpr int kAttempts = 5;
-  for (int attempt = 1;; ++attempt) {
-    try {
-      return operation();
-    } catch (const StoreError& e) {
-      if (e.fault() != StoreFault::kBusy || attempt == kAttempts) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20 * attempt));
-    }
-  }
-}
-
-}  // namespace
+// server break a deadlock by aborting one side: they are tried again
+// (retry_when_busy.h).
 
 CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id) {
   return retry_when_busy([&] { return store.cancel(pipeline_id); });

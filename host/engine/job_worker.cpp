@@ -7,6 +7,7 @@
 #include "util/fault.h"
 #include "engine/error_info.h"
 #include "engine/job_policy.h"
+#include "engine/retry_when_busy.h"
 #include "engine/step_invoker.h"
 #include "process/crash_report.h"
 #include "process/started_log.h"
@@ -41,8 +42,6 @@ namespace {
 constexpr auto kQuickStep = std::chrono::milliseconds(2);
 // A success held longer than this is committed before the next step starts.
 constexpr auto kFlushAfter = std::chrono::milliseconds(5);
-// Tries of one batch's commit that the database aborted for contention.
-constexpr int kCommitAttempts = 5;
 
 }  // namespace
 
@@ -222,20 +221,18 @@ void JobWorker::flush(bool claim_next) {
     // every chain step it runs (nobody else may). See Store::jobs_succeeded.
     // A deadlock the server broke by aborting this transaction (PostgreSQL)
     // wrote nothing: the claims are still ours, so the batch is tried again.
-    for (int attempt = 1;; ++attempt) {
-      try {
-        advanced.clear();
-        committed = store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
-                                          advance_ ? &advance_here : nullptr,
-                                          /*advance_when_busy=*/config_.role == "worker");
-        break;
-      } catch (const StoreError& e) {
-        if (e.fault() != StoreFault::kBusy || attempt == kCommitAttempts) throw;
-        logger_.warn("Step results' commit met contention; trying again",
-                     {{"pipeline", pipeline_}, {"jobs", batch.size()}, {"attempt", attempt},
-                      {"error_message", e.what()}});
-      }
-    }
+    committed = retry_when_busy(
+        [&] {
+          advanced.clear();
+          return store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
+                                       advance_ ? &advance_here : nullptr,
+                                       /*advance_when_busy=*/config_.role == "worker");
+        },
+        [&](int attempt, const StoreError& e) {
+          logger_.warn("Step results' commit met contention; trying again",
+                       {{"pipeline", pipeline_}, {"jobs", batch.size()}, {"attempt", attempt},
+                        {"error_message", e.what()}});
+        });
   } catch (const std::exception& e) {
     std::vector<Done> held = std::move(done_);
     done_.clear();
@@ -262,10 +259,7 @@ void JobWorker::flush(bool claim_next) {
     }
     // The fence matched nothing: the reaper took this claim away and another
     // execution owns the job now. Writing anything would double-commit.
-    const ClaimedJob& job = done_[i].job;
-    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)",
-                 {{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
-                  {"run_id", job.run_id}, {"branch_id", job.branch_id}});
+    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", fields_of(done_[i].job));
   }
   done_.clear();
   if (queue_.empty()) log_steps_settled();  // every step this thread started has its result committed
@@ -323,9 +317,13 @@ void JobWorker::close_unclosed() {
   }
 }
 
+json JobWorker::fields_of(const ClaimedJob& job) const {
+  return json{{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
+              {"run_id", job.run_id},  {"branch_id", job.branch_id}};
+}
+
 void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome) {
-  json fields = {{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
-                 {"run_id", job.run_id},  {"branch_id", job.branch_id}};
+  json fields = fields_of(job);
   bool committed;
   bool step_failed = false;
   if (cancelled_.load()) {
@@ -363,9 +361,7 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
   if (!committed) {
     // The fence matched nothing: the reaper took this claim away and another
     // execution owns the job now. Writing anything would double-commit.
-    fields.erase("error_klass");
-    fields.erase("error_message");
-    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", fields);
+    logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", fields_of(job));
     return;
   }
   if (step_failed) wakeups_.advancers().notify_one();

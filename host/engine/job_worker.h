@@ -59,6 +59,8 @@ class JobWorker {
   const std::string& pipeline() const { return pipeline_; }
 
  private:
+  // The job's log fields (pipeline, job, step, run, branch).
+  json fields_of(const ClaimedJob& job) const;
   // errored! / crashed! for one job, at once.
   void commit_failure(const ClaimedJob& job, const struct StepOutcome& outcome);
   // Commits every held success in one transaction (with their chain

@@ -189,7 +189,8 @@ class Store {
   // ---- job worker
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.
-  virtual std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) = 0;
+  // (claim_jobs with a batch of one.)
+  std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id);
   // The batched form (issue 11): up to `max` due jobs, oldest first, in one
   // transaction; each is claimed exactly as claim_job claims one.
   virtual std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id,
@@ -212,9 +213,10 @@ class Store {
   // advancer (a lost connection still fails the whole transaction). After
   // such an advance the next job is looked for again (it may be the one
   // the advance just created).
-  virtual bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                             std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr,
-                             bool advance_when_busy = true) = 0;
+  // (jobs_succeeded with one success and a next batch of one.)
+  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
+                     std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr,
+                     bool advance_when_busy = true);
   // succeeded! for several jobs in one transaction (group commit, issue
   // 11): each is fenced on its own (committed[i] false: that claim was
   // taken away, nothing of it written). A job with `advance` set has its

@@ -8,12 +8,6 @@
 
 namespace ductwork::sql {
 
-std::optional<ClaimedJob> SqlStore::claim_job(const std::string& pipeline, const std::string& process_id) {
-  std::vector<ClaimedJob> jobs = claim_jobs(pipeline, process_id, 1);
-  if (jobs.empty()) return std::nullopt;
-  return std::move(jobs.front());
-}
-
 std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const std::string& process_id, int max) {
   auto held = lock();
   {
@@ -239,22 +233,6 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 }
 
 }  // namespace
-
-bool SqlStore::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                             std::optional<ClaimedJob>* next, const AdvanceInClaim* advance,
-                             bool advance_when_busy) {
-  std::vector<ClaimedJob> claimed;
-  std::vector<bool> committed = jobs_succeeded({JobSuccess{&job, output_json, advance != nullptr}}, process_id,
-                                               next ? &claimed : nullptr, 1, advance, advance_when_busy);
-  if (next) {
-    if (claimed.empty()) {
-      next->reset();
-    } else {
-      *next = std::move(claimed.front());
-    }
-  }
-  return committed.front();
-}
 
 std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
                                            std::vector<ClaimedJob>* next, int next_max,

@@ -57,14 +57,11 @@ class SqlStore final : public Store {
   std::vector<ProcessInfo> processes() override;
   int64_t successes_since(std::string* cursor) override;
 
-  std::optional<ClaimedJob> claim_job(const std::string& pipeline, const std::string& process_id) override;
   std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
   int release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) override;
   std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
                                    std::vector<ClaimedJob>* next, int next_max, const AdvanceInClaim* advance,
                                    bool advance_when_busy) override;
-  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                     std::optional<ClaimedJob>* next, const AdvanceInClaim* advance, bool advance_when_busy) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                    const NextExecution& next) override;
   bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
