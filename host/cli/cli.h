@@ -46,5 +46,6 @@ int cmd_revive(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_resume(const Args& args);
 int cmd_new_plugin(const Args& args);
+int cmd_serve(const Args& args);
 
 }  // namespace ductwork::cli

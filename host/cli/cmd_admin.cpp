@@ -3,6 +3,7 @@
 
 #include "cli/bootstrap.h"
 #include "config/config_check.h"
+#include "engine/api_documents.h"
 #include "engine/catalog.h"
 #include "store/store_error.h"
 #include "util/suggest.h"
@@ -46,16 +47,7 @@ int cmd_plugins(const Args& args) {
   Bootstrap boot(args, stderr, LogLevel::kError);
   PluginRegistry& registry = boot.plugins();
   if (args.flag("json")) {
-    json out = {{"directory", boot.config().plugins_directory}, {"plugins", json::array()}, {"refused", json::array()}};
-    for (const auto& p : registry.plugins()) {
-      out["plugins"].push_back({{"name", p->name},
-                                {"version", p->version},
-                                {"abi_version", p->abi_version},
-                                {"path", p->path},
-                                {"steps", p->step_names},
-                                {"pipelines", p->pipelines_json.size()}});
-    }
-    for (const auto& r : registry.refusals()) out["refused"].push_back(r);
+    json out = plugins_document(boot.config().plugins_directory, registry);
     std::printf("%s\n", out.dump().c_str());
     // A refused plugin is a problem of the installation, even when no
     // pipeline needs it yet: it is listed, and the exit code says so.

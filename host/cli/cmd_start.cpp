@@ -5,6 +5,7 @@
 // the supervisor starts its children.
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,12 +19,14 @@
 
 #include "cli/bootstrap.h"
 #include "cli/progress_line.h"
+#include "http/http_server.h"
 #include "engine/catalog.h"
 #include "plugin/plugin_probe.h"
 #include "process/crash_report.h"
 #include "process/started_log.h"
 #include "process/host_runtime.h"
 #include "process/sd_notify.h"
+#include "process/spawn.h"
 #include "process/supervisor.h"
 
 namespace ductwork::cli {
@@ -68,8 +71,39 @@ int restart_self() {
   return kExitFailure;
 }
 
+// A threaded host runs plugin code in this process, so its HTTP API is a
+// `ductwork serve --child` process of its own, stopped with the host.
+class ServeChild {
+ public:
+  ServeChild(const Args& args, Logger& logger) : logger_(logger) {
+    std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "serve", "--child"};
+    if (!args.config_path.empty()) {
+      argv.push_back("-c");
+      argv.push_back(std::filesystem::absolute(args.config_path).string());
+    }
+    std::string error;
+    pid_ = spawn_process(argv, &error);
+    if (pid_ < 0) throw std::runtime_error("http.listen: could not start the HTTP server process: " + error);
+    logger_.info("HTTP server process started", {{"child_pid", pid_}});
+  }
+  ~ServeChild() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  ServeChild(const ServeChild&) = delete;
+  ServeChild& operator=(const ServeChild&) = delete;
+
+ private:
+  Logger& logger_;
+  pid_t pid_ = -1;
+};
+
 int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const sigset_t& signals, bool drain,
-                 RuntimeRole role, SystemdNotifier* systemd) {
+                 RuntimeRole role, SystemdNotifier* systemd, const Args& args) {
+  std::unique_ptr<ServeChild> http;
+  if (!role.supervised && !boot.config().http.listen.empty()) http = std::make_unique<ServeChild>(args, boot.logger());
   StoreFactory& stores = boot.stores();
   HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
   runtime.start();
@@ -116,6 +150,14 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
 
 int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::string>& pipelines,
                    const sigset_t& signals, bool drain, SystemdNotifier* systemd) {
+  // The supervisor runs no plugin code, so it serves the HTTP API itself;
+  // listening before any child starts makes a taken port fail the start.
+  std::unique_ptr<http::HttpServer> http;
+  if (!boot.config().http.listen.empty()) {
+    http = std::make_unique<http::HttpServer>(boot.config(), boot.stores(), boot.definitions(), boot.plugins(),
+                                              boot.logger());
+    http->start(boot.config().http.listen);
+  }
   Supervisor::Options options;
   options.notifier = systemd;
   options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -220,14 +262,14 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
     } catch (const std::invalid_argument& e) {
       throw BadInput(e.what());
     }
-    return run_threaded(boot, pipelines, signals, /*drain=*/false, role, nullptr);
+    return run_threaded(boot, pipelines, signals, /*drain=*/false, role, nullptr, args);
   }
   if (boot.config().forking) return run_supervisor(boot, args, pipelines, signals, drain, systemd);
   RuntimeRole role;
   role.name = boot.config().role;
   role.workers = boot.config().role != "advancer";
   role.advancers = boot.config().role != "worker";
-  return run_threaded(boot, pipelines, signals, drain, role, systemd);
+  return run_threaded(boot, pipelines, signals, drain, role, systemd, args);
 }
 
 }  // namespace

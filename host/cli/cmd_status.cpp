@@ -1,9 +1,9 @@
 // `ductwork status PIPELINE_ID [--json]` and `ductwork list`.
 #include <charconv>
 #include <cstdio>
-#include <set>
 
 #include "cli/bootstrap.h"
+#include "engine/api_documents.h"
 #include "engine/status_document.h"
 
 namespace ductwork::cli {
@@ -11,9 +11,6 @@ namespace {
 
 // The most rows one `list` prints.
 constexpr long long kMaxListLimit = 1000000;
-
-const std::set<std::string> kStatuses = {"pending", "in_progress", "waiting",   "advancing",
-                                         "halted",  "dampened",    "completed", "cancelled"};
 
 std::string brief(const json& value) {
   std::string text = value.dump();
@@ -72,9 +69,8 @@ int cmd_list(const Args& args) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork list [--json] [--status S] [--pipeline P]");
   ListFilter filter;
   if (const std::string* s = args.option("status")) {
-    if (!kStatuses.count(*s)) {
-      throw BadInput("--status '" + *s + "' is not a status (expected one of pending, in_progress, waiting, "
-                     "advancing, halted, dampened, completed, cancelled)");
+    if (!kPipelineStatuses.count(*s)) {
+      throw BadInput("--status '" + *s + "' is not a status (expected one of " + pipeline_statuses_text() + ")");
     }
     filter.status = *s;
   }
@@ -95,7 +91,7 @@ int cmd_list(const Args& args) {
   if (args.flag("json")) {
     json out = json::array();
     for (const auto& r : rows) {
-      out.push_back({{"id", r.id}, {"pipeline", r.pipeline}, {"status", r.status}, {"triggered_at", r.triggered_at}});
+      out.push_back(summary_document(r));
     }
     std::printf("%s\n", out.dump().c_str());
   } else {

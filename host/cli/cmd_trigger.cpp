@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,31 +21,14 @@
 namespace ductwork::cli {
 namespace {
 
-const char* kUsage = "usage: ductwork trigger PIPELINE [ARG_JSON ...] | ductwork trigger PIPELINE --from FILE";
+const char* kUsage =
+    "usage: ductwork trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY] | ductwork trigger PIPELINE --from FILE";
 
 // The definition of `name`, checked the way `start` checks what it hosts.
 const Definition& triggerable(Bootstrap& boot, const std::string& name) {
-  const Definition* definition = boot.definitions().find(name);
-  if (!definition) {
-    std::string known;
-    std::vector<std::string> names;
-    for (const auto& [n, _] : boot.definitions().pipelines) {
-      known += (known.empty() ? "" : ", ") + n;
-      names.push_back(n);
-    }
-    throw BadInput("unknown pipeline '" + name + "'" + did_you_mean(name, names) + " (defined: " +
-                   (known.empty() ? "none" : known) + ")");
-  }
-  // A run whose step no loaded plugin exports would wait forever: `start`
-  // refuses to host such a pipeline. Refuse it here too, before writing.
-  std::vector<std::string> only{name};
-  std::vector<std::string> missing = check_steps_resolve(boot.definitions(), boot.plugins(), &only);
-  if (!missing.empty()) {
-    std::string message = "cannot trigger " + name + ": ";
-    for (size_t i = 0; i < missing.size(); ++i) message += (i ? "; " : "") + missing[i];
-    throw BadInput(message);
-  }
-  return *definition;
+  TriggerTarget target = find_triggerable(boot.definitions(), boot.plugins(), name);
+  if (!target.definition) throw BadInput(target.problem);
+  return *target.definition;
 }
 
 // The argument list of `trigger PIPELINE ARG_JSON...`. Size and depth are
@@ -185,6 +169,9 @@ int cmd_trigger(const Args& args) {
     for (const auto& [option, _] : args.options) given += option == "from" ? 1 : 0;
     if (given > 1) throw BadInput("--from is given " + std::to_string(given) + " times; give one FILE (or -)");
     if (from->empty()) throw BadInput("--from needs a file path, or - for standard input");
+    if (args.option("idempotency-key")) {
+      throw BadInput("--idempotency-key is for one pipeline; --from triggers one per line and takes no key");
+    }
     if (args.positionals.size() > 1) {
       throw BadInput("--from reads the arguments from " + (*from == "-" ? std::string("standard input") : *from) +
                      ", one JSON array per line; give no ARG_JSON with it (got '" + shown(args.positionals[1], 40) +
@@ -198,8 +185,23 @@ int cmd_trigger(const Args& args) {
   // one leaves it untouched.
   json trigger_args = arguments_from_command_line(args.positionals, max_bytes);
   const Definition& definition = triggerable(boot, name);
+  std::optional<std::string> key;
+  if (const std::string* given = args.option("idempotency-key")) {
+    if (std::string problem = idempotency_key_problem(*given); !problem.empty()) {
+      throw BadInput("--idempotency-key: " + problem);
+    }
+    key = *given;
+  }
   auto store = boot.open_store();
-  TriggeredPipeline triggered = trigger_pipeline(*store, definition, trigger_args);
+  TriggeredPipeline triggered = trigger_pipeline(*store, definition, trigger_args, key);
+  if (!triggered.created) {
+    if (triggered.pipeline != name) {
+      throw BadInput("--idempotency-key '" + shown(*key, 60) + "' was given before to trigger " + triggered.pipeline +
+                     " (pipeline " + triggered.pipeline_id + "), not " + name + "; nothing was written");
+    }
+    std::fprintf(stderr, "ductwork trigger: idempotency key seen before: pipeline %s was not triggered again\n",
+                 triggered.pipeline_id.c_str());
+  }
   std::printf("%s\n", triggered.pipeline_id.c_str());
   return kExitOk;
 }

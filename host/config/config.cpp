@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "config/config_internal.h"
@@ -126,7 +128,7 @@ class Parser {
     if (auto pa = root["pipeline_advancer"]) parse_pipeline_advancer(pa, &config);
     if (auto sup = root["supervisor"]) parse_supervisor(sup, &config);
     if (auto logger = root["logger"]) parse_logger(logger, &config);
-    if (auto http = root["http"]) parse_http(http);
+    if (auto http = root["http"]) parse_http(http, &config);
     // Sections are parsed key by key; report names in the order they were written.
     std::stable_sort(config.scoped_names.begin(), config.scoped_names.end(),
                      [](const ScopedName& a, const ScopedName& b) { return a.line < b.line; });
@@ -474,32 +476,39 @@ class Parser {
     }
   }
 
-  // http.listen is SPEC'd for the HTTP API, /metrics and the dashboard, none
-  // of which this build has: a listen address it would silently ignore is
-  // refused (docs/decisions.md). The shape is checked first so a fixed
-  // address stays valid once the server exists.
-  void parse_http(const YAML::Node& http) const {
-    only_keys(http, "http", {"listen"});
+  void parse_http(const YAML::Node& http, Config* config) const {
+    only_keys(http, "http", {"listen", "token", "token_file", "max_body"});
+    HttpConfig& c = config->http;
     if (auto listen = http["listen"]) {
-      const std::string shape = "a \"host:port\" address (e.g. \"127.0.0.1:8080\", \"[::1]:8080\", \":8080\")";
-      if (!listen.IsScalar() || !valid_listen_address(listen.Scalar())) expected("http.listen", shape, listen);
-      fail("http.listen",
-           "not supported by this build: it has no HTTP server (no API, /metrics or dashboard yet); remove the key",
-           listen);
+      const std::string shape =
+          "a \"host:port\" address (e.g. \"127.0.0.1:7420\", \"[::1]:7420\", \":7420\"; port 0: any free port)";
+      if (!listen.IsScalar() || !config_internal::valid_listen_address(listen.Scalar())) expected("http.listen", shape, listen);
+      c.listen = listen.Scalar();
     }
-  }
-
-  static bool valid_listen_address(const std::string& text) {
-    size_t colon = text.rfind(':');
-    if (colon == std::string::npos) return false;
-    std::string host = text.substr(0, colon);
-    std::string port = text.substr(colon + 1);
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
-    int n = std::stoi(port);
-    if (n < 1 || n > 65535) return false;
-    if (host.empty()) return true;  // every interface
-    if (host.front() == '[') return host.back() == ']' && host.size() > 2;
-    return host.find_first_of(" /[]:") == std::string::npos;
+    // The token's value is never shown, in errors either.
+    if (http["token"] && http["token_file"]) {
+      fail("http.token", "give http.token or http.token_file, not both", http["token_file"]);
+    }
+    if (auto token = http["token"]) {
+      if (!token.IsScalar()) fail("http.token", "expected a string", token);
+      c.token = token.Scalar();
+      c.token_origin = "http.token";
+    }
+    if (auto file = http["token_file"]) {
+      std::string at = path(file, "http.token_file");
+      std::ifstream in(at);
+      if (!in || fs::is_directory(at)) fail("http.token_file", "cannot read " + at, file);
+      std::getline(in, c.token);
+      while (!c.token.empty() && std::isspace(static_cast<unsigned char>(c.token.back()))) c.token.pop_back();
+      c.token_origin = "http.token_file (" + at + ")";
+    }
+    if (!c.token_origin.empty()) {
+      if (std::string problem = config_internal::http_token_problem(c.token); !problem.empty()) {
+        fail(c.token_origin.rfind("http.token_file", 0) == 0 ? "http.token_file" : "http.token", problem,
+             http["token"] ? http["token"] : http["token_file"]);
+      }
+    }
+    if (auto max_body = http["max_body"]) c.max_body = integer(max_body, "http.max_body", 1024, 1LL << 30);
   }
 
   std::string source_;

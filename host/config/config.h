@@ -136,6 +136,26 @@ struct SupervisorConfig {
   double shutdown_timeout = 30.0;
 };
 
+// SPEC §12: the HTTP API, dashboard and /metrics (docs/http-api.md).
+struct HttpConfig {
+  // Where `ductwork serve` listens when nothing is configured.
+  static constexpr const char* kDefaultListen = "127.0.0.1:7420";
+  // "host:port" (port 0: any free port, logged at start). Empty: `start`
+  // serves nothing; `serve` listens on kDefaultListen.
+  std::string listen;
+  // The bearer token every endpoint but /healthz then requires; empty for
+  // none (only allowed on a loopback address). From http.token,
+  // http.token_file (the file's first line) or DUCTWORK_HTTP_TOKEN; never
+  // written to a log or an error message.
+  std::string token;
+  std::string token_origin;  // which of the three gave it, for messages
+  long long max_body = 16LL << 20;  // larger request bodies get 413
+};
+
+// True when `listen`'s host part is a loopback address (127.0.0.0/8, ::1,
+// localhost). An empty host (every interface) is not.
+bool is_loopback_listen(const std::string& listen);
+
 // Everything the host reads from ductwork.yml. Relative paths are resolved
 // against the directory of the file they came from.
 struct Config {
@@ -158,6 +178,7 @@ struct Config {
   JobWorkerConfig job_worker;
   PipelineAdvancerConfig pipeline_advancer;
   SupervisorConfig supervisor;
+  HttpConfig http;
   LogLevel log_level = LogLevel::kInfo;
   // logger.format: json (one object per line, the default) or text (one
   // human-readable line, for terminals).

@@ -295,7 +295,7 @@ void apply_environment(const Environment& env, Config* config) {
   static const std::vector<std::string> kKnown = {
       "DUCTWORK_CONFIG",      "DUCTWORK_ROLE",   "DUCTWORK_DATABASE_URL", "DUCTWORK_PLUGINS_DIRECTORY",
       "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES", "DUCTWORK_FORKING", "DUCTWORK_LOG_LEVEL",
-      "DUCTWORK_LOG_FORMAT", "DUCTWORK_MACHINE_ID",
+      "DUCTWORK_LOG_FORMAT", "DUCTWORK_MACHINE_ID", "DUCTWORK_HTTP_LISTEN", "DUCTWORK_HTTP_TOKEN",
       // chooses the section of a file of environment sections (parse_config)
       "DUCTWORK_ENV",
       // fault injection for durability tests (util/fault.h)
@@ -341,6 +341,7 @@ void apply_environment(const Environment& env, Config* config) {
   if (const std::string* v = variable(env, "DUCTWORK_LOG_FORMAT"); v && !parse_log_format(*v, &config->log_format)) {
     bad_variable("DUCTWORK_LOG_FORMAT", "one of: json, text", *v, {"json", "text"});
   }
+  config_internal::apply_http_environment(env, config);
   for (const auto& [name, _] : env) {
     bool known = false;
     for (const auto& k : kKnown) known = known || k == name;

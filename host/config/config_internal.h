@@ -59,4 +59,16 @@ Document choose_document(const YAML::Node& file_root, const std::string& source,
 // ConfigError when a merge key's value is not a map or a list of maps.
 YAML::Node resolve_merge_keys(const YAML::Node& node, const std::string& source);
 
+// --- config_http.cpp: the http section ---------------------------------------
+
+// "host:port" with a port 0-65535; the host may be empty (every interface),
+// a name, an IPv4 address or a bracketed IPv6 address.
+bool valid_listen_address(const std::string& text);
+// Why `token` cannot be an HTTP bearer token ("" when it can). Never
+// includes the token.
+std::string http_token_problem(const std::string& token);
+// DUCTWORK_HTTP_LISTEN and DUCTWORK_HTTP_TOKEN, then the rule that a
+// non-loopback http.listen needs a token (ConfigError naming http.listen).
+void apply_http_environment(const Environment& env, Config* config);
+
 }  // namespace ductwork::config_internal

@@ -80,4 +80,30 @@ std::shared_ptr<const Definition> DefinitionCache::get(const std::string& sha1, 
   return by_sha1_.emplace(sha1, std::move(def)).first->second;
 }
 
+TriggerTarget find_triggerable(const DefinitionSet& definitions, const PluginRegistry& plugins,
+                               const std::string& name) {
+  TriggerTarget out;
+  out.definition = definitions.find(name);
+  if (!out.definition) {
+    std::string known;
+    std::vector<std::string> names;
+    for (const auto& [n, _] : definitions.pipelines) {
+      known += (known.empty() ? "" : ", ") + n;
+      names.push_back(n);
+    }
+    out.unknown = true;
+    out.problem = "unknown pipeline '" + name + "'" + did_you_mean(name, names) + " (defined: " +
+                  (known.empty() ? "none" : known) + ")";
+    return out;
+  }
+  std::vector<std::string> only{name};
+  std::vector<std::string> missing = check_steps_resolve(definitions, plugins, &only);
+  if (!missing.empty()) {
+    out.problem = "cannot trigger " + name + ": ";
+    for (size_t i = 0; i < missing.size(); ++i) out.problem += (i ? "; " : "") + missing[i];
+    out.definition = nullptr;
+  }
+  return out;
+}
+
 }  // namespace ductwork

@@ -26,6 +26,19 @@ DefinitionSet load_catalog(const std::string& definitions_directory, const Plugi
 std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, const PluginRegistry& plugins,
                                              const std::vector<std::string>* only = nullptr);
 
+// Whether pipeline `name` can be triggered here: `definition` when it can;
+// otherwise `problem` says why, and `unknown` tells a name nothing defines
+// (the message lists the defined ones) from a definition whose steps no
+// loaded plugin exports (a run of it would wait forever, so `start` refuses
+// to host it and trigger refuses it too).
+struct TriggerTarget {
+  const Definition* definition = nullptr;
+  bool unknown = false;
+  std::string problem;
+};
+TriggerTarget find_triggerable(const DefinitionSet& definitions, const PluginRegistry& plugins,
+                               const std::string& name);
+
 // Parsed definition snapshots of runs, by definition_sha1. Runs keep the
 // definition they were triggered with; the cache reads a snapshot from the
 // store once and shares it between threads.

@@ -19,10 +19,24 @@ NewPipeline request_for(const Definition& definition) {
 
 }  // namespace
 
-TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args) {
+TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args,
+                                   const std::optional<std::string>& idempotency_key) {
   NewPipeline request = request_for(definition);
   request.args_json = args.is_array() ? args.dump() : json::array({args}).dump();
+  request.idempotency_key = idempotency_key;
   return store.trigger(request);
+}
+
+std::string idempotency_key_problem(const std::string& key) {
+  if (key.empty()) return "an idempotency key cannot be empty";
+  if (key.size() > kMaxIdempotencyKeyBytes) {
+    return "the idempotency key is " + std::to_string(key.size()) + " bytes, more than the limit of " +
+           std::to_string(kMaxIdempotencyKeyBytes);
+  }
+  for (unsigned char c : key) {
+    if (c < 0x20 || c == 0x7f) return "the idempotency key holds a control character";
+  }
+  return "";
 }
 
 void trigger_pipelines(Store& store, const Definition& definition, const std::vector<std::string>& args_jsons,

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,18 @@ namespace ductwork {
 
 // Triggers `definition` with `args` (a JSON array): pipeline, run, first
 // branch, start step, job, execution and availability in one transaction,
-// with the definition snapshot and its SHA-1 on the run.
-TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args);
+// with the definition snapshot and its SHA-1 on the run. With an
+// idempotency key some pipeline already has, nothing is written and that
+// pipeline comes back (TriggeredPipeline::created false).
+TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args,
+                                   const std::optional<std::string>& idempotency_key = std::nullopt);
+
+// The longest idempotency key (bytes).
+constexpr std::size_t kMaxIdempotencyKeyBytes = 255;
+
+// Why `key` cannot be an idempotency key (empty, longer than
+// kMaxIdempotencyKeyBytes, or holding a control character); "" when it can.
+std::string idempotency_key_problem(const std::string& key);
 
 // How many pipelines trigger_pipelines writes per transaction: large enough
 // that the commit is no longer the cost, small enough that one transaction

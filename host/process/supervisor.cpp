@@ -1,5 +1,7 @@
 #include "process/supervisor.h"
 
+#include "process/spawn.h"
+
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -126,20 +128,10 @@ void Supervisor::spawn(Child& child) {
     args.push_back("-c");
     args.push_back(options_.config_path);
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);  // the child takes its own signals
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, options_.executable.c_str(), nullptr, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    logger_.error("Could not start child", {{"child", child.spec}, {"error_message", std::strerror(rc)}});
+  std::string error;
+  pid_t pid = spawn_process(args, &error);
+  if (pid < 0) {
+    logger_.error("Could not start child", {{"child", child.spec}, {"error_message", error}});
     child.pid = -1;
     return;
   }

@@ -121,10 +121,15 @@ class Store {
   virtual std::vector<std::string> migrate() = 0;
   // Whether migrate() ever ran on this database.
   virtual bool has_schema() = 0;
+  // The migrations this build has that the database has not applied (all
+  // of them before the first migrate()); a read, nothing is created.
+  virtual std::vector<std::string> pending_migrations() = 0;
 
   // ---- trigger
   // Creates pipeline, run, first branch, start step, job, execution and
-  // availability in one transaction.
+  // availability in one transaction. With an idempotency key a pipeline
+  // already has (committed by anyone, also concurrently), writes nothing and
+  // returns that pipeline with created false.
   virtual TriggeredPipeline trigger(const NewPipeline& request) = 0;
   // trigger() for every request, all in one transaction (every row or
   // none), written with multi-row statements; returns the ids in request

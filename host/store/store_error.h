@@ -45,14 +45,24 @@ inline bool is_database_unreachable(const std::exception& e) {
 // halted or cancelled, no run); nothing was written.
 class ReviveRefused : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // `unknown`: no pipeline has that id (as opposed to one in the wrong state).
+  explicit ReviveRefused(const std::string& what, bool unknown = false) : std::runtime_error(what), unknown_(unknown) {}
+  bool unknown() const { return unknown_; }
+
+ private:
+  bool unknown_;
 };
 
 // A cancel or resume refused because of the pipeline's state (unknown,
 // already finished, nothing dampened); nothing was written.
 class ControlRefused : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // `unknown`: no pipeline has that id (as opposed to one in the wrong state).
+  explicit ControlRefused(const std::string& what, bool unknown = false) : std::runtime_error(what), unknown_(unknown) {}
+  bool unknown() const { return unknown_; }
+
+ private:
+  bool unknown_;
 };
 
 }  // namespace ductwork

@@ -36,11 +36,20 @@ struct NewPipeline {
   std::string start_klass;
   std::string args_json;        // JSON array: the start step's args
   double start_delay_seconds = 0;  // the start step's `delay` (SPEC §13)
+  // A client's key for this trigger (HTTP API v1, `trigger
+  // --idempotency-key`): when a pipeline already has it, nothing is written
+  // and that pipeline is returned (TriggeredPipeline::created false).
+  std::optional<std::string> idempotency_key;
 };
 
 struct TriggeredPipeline {
   std::string pipeline_id;
   std::string run_id;
+  // False when the idempotency key was seen before: pipeline_id is the
+  // first pipeline's, `pipeline` its name (which may differ from the
+  // request's), run_id empty.
+  bool created = true;
+  std::string pipeline;
 };
 
 // An execution this process claimed and must now run and commit.
@@ -251,9 +260,15 @@ struct PipelineSummary {
   std::string triggered_at;
 };
 
+// Newest first (triggered_at, then id, both descending).
 struct ListFilter {
   std::optional<std::string> status;
   std::optional<std::string> pipeline;
+  // Triggered at or after this database time ('YYYY-MM-DD HH:MM:SS[.ffffff]').
+  std::optional<std::string> since;
+  // Keyset paging: only pipelines after this one in the order above, given
+  // as its (triggered_at, id).
+  std::optional<std::pair<std::string, std::string>> after;
   int limit = 1000;
 };
 

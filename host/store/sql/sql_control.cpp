@@ -13,7 +13,7 @@ namespace {
 std::string locked_pipeline_status(Connection& conn, const std::string& pipeline_id) {
   auto p = conn.prepare("SELECT status FROM pipelines WHERE id = ?" + conn.dialect().for_update);
   p.bind(1, pipeline_id);
-  if (!p.step()) throw ControlRefused("no pipeline " + pipeline_id);
+  if (!p.step()) throw ControlRefused("no pipeline " + pipeline_id, /*unknown=*/true);
   return p.text(0);
 }
 

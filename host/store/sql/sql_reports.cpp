@@ -94,8 +94,20 @@ std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) 
   auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT id, klass, status, triggered_at FROM pipelines WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) "
-      "AND (CAST(?2 AS TEXT) IS NULL OR klass = ?2) ORDER BY triggered_at DESC, id DESC LIMIT ?3");
-  stmt.bind_optional(1, filter.status).bind_optional(2, filter.pipeline).bind(3, static_cast<int64_t>(filter.limit));
+      "AND (CAST(?2 AS TEXT) IS NULL OR klass = ?2) AND (CAST(?4 AS TEXT) IS NULL OR triggered_at >= ?4) "
+      "AND (CAST(?5 AS TEXT) IS NULL OR triggered_at < ?5 OR (triggered_at = ?5 AND id < ?6)) "
+      "ORDER BY triggered_at DESC, id DESC LIMIT ?3");
+  std::optional<std::string> after_at, after_id;
+  if (filter.after) {
+    after_at = filter.after->first;
+    after_id = filter.after->second;
+  }
+  stmt.bind_optional(1, filter.status)
+      .bind_optional(2, filter.pipeline)
+      .bind(3, static_cast<int64_t>(filter.limit))
+      .bind_optional(4, filter.since)
+      .bind_optional(5, after_at)
+      .bind_optional(6, after_id);
   std::vector<PipelineSummary> out;
   while (stmt.step()) out.push_back(PipelineSummary{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
   return out;

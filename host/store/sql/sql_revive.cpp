@@ -59,7 +59,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
   {
     auto p = conn_.prepare("SELECT status FROM pipelines WHERE id = ?");
     p.bind(1, pipeline_id);
-    if (!p.step()) throw ReviveRefused("no pipeline " + pipeline_id);
+    if (!p.step()) throw ReviveRefused("no pipeline " + pipeline_id, /*unknown=*/true);
     std::string status = p.text(0);
     if (status != "halted" && status != "cancelled") {
       throw ReviveRefused("pipeline " + pipeline_id + " is " + status +

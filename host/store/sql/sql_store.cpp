@@ -49,6 +49,22 @@ bool SqlStore::has_schema() {
   return conn_.has_column("schema_migrations", "version");
 }
 
+std::vector<std::string> SqlStore::pending_migrations() {
+  auto held = lock();
+  std::vector<std::string> pending;
+  const bool any = conn_.has_column("schema_migrations", "version");
+  for (const auto& migration : conn_.migrations()) {
+    bool done = false;
+    if (any) {
+      auto seen = conn_.prepare("SELECT 1 FROM schema_migrations WHERE version = ?");
+      seen.bind(1, migration.version);
+      done = seen.step();
+    }
+    if (!done) pending.push_back(migration.version);
+  }
+  return pending;
+}
+
 std::string SqlStore::insert_step(const NewStep& step, const std::string& status) {
   const std::string now = db_now(conn_);
   std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
@@ -100,13 +116,30 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
   std::string branch_id = new_uuid_v7();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
-  conn_.prepare(
-           "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, 'in_progress', ?3, ?3, ?3, ?3)")
-      .bind(1, out.pipeline_id)
-      .bind(2, request.pipeline)
-      .bind(3, now)
-      .exec_deferred();
+  if (request.idempotency_key) {
+    // The unique index decides: a key committed before (or by a concurrent
+    // transaction, which PostgreSQL waits for) makes the insert do nothing,
+    // and the first pipeline is returned; the rollback writes nothing.
+    auto insert = conn_.prepare(
+        "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at, "
+        "idempotency_key) VALUES (?1, ?2, 'in_progress', ?3, ?3, ?3, ?3, ?4) "
+        "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id");
+    insert.bind(1, out.pipeline_id).bind(2, request.pipeline).bind(3, now).bind(4, *request.idempotency_key);
+    if (!insert.step()) {
+      auto first = conn_.prepare("SELECT id, klass FROM pipelines WHERE idempotency_key = ?1");
+      first.bind(1, *request.idempotency_key);
+      if (!first.step()) throw StoreError("idempotency key " + *request.idempotency_key + " conflicts, yet no pipeline has it");
+      return TriggeredPipeline{first.text(0), "", false, first.text(1)};
+    }
+  } else {
+    conn_.prepare(
+             "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at) "
+             "VALUES (?1, ?2, 'in_progress', ?3, ?3, ?3, ?3)")
+        .bind(1, out.pipeline_id)
+        .bind(2, request.pipeline)
+        .bind(3, now)
+        .exec_deferred();
+  }
   conn_.prepare(
            "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, "
            "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, ?6, ?6, ?6)")
@@ -129,6 +162,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
                       request.args_json, request.start_delay_seconds},
               "pending");
   tx.commit();
+  out.pipeline = request.pipeline;
   return out;
 }
 
@@ -161,7 +195,7 @@ std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipel
   BatchInsert executions = first_executions_insert(conn_);
   BatchInsert availabilities = availabilities_insert(conn_);
   for (const NewPipeline& request : requests) {
-    TriggeredPipeline& made = out.emplace_back(TriggeredPipeline{new_uuid_v7(), new_uuid_v7()});
+    TriggeredPipeline& made = out.emplace_back(TriggeredPipeline{new_uuid_v7(), new_uuid_v7(), true, request.pipeline});
     std::string branch_id = new_uuid_v7(), step_id = new_uuid_v7(), job_id = new_uuid_v7(),
                 execution_id = new_uuid_v7();
     // Added parent-first, so each table's batch is written after the

@@ -38,6 +38,7 @@ class SqlStore final : public Store {
 
   std::vector<std::string> migrate() override;
   bool has_schema() override;
+  std::vector<std::string> pending_migrations() override;
   TriggeredPipeline trigger(const NewPipeline& request) override;
   std::vector<TriggeredPipeline> trigger_many(const std::vector<NewPipeline>& requests) override;
 

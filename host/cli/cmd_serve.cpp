@@ -1,0 +1,55 @@
+// `ductwork serve`: the HTTP API and dashboard alone, with no workers
+// (SPEC §12). Listens on http.listen (default 127.0.0.1:7420) until
+// SIGINT/SIGTERM. Plugins are only probed (their steps never run here).
+// `--child` is how a threaded `ductwork start` runs its HTTP server: a
+// process of its own, ended with its parent.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "cli/bootstrap.h"
+#include "http/http_server.h"
+#include "plugin/plugin_probe.h"
+
+namespace ductwork::cli {
+
+int cmd_serve(const Args& args) {
+  if (!args.positionals.empty()) throw BadInput("usage: ductwork serve [-c CONFIG]");
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (args.flag("child")) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() == 1) return kExitFailure;
+  }
+  Bootstrap boot(args, stdout, LogLevel::kDebug);
+  boot.logger().set_role("http");
+  boot.set_stop_check([] {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1;
+  });
+  try {
+    boot.definitions();
+  } catch (const PluginProbeInterrupted&) {
+    return kExitOk;
+  }
+  http::HttpServer server(boot.config(), boot.stores(), boot.definitions(), boot.plugins(), boot.logger());
+  const std::string& listen = boot.config().http.listen;
+  server.start(listen.empty() ? HttpConfig::kDefaultListen : listen);
+  while (true) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGINT || sig == SIGTERM) {
+      boot.logger().info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      break;
+    }
+  }
+  server.stop();
+  return kExitOk;
+}
+
+}  // namespace ductwork::cli

@@ -1,0 +1,291 @@
+#include "http/api_v1.h"
+
+#include <charconv>
+
+#include "engine/api_documents.h"
+#include "engine/catalog.h"
+#include "engine/control.h"
+#include "engine/run_policy.h"
+#include "engine/status_document.h"
+#include "engine/trigger.h"
+#include "store/store_error.h"
+#include "util/json_limits.h"
+
+namespace ductwork::http {
+namespace {
+
+[[noreturn]] void bad_request(const std::string& message) { throw HttpError(400, "bad_request", message); }
+[[noreturn]] void unprocessable(const std::string& message) { throw HttpError(422, "unprocessable", message); }
+
+// The request body as a JSON object ({} when empty), its members checked
+// against `allowed`. Nested at most as deep as an argument may be, inside
+// an object and a list.
+json body_object(const Request& request, std::initializer_list<const char*> allowed) {
+  if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
+  if (json_nesting_depth(request.body, kMaxJsonDepth + 3) > kMaxJsonDepth + 2) {
+    unprocessable("the body nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) +
+                  " levels inside its values");
+  }
+  json body;
+  try {
+    body = parse_exact_json(request.body);
+  } catch (const json::exception& e) {
+    bad_request(std::string("the body is not valid JSON: ") + e.what());
+  } catch (const InexactNumber& e) {
+    unprocessable(std::string("the body: ") + e.what());
+  }
+  if (!body.is_object()) bad_request(std::string("the body must be a JSON object, not a ") + body.type_name());
+  for (const auto& [key, _] : body.items()) {
+    bool known = false;
+    std::string list;
+    for (const char* a : allowed) {
+      known = known || key == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!known) unprocessable("unknown member '" + key + "' in the body (expected " + (list.empty() ? "none" : list) + ")");
+  }
+  return body;
+}
+
+void need_method(const Request& request, const char* method) {
+  if (request.method != method) {
+    throw HttpError(405, "method_not_allowed", request.method + " is not allowed here; use " + method);
+  }
+}
+
+const std::string* query(const Request& request, const std::string& name) {
+  auto it = request.query.find(name);
+  return it == request.query.end() ? nullptr : &it->second;
+}
+
+// The page cursor: the last entry's (triggered_at, id), hex-encoded so it
+// is opaque and URL-safe.
+std::string encode_cursor(const PipelineSummary& last) {
+  static const char* kHex = "0123456789abcdef";
+  std::string plain = last.triggered_at + "|" + last.id, out;
+  for (unsigned char c : plain) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> decode_cursor(const std::string& cursor) {
+  auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  std::string plain;
+  if (cursor.size() % 2 != 0 || cursor.size() > 512) bad_request("cursor: not a cursor this API returned");
+  for (size_t i = 0; i < cursor.size(); i += 2) {
+    int hi = nibble(cursor[i]), lo = nibble(cursor[i + 1]);
+    if (hi < 0 || lo < 0) bad_request("cursor: not a cursor this API returned");
+    plain += static_cast<char>(hi * 16 + lo);
+  }
+  size_t bar = plain.find('|');
+  if (bar == std::string::npos || !database_time_from_iso(plain.substr(0, bar))) {
+    bad_request("cursor: not a cursor this API returned");
+  }
+  return {plain.substr(0, bar), plain.substr(bar + 1)};
+}
+
+// A refusal of revive / cancel / resume: 404 for an unknown id, else 409.
+template <class Refused>
+[[noreturn]] void refused(const Refused& e, const std::string& action) {
+  if (e.unknown()) throw HttpError(404, "not_found", e.what());
+  throw HttpError(409, "conflict", "cannot " + action + ": " + e.what());
+}
+
+}  // namespace
+
+Response ApiV1::handle(const Request& request) {
+  const auto& s = request.segments;
+  if (s.size() == 1 && s[0] == "healthz") {
+    need_method(request, "GET");
+    return json_response(200, {{"status", "ok"}});
+  }
+  if (s.size() == 1 && s[0] == "readyz") {
+    need_method(request, "GET");
+    return readiness();
+  }
+  if (s.size() >= 3 && s[0] == "api" && s[1] == "v1") {
+    const std::string& what = s[2];
+    if (what == "pipelines" && s.size() == 3) {
+      need_method(request, "GET");
+      return list_pipelines(request);
+    }
+    if (what == "pipelines" && s.size() == 4) {
+      need_method(request, "GET");
+      return pipeline(s[3]);
+    }
+    if (what == "pipelines" && s.size() == 5) {
+      need_method(request, "POST");
+      if (s[4] == "trigger") return trigger(s[3], request);
+      if (s[4] == "revive") return revive(s[3], request);
+      if (s[4] == "cancel") return cancel(s[3], request);
+      if (s[4] == "resume") return resume(s[3], request);
+    }
+    if (s.size() == 3 && what == "definitions") {
+      need_method(request, "GET");
+      return json_response(200, {{"definitions", definitions_document(context_.definitions)}});
+    }
+    if (s.size() == 3 && what == "processes") {
+      need_method(request, "GET");
+      return processes();
+    }
+    if (s.size() == 3 && what == "plugins") {
+      need_method(request, "GET");
+      return json_response(200, plugins_document(context_.config.plugins_directory, context_.plugins));
+    }
+  }
+  std::string path;
+  for (const auto& part : s) path += "/" + part;
+  throw HttpError(404, "not_found", "no such endpoint: " + (path.empty() ? "/" : path));
+}
+
+Response ApiV1::readiness() {
+  std::vector<std::string> pending;
+  try {
+    auto store = context_.stores.take();
+    pending = store->pending_migrations();
+  } catch (const std::exception& e) {
+    return json_response(503, {{"status", "unavailable"}, {"reason", std::string("database: ") + e.what()}});
+  }
+  if (!pending.empty()) {
+    return json_response(503, {{"status", "unavailable"},
+                               {"reason", "migrations not applied: " + std::to_string(pending.size())},
+                               {"pending_migrations", pending}});
+  }
+  return json_response(200, {{"status", "ready"}});
+}
+
+Response ApiV1::list_pipelines(const Request& request) {
+  for (const auto& [name, _] : request.query) {
+    if (name != "status" && name != "pipeline" && name != "since" && name != "limit" && name != "cursor") {
+      bad_request("unknown query parameter '" + name + "' (expected status, pipeline, since, limit, cursor)");
+    }
+  }
+  ListFilter filter;
+  if (const std::string* status = query(request, "status")) {
+    if (!kPipelineStatuses.count(*status)) {
+      bad_request("status '" + *status + "' is not a status (expected one of " + pipeline_statuses_text() + ")");
+    }
+    filter.status = *status;
+  }
+  if (const std::string* name = query(request, "pipeline")) filter.pipeline = *name;
+  if (const std::string* since = query(request, "since")) {
+    filter.since = database_time_from_iso(*since);
+    if (!filter.since) bad_request("since '" + *since + "' is not a UTC time such as 2026-12-01T16:55:24Z");
+  }
+  int limit = kDefaultPageSize;
+  if (const std::string* text = query(request, "limit")) {
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
+    if (ec != std::errc() || end != text->data() + text->size() || limit < 1 || limit > kMaxPageSize) {
+      bad_request("limit '" + *text + "' is not a whole number from 1 to " + std::to_string(kMaxPageSize));
+    }
+  }
+  if (const std::string* cursor = query(request, "cursor")) filter.after = decode_cursor(*cursor);
+  filter.limit = limit + 1;  // one more tells whether a next page exists
+  std::vector<PipelineSummary> rows = context_.stores.take()->list_pipelines(filter);
+  json out = {{"pipelines", json::array()}, {"next_cursor", nullptr}};
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(limit); ++i) {
+    out["pipelines"].push_back(summary_document(rows[i]));
+  }
+  if (rows.size() > static_cast<size_t>(limit)) out["next_cursor"] = encode_cursor(rows[limit - 1]);
+  return json_response(200, out);
+}
+
+Response ApiV1::pipeline(const std::string& id) {
+  auto report = pipeline_report(*context_.stores.take(), id);
+  if (!report) throw HttpError(404, "not_found", "unknown pipeline id '" + id + "'");
+  return json_response(200, *report);
+}
+
+Response ApiV1::trigger(const std::string& name, const Request& request) {
+  json body = body_object(request, {"args", "idempotency_key"});
+  TriggerTarget target = find_triggerable(context_.definitions, context_.plugins, name);
+  if (!target.definition) {
+    if (target.unknown) throw HttpError(404, "not_found", target.problem);
+    unprocessable(target.problem);
+  }
+  json args = json::array();
+  if (body.contains("args")) {
+    args = body["args"];
+    if (!args.is_array()) unprocessable(std::string("args must be a JSON array, not a ") + args.type_name());
+  }
+  const auto max_bytes = static_cast<size_t>(context_.config.job_worker.max_output_bytes);
+  if (std::string text = args.dump(); text.size() > max_bytes) {
+    unprocessable("args are " + std::to_string(text.size()) + " bytes of JSON, more than the limit of " +
+                  std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
+  }
+  std::optional<std::string> key;
+  if (body.contains("idempotency_key")) {
+    if (!body["idempotency_key"].is_string()) unprocessable("idempotency_key must be a string");
+    key = body["idempotency_key"].get<std::string>();
+    if (std::string problem = idempotency_key_problem(*key); !problem.empty()) unprocessable(problem);
+  }
+  TriggeredPipeline triggered = trigger_pipeline(*context_.stores.take(), *target.definition, args, key);
+  if (!triggered.created && triggered.pipeline != name) {
+    throw HttpError(409, "conflict",
+                    "idempotency_key was given before to trigger " + triggered.pipeline + " (pipeline " +
+                        triggered.pipeline_id + "), not " + name);
+  }
+  return json_response(triggered.created ? 201 : 200,
+                       {{"id", triggered.pipeline_id}, {"pipeline", name}, {"created", triggered.created}});
+}
+
+Response ApiV1::revive(const std::string& id, const Request& request) {
+  json body = body_object(request, {"duplicate_context"});
+  bool duplicate_context = false;
+  if (body.contains("duplicate_context")) {
+    if (!body["duplicate_context"].is_boolean()) unprocessable("duplicate_context must be true or false");
+    duplicate_context = body["duplicate_context"].get<bool>();
+  }
+  try {
+    std::string run_id = revive_pipeline(*context_.stores.take(), id, duplicate_context);
+    return json_response(201, {{"id", id}, {"run_id", run_id}});
+  } catch (const ReviveRefused& e) {
+    refused(e, "revive");
+  }
+}
+
+Response ApiV1::cancel(const std::string& id, const Request& request) {
+  body_object(request, {});
+  try {
+    CancelResult result = cancel_pipeline(*context_.stores.take(), id);
+    return json_response(200, {{"id", id},
+                               {"run_id", result.run_id},
+                               {"branches_cancelled", result.branches},
+                               {"jobs_withdrawn", result.withdrawn}});
+  } catch (const ControlRefused& e) {
+    refused(e, "cancel");
+  }
+}
+
+Response ApiV1::resume(const std::string& id, const Request& request) {
+  json body = body_object(request, {"value", "node"});
+  std::string value = body.contains("value") ? body["value"].dump() : "null";
+  const auto max_bytes = static_cast<size_t>(context_.config.job_worker.max_output_bytes);
+  if (value.size() > max_bytes) {
+    unprocessable("value is " + std::to_string(value.size()) + " bytes of JSON, more than the limit of " +
+                  std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
+  }
+  std::optional<std::string> node;
+  if (body.contains("node")) {
+    if (!body["node"].is_string() || body["node"].get<std::string>().empty()) {
+      unprocessable("node must be a node name or a step class");
+    }
+    node = body["node"].get<std::string>();
+  }
+  try {
+    ResumeResult result = resume_pipeline(*context_.stores.take(), id, value, node);
+    return json_response(200, {{"id", id}, {"branches_resumed", result.resumed}});
+  } catch (const ControlRefused& e) {
+    refused(e, "resume");
+  }
+}
+
+Response ApiV1::processes() {
+  json out = json::array();
+  for (const ProcessInfo& p : context_.stores.take()->processes()) out.push_back(process_document(p));
+  return json_response(200, {{"processes", out}});
+}
+
+}  // namespace ductwork::http

@@ -1,0 +1,44 @@
+#pragma once
+
+// The HTTP server of `ductwork serve` and of a `ductwork start` supervisor
+// (SPEC §12), on Poco::Net: the security rules (bearer token, same-origin
+// JSON posts, body limit) in front of the API (api_v1.h). It runs in its
+// own threads and never in a process that runs plugin code.
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "engine/definition_loader.h"
+#include "plugin/plugin_registry.h"
+#include "store/store.h"
+#include "util/logger.h"
+
+namespace ductwork::http {
+
+class HttpServer {
+ public:
+  HttpServer(const Config& config, StoreFactory& stores, const DefinitionSet& definitions,
+             const PluginRegistry& plugins, Logger& logger);
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Listens on `listen` (http.listen, or the default for `serve`) and
+  // serves from then on. Throws std::runtime_error naming http.listen when
+  // the address cannot be bound. Logs "HTTP server listening" with the
+  // bound address (a port 0 becomes the port chosen).
+  void start(const std::string& listen);
+  // Stops accepting, lets requests in flight finish (a few seconds at
+  // most), closes the socket.
+  void stop();
+  // "host:port" bound by start().
+  const std::string& address() const { return address_; }
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+  std::string address_;
+};
+
+}  // namespace ductwork::http
