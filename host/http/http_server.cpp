@@ -207,7 +207,9 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::start(const std::string& listen) {
   Poco::Net::ServerSocket socket;
   try {
-    socket.bind(socket_address(listen), /*reuseAddress=*/true);
+    // SO_REUSEADDR (a restart need not wait for TIME_WAIT), never
+    // SO_REUSEPORT: a second server on the port must fail, not share it.
+    socket.bind(socket_address(listen), /*reuseAddress=*/true, /*reusePort=*/false);
     socket.listen(128);
   } catch (const Poco::Exception& e) {
     throw std::runtime_error("http.listen: cannot listen on " + listen + ": " + e.displayText());

@@ -242,17 +242,80 @@ TEST(Config, ReaperTimeoutMustExceedTheHeartbeat) {
                    0.5);
 }
 
-TEST(Config, HttpListenIsCheckedThenRefused) {
+TEST(Config, HttpListenIsChecked) {
   EXPECT_NE(error_of("pipelines: '*'\nhttp: {listen: nowhere}").find("http.listen: expected a \"host:port\" address"),
             std::string::npos);
   EXPECT_NE(error_of("pipelines: '*'\nhttp: {listen: ':99999'}").find("got \":99999\""), std::string::npos);
-  for (const char* ok : {"127.0.0.1:8080", "[::1]:8080", ":8080", "metrics.local:9394"}) {
-    EXPECT_NE(error_of(std::string("pipelines: '*'\nhttp: {listen: '") + ok + "'}")
-                  .find("http.listen: not supported by this build"),
-              std::string::npos)
-        << ok;
+  for (const char* ok : {"127.0.0.1:8080", "[::1]:8080", ":8080", "metrics.local:9394", "127.0.0.1:0"}) {
+    EXPECT_EQ(parse(std::string("pipelines: '*'\nhttp: {listen: '") + ok + "'}").http.listen, ok) << ok;
   }
-  EXPECT_NO_THROW(parse("pipelines: '*'\nhttp: {}"));
+  Config none = parse("pipelines: '*'\nhttp: {}");
+  EXPECT_EQ(none.http.listen, "");
+  EXPECT_EQ(none.http.max_body, 16LL << 20);
+  EXPECT_EQ(parse("pipelines: '*'\nhttp: {max_body: 2048}").http.max_body, 2048);
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {max_body: 10}").find("http.max_body: expected an integer from 1024"),
+            std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {port: 1}").find("http: unknown key 'port'"), std::string::npos);
+}
+
+TEST(Config, LoopbackAddressesAreTold) {
+  for (const char* loopback : {"127.0.0.1:1", "127.8.0.1:1", "[::1]:1", "localhost:1"}) {
+    EXPECT_TRUE(is_loopback_listen(loopback)) << loopback;
+  }
+  for (const char* open : {":1", "0.0.0.0:1", "[::]:1", "10.0.0.1:1", "example.com:1", "128.0.0.1:1"}) {
+    EXPECT_FALSE(is_loopback_listen(open)) << open;
+  }
+}
+
+TEST(Config, HttpTokenIsCheckedAndNeverShown) {
+  const std::string token = "s3cret-token-0123456789";
+  Config c = parse("pipelines: '*'\nhttp: {listen: ':7420', token: '" + token + "'}");
+  EXPECT_EQ(c.http.token, token);
+  EXPECT_EQ(c.http.token_origin, "http.token");
+  std::string shortish = error_of("pipelines: '*'\nhttp: {token: 'tiny-secret'}");
+  EXPECT_NE(shortish.find("http.token: expected a token of at least 16 characters"), std::string::npos) << shortish;
+  EXPECT_EQ(shortish.find("tiny-secret"), std::string::npos) << shortish;
+  std::string spaced = error_of("pipelines: '*'\nhttp: {token: 'has a space in the middle'}");
+  EXPECT_NE(spaced.find("printable ASCII without spaces"), std::string::npos) << spaced;
+  EXPECT_EQ(spaced.find("has a space"), std::string::npos) << spaced;
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {token: 'aaaaaaaaaaaaaaaaaaaa', token_file: x}")
+                .find("give http.token or http.token_file, not both"),
+            std::string::npos);
+}
+
+TEST(Config, HttpTokenFromAFileOrTheEnvironment) {
+  testsupport::TempDir dir;
+  dir.write("token", "file-token-0123456789\n");
+  Config c = parse_config("pipelines: '*'\nhttp: {token_file: token}", "test.yml", dir.path());
+  EXPECT_EQ(c.http.token, "file-token-0123456789");
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {token_file: /nonexistent/token}")
+                .find("http.token_file: cannot read /nonexistent/token"),
+            std::string::npos);
+
+  Config open = parse("pipelines: '*'\nhttp: {listen: ':7420'}");
+  try {
+    apply_environment({}, &open);
+    ADD_FAILURE() << "an open address without a token was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("http.listen: \":7420\" is reachable from other machines, and no token is set"),
+              std::string::npos)
+        << e.what();
+  }
+  apply_environment({{"DUCTWORK_HTTP_TOKEN", "env-token-0123456789"}}, &open);
+  EXPECT_EQ(open.http.token, "env-token-0123456789");
+  EXPECT_EQ(open.http.token_origin, "DUCTWORK_HTTP_TOKEN");
+
+  Config listen = parse("pipelines: '*'");
+  apply_environment({{"DUCTWORK_HTTP_LISTEN", "127.0.0.1:9"}}, &listen);
+  EXPECT_EQ(listen.http.listen, "127.0.0.1:9");
+  try {
+    apply_environment({{"DUCTWORK_HTTP_TOKEN", "short-one"}}, &listen);
+    ADD_FAILURE() << "a short token was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("DUCTWORK_HTTP_TOKEN (http.token): expected a token of at least 16"),
+              std::string::npos);
+    EXPECT_EQ(std::string(e.what()).find("short-one"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Config, PerPipelineNamesAreRecordedWhereTheyWereWritten) {
