@@ -12,6 +12,8 @@ packages=(
   clang-14 libclang-rt-14-dev
   postgresql-15 libpq-dev
   lintian dpkg-dev systemd pkgconf
+  # the tests check /metrics with `promtool check metrics`, and drive the HTTP API with curl
+  prometheus curl
 )
 
 missing=()

@@ -2,7 +2,8 @@
 // (SPEC §12). Listens on http.listen (default 127.0.0.1:7420) until
 // SIGINT/SIGTERM. Plugins are only probed (their steps never run here).
 // `--child` is how a threaded `ductwork start` runs its HTTP server: a
-// process of its own, ended with its parent.
+// process of its own, ended with its parent, reading the host's metrics
+// from `--metrics-folder`.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -37,7 +38,12 @@ int cmd_serve(const Args& args) {
   } catch (const PluginProbeInterrupted&) {
     return kExitOk;
   }
-  http::HttpServer server(boot.config(), boot.stores(), boot.definitions(), boot.plugins(), boot.logger());
+  // A threaded host's HTTP process reads the host's metric table from the
+  // folder it was given.
+  const std::string* folder = args.option("metrics-folder");
+  metrics::Collector collector(folder ? *folder : std::string());
+  http::HttpServer server(boot.config(), boot.stores(), boot.definitions(), boot.plugins(), boot.logger(),
+                          &collector);
   const std::string& listen = boot.config().http.listen;
   server.start(listen.empty() ? HttpConfig::kDefaultListen : listen);
   while (true) {

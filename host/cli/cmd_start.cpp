@@ -20,6 +20,7 @@
 #include "cli/bootstrap.h"
 #include "cli/progress_line.h"
 #include "http/http_server.h"
+#include "metrics/metrics.h"
 #include "engine/catalog.h"
 #include "plugin/plugin_probe.h"
 #include "process/crash_report.h"
@@ -76,7 +77,18 @@ int restart_self() {
 class ServeChild {
  public:
   ServeChild(const Args& args, Logger& logger) : logger_(logger) {
+    // This process's metric table, in a private folder the server reads.
+    std::string folder = (std::filesystem::temp_directory_path() /
+                          ("ductwork-metrics-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+    if (::mkdtemp(folder.data()) != nullptr) {
+      folder_ = folder;
+      metrics::open_process_table(folder_);
+    }
     std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "serve", "--child"};
+    if (!folder_.empty()) {
+      argv.push_back("--metrics-folder");
+      argv.push_back(folder_);
+    }
     if (!args.config_path.empty()) {
       argv.push_back("-c");
       argv.push_back(std::filesystem::absolute(args.config_path).string());
@@ -87,16 +99,20 @@ class ServeChild {
     logger_.info("HTTP server process started", {{"child_pid", pid_}});
   }
   ~ServeChild() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    std::error_code ec;
+    if (!folder_.empty()) std::filesystem::remove_all(folder_, ec);
   }
   ServeChild(const ServeChild&) = delete;
   ServeChild& operator=(const ServeChild&) = delete;
 
  private:
   Logger& logger_;
+  std::string folder_;
   pid_t pid_ = -1;
 };
 
@@ -150,20 +166,20 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
 
 int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::string>& pipelines,
                    const sigset_t& signals, bool drain, SystemdNotifier* systemd) {
-  // The supervisor runs no plugin code, so it serves the HTTP API itself;
-  // listening before any child starts makes a taken port fail the start.
-  std::unique_ptr<http::HttpServer> http;
-  if (!boot.config().http.listen.empty()) {
-    http = std::make_unique<http::HttpServer>(boot.config(), boot.stores(), boot.definitions(), boot.plugins(),
-                                              boot.logger());
-    http->start(boot.config().http.listen);
-  }
   Supervisor::Options options;
   options.notifier = systemd;
   options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
   if (!args.config_path.empty()) options.config_path = std::filesystem::absolute(args.config_path).string();
   options.drain = drain;
   Supervisor supervisor(boot.config(), boot.stores(), boot.logger(), pipelines, options);
+  // The supervisor runs no plugin code, so it serves the HTTP API itself;
+  // listening before any child starts makes a taken port fail the start.
+  std::unique_ptr<http::HttpServer> http;
+  if (!boot.config().http.listen.empty()) {
+    http = std::make_unique<http::HttpServer>(boot.config(), boot.stores(), boot.definitions(), boot.plugins(),
+                                              boot.logger(), &supervisor.collector());
+    http->start(boot.config().http.listen);
+  }
   std::unique_ptr<ProgressLine> progress;
   uint64_t steps = 0;
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
@@ -221,6 +237,7 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
     if (const std::string* folder = args.option("crash-folder")) {
       install_crash_report(*folder);
       open_started_log(*folder);
+      metrics::open_process_table(*folder);
     }
   }
 

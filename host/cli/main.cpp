@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
-    if (command == "serve") return cmd_serve(parse_args(argc, argv, {"child"}, {}));
+    if (command == "serve") return cmd_serve(parse_args(argc, argv, {"child"}, {"metrics-folder"}));
     if (command == "new-plugin") return cmd_new_plugin(parse_args(argc, argv, {}, {}));
     if (command == "health") return cmd_health(parse_args(argc, argv, {"verbose"}, {"pid"}));
     std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);

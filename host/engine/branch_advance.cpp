@@ -1,5 +1,7 @@
 #include "engine/branch_advance.h"
 
+#include "metrics/metrics.h"
+
 #include "engine/error_info.h"
 #include "engine/on_halt.h"
 
@@ -43,7 +45,18 @@ void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffec
 }
 
 void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects& effects) {
-  if (effects.jobs_created > 0) wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
+  if (effects.jobs_created > 0) {
+    wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
+    if (claim.step_waited_seconds >= 0) {
+      const std::chrono::duration<double> advancing = std::chrono::steady_clock::now() - claim.claimed_at;
+      metrics::branch_advanced(claim.pipeline, claim.step_waited_seconds + advancing.count());
+    }
+  }
+  if (effects.run_state != RunState::kOpen) {
+    metrics::pipeline_finished(claim.pipeline, effects.run_state == RunState::kCompleted  ? "completed"
+                                               : effects.run_state == RunState::kDampened ? "dampened"
+                                                                                          : "halted");
+  }
   if (!effects.halt_reason.empty()) {
     logger_.warn("Branch halted", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
                                    {"branch_id", claim.branch_id}, {"step", claim.step_klass},

@@ -10,6 +10,7 @@
 #include "engine/retry_when_busy.h"
 #include "engine/step_invoker.h"
 #include "process/crash_report.h"
+#include "metrics/metrics.h"
 #include "process/started_log.h"
 
 namespace ductwork {
@@ -83,11 +84,13 @@ bool JobWorker::run_once() {
   if (queue_.empty()) return false;
   std::optional<ClaimedJob> job = std::move(queue_.front());
   queue_.pop_front();
+  if (job->waited_seconds >= 0) metrics::job_claimed(pipeline_, job->waited_seconds);
   if (logger_.enabled(LogLevel::kDebug)) {
     logger_.debug("Job claimed", {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass},
                                   {"run_id", job->run_id}, {"branch_id", job->branch_id}});
   }
   StepOutcome outcome;
+  double ran_seconds = -1;
   const BranchAdvance::JobNode node = node_of(*job);
   StepWatch::Registration watched;
   bool timed_out = false;
@@ -118,6 +121,7 @@ bool JobWorker::run_once() {
       outcome = invoke_step(registry_, *job, scope);
       const auto took = std::chrono::steady_clock::now() - started;
       slowest_ = std::max(slowest_, took);
+      ran_seconds = std::chrono::duration<double>(took).count();
       timed_out = timeout > 0 && took >= std::chrono::duration<double>(timeout);
       if (watched) watched->returned.store(true);
       set_running_execution(std::string());
@@ -142,6 +146,7 @@ bool JobWorker::run_once() {
     NextExecution next = after_error(
         job->retry_count, job->crash_count,
         retry_policy(config_, pipeline_, job->klass));
+    metrics::step_finished(pipeline_, job->klass, "failure", ran_seconds);
     bool closed_here = store_.job_errored(*job, process_id_, step_timeout_error(job->klass, timeout, false), next);
     logger_.warn(closed_here ? "Timed-out step returned after its grace; its worker recorded StepTimeout"
                              : "Timed-out step returned after its grace; its result is ignored",
@@ -155,6 +160,8 @@ bool JobWorker::run_once() {
     outcome.retryable = true;
     outcome.error = step_timeout_error(job->klass, timeout, /*honoured_cancellation=*/true);
   }
+  metrics::step_finished(pipeline_, job->klass, outcome.ok ? "success" : cancelled_.load() ? "crashed" : "failure",
+                         ran_seconds);
   if (outcome.ok) {
     if (done_.empty()) first_done_at_ = std::chrono::steady_clock::now();
     done_.push_back(Done{std::move(*job), std::move(outcome), node.worker_may_advance});

@@ -1,6 +1,7 @@
 #include "engine/reaper.h"
 
 #include "engine/job_policy.h"
+#include "metrics/metrics.h"
 
 namespace ductwork {
 
@@ -10,6 +11,8 @@ Reaper::Reaper(Store& store, const Config& config, Logger& logger, Wakeups* wake
 CrashPlanner Reaper::plan() const {
   const Config& config = config_;
   return [&config](const ClaimedJob& job) {
+    // A claim charged a crash: its step ended with its process.
+    metrics::step_finished(job.pipeline, job.klass, "crashed", -1);
     return after_crash(job.retry_count, job.crash_count,
                        CrashPolicy{config.job_worker.max_crash.get(job.pipeline, job.klass), config.job_worker.retry_delay});
   };

@@ -8,6 +8,7 @@
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
 #include "engine/trigger.h"
+#include "metrics/exposition.h"
 #include "store/store_error.h"
 #include "util/json_limits.h"
 
@@ -104,6 +105,10 @@ Response ApiV1::handle(const Request& request) {
   if (s.size() == 1 && s[0] == "readyz") {
     need_method(request, "GET");
     return readiness();
+  }
+  if (s.size() == 1 && s[0] == "metrics") {
+    need_method(request, "GET");
+    return metrics_text();
   }
   if (s.size() >= 3 && s[0] == "api" && s[1] == "v1") {
     const std::string& what = s[2];
@@ -286,6 +291,16 @@ Response ApiV1::processes() {
   json out = json::array();
   for (const ProcessInfo& p : context_.stores.take()->processes()) out.push_back(process_document(p));
   return json_response(200, {{"processes", out}});
+}
+
+Response ApiV1::metrics_text() {
+  // The database's figures first: a scrape that cannot read them fails
+  // whole (503) rather than show counters without gauges.
+  MetricGauges gauges = context_.stores.take()->metric_gauges();
+  Response r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = metrics::exposition(context_.collector.collect(), gauges);
+  return r;
 }
 
 }  // namespace ductwork::http

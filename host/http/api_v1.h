@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "engine/definition_loader.h"
 #include "http/http_message.h"
+#include "metrics/collector.h"
 #include "http/store_pool.h"
 #include "plugin/plugin_registry.h"
 
@@ -18,6 +19,7 @@ struct ApiContext {
   StorePool& stores;
   const DefinitionSet& definitions;
   const PluginRegistry& plugins;
+  metrics::Collector& collector;
 };
 
 // The most pipelines one list page holds, and the default.
@@ -41,6 +43,7 @@ class ApiV1 {
   Response cancel(const std::string& id, const Request& request);
   Response resume(const std::string& id, const Request& request);
   Response processes();
+  Response metrics_text();
 
   ApiContext context_;
 };

@@ -32,8 +32,9 @@ using Poco::Net::HTTPServerResponse;
 constexpr int kThreads = 4;
 
 struct HttpServer::State {
-  State(const Config& c, StoreFactory& factory, const DefinitionSet& defs, const PluginRegistry& plugins, Logger& l)
-      : config(c), stores(factory), api(ApiContext{c, stores, defs, plugins}), logger(l) {}
+  State(const Config& c, StoreFactory& factory, const DefinitionSet& defs, const PluginRegistry& plugins, Logger& l,
+        metrics::Collector& collector)
+      : config(c), stores(factory), api(ApiContext{c, stores, defs, plugins, collector}), logger(l) {}
 
   const Config& config;
   StorePool stores;
@@ -199,8 +200,10 @@ Poco::Net::SocketAddress socket_address(const std::string& listen) {
 }  // namespace
 
 HttpServer::HttpServer(const Config& config, StoreFactory& stores, const DefinitionSet& definitions,
-                       const PluginRegistry& plugins, Logger& logger)
-    : state_(std::make_unique<State>(config, stores, definitions, plugins, logger)) {}
+                       const PluginRegistry& plugins, Logger& logger, metrics::Collector* collector)
+    : own_collector_(collector ? nullptr : std::make_unique<metrics::Collector>("")),
+      state_(std::make_unique<State>(config, stores, definitions, plugins, logger,
+                                     collector ? *collector : *own_collector_)) {}
 
 HttpServer::~HttpServer() { stop(); }
 

@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "engine/definition_loader.h"
+#include "metrics/collector.h"
 #include "plugin/plugin_registry.h"
 #include "store/store.h"
 #include "util/logger.h"
@@ -17,8 +18,10 @@ namespace ductwork::http {
 
 class HttpServer {
  public:
+  // `collector`: this host's metrics for /metrics (outlives the server);
+  // null: only this process's own and the database's.
   HttpServer(const Config& config, StoreFactory& stores, const DefinitionSet& definitions,
-             const PluginRegistry& plugins, Logger& logger);
+             const PluginRegistry& plugins, Logger& logger, metrics::Collector* collector);
   ~HttpServer();  // stops
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -37,6 +40,7 @@ class HttpServer {
   struct State;
 
  private:
+  std::unique_ptr<metrics::Collector> own_collector_;
   std::unique_ptr<State> state_;
   std::string address_;
 };

@@ -1,5 +1,6 @@
 #include "process/supervisor.h"
 
+#include "metrics/metrics.h"
 #include "process/spawn.h"
 
 #include <signal.h>
@@ -142,6 +143,8 @@ void Supervisor::spawn(Child& child) {
 bool Supervisor::reap_child_row(pid_t pid, const char* why, Death death) {
   // Its claims whose steps never started are released, not crashed.
   death.started = take_started_log(crash_folder_.path, pid);
+  // Its counters keep counting in the host's total.
+  collector_.retire(pid);
   try {
     if (auto row = store_->find_process(pid, machine_)) {
       Reaper(*store_, config_, logger_, nullptr).reap(*row, /*force=*/true, death);
@@ -152,6 +155,13 @@ bool Supervisor::reap_child_row(pid_t pid, const char* why, Death death) {
   }
   return false;
 }
+
+namespace {
+
+// "worker" of "worker:Pipeline".
+std::string role_of(const std::string& spec) { return spec.substr(0, spec.find(':')); }
+
+}  // namespace
 
 void Supervisor::check_children(bool stopping, bool check_heartbeats) {
   auto now = std::chrono::steady_clock::now();
@@ -172,6 +182,10 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
           death.backtrace_execution_id = std::move(report->execution_id);
         }
         bool had_started = reap_child_row(child.pid, "exited", death);
+        metrics::process_table().add(metrics::Family::kProcessRestartsTotal,
+                                     {role_of(child.spec), child.reloading      ? "reload"
+                                                           : WIFSIGNALED(status) ? "signal"
+                                                                                 : "exit"});
         child.pid = -1;
         child.reloading = false;
         // Died before registering (cannot load config, plugins, database):
@@ -185,6 +199,7 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         ::waitpid(child.pid, &status, 0);
         reap_child_row(child.pid, "stale heartbeat",
                        describe_death(child.spec, child.pid, "stopped heartbeating and was killed by SIGKILL"));
+        metrics::process_table().add(metrics::Family::kProcessRestartsTotal, {role_of(child.spec), "heartbeat"});
         child.pid = -1;
       }
     }

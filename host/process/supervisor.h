@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "metrics/collector.h"
 #include "process/database_outage.h"
 #include "process/sd_notify.h"
 #include "config/config.h"
@@ -47,6 +48,9 @@ class Supervisor {
   // children (shutdown timeout, then SIGKILL), reaps their rows and its own.
   // Returns the exit code.
   int run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress);
+
+  // This host's metrics: its children's tables and its own (/metrics).
+  metrics::Collector& collector() { return collector_; }
 
  private:
   struct Child {
@@ -94,6 +98,8 @@ class Supervisor {
     CrashFolder& operator=(const CrashFolder&) = delete;
     std::string path;
   } crash_folder_;
+  // After crash_folder_: the children's metric tables are kept there.
+  metrics::Collector collector_{crash_folder_.path};
 };
 
 // The loops a child of the forking supervisor runs, from its `spec`

@@ -340,6 +340,8 @@ class Store {
   virtual std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) = 0;
   virtual std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) = 0;
   virtual Progress progress(const std::vector<std::string>& pipelines) = 0;
+  // The gauges of /metrics, in one read transaction.
+  virtual MetricGauges metric_gauges() = 0;
 };
 
 // Opens Store connections to one database; shared by the threads of a host.

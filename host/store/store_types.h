@@ -1,7 +1,9 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -71,6 +73,9 @@ struct ClaimedJob {
   // success or a failure (status --json). Empty: not known.
   std::string plugin_name;
   std::string plugin_version;
+  // How long the job had been due when this claim took it (seconds, by the
+  // database clock); negative when not known.
+  double waited_seconds = -1;
 };
 
 // How a supervisor saw a process die, for the crashed executions' results:
@@ -129,6 +134,11 @@ struct BranchClaim {
   std::string transition_id;
   std::string advancement_id;
   int64_t advancement_crash_count = 0;
+  // From the step's last change (its success, for a step `advancing`) to
+  // this claim, by the database clock; and when the claim was made, by this
+  // process's: together the advance latency of /metrics.
+  double step_waited_seconds = -1;
+  std::chrono::steady_clock::time_point claimed_at{};
 };
 
 // A step (and its job, execution and availability) to create.
@@ -279,6 +289,17 @@ struct ProcessInfo {
   std::string machine;
   std::string role;
   double heartbeat_age_seconds = 0;  // by the database clock
+};
+
+// What /metrics reads from the database at each scrape (SPEC §12), by
+// pipeline name (processes: by role). Database-wide: every host sees the
+// same values.
+struct MetricGauges {
+  std::map<std::string, int64_t> jobs_ready;            // due, not claimed
+  std::map<std::string, int64_t> jobs_running;          // claimed, no result yet
+  std::map<std::string, int64_t> branches_advanceable;  // waiting for an advancer
+  std::map<std::string, int64_t> pipelines_triggered;   // every pipeline ever triggered
+  std::map<std::string, int64_t> processes;             // registered processes by role
 };
 
 // Totals the drain mode and the progress line watch.

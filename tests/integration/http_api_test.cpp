@@ -3,132 +3,16 @@
 // rule: the bearer token, /healthz open, same-origin JSON posts, 413 over
 // http.max_body, JSON errors, nothing written on any error, the token never
 // logged, idempotent triggers also under concurrent requests.
-#include <Poco/Net/HTTPClientSession.h>
-#include <Poco/Net/HTTPRequest.h>
-#include <Poco/Net/HTTPResponse.h>
 #include <signal.h>
 
 #include <atomic>
-#include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 
-#include "harness.h"
+#include "http_client.h"
 
 namespace ductwork::it {
 namespace {
-
-constexpr const char* kToken = "test-token-0123456789abcdef";
-
-struct Reply {
-  int status = 0;
-  std::string body;
-  std::map<std::string, std::string> headers;
-  json doc() const { return json::parse(body, nullptr, false); }
-  std::string error_code() const {
-    json d = doc();
-    return d.is_object() && d.contains("error") ? d["error"].value("code", "") : "";
-  }
-};
-
-struct Call {
-  std::string method = "GET";
-  std::string path;
-  std::string body;
-  std::string content_type = "application/json";
-  std::string token = kToken;  // "" sends no Authorization header
-  std::vector<std::pair<std::string, std::string>> headers;
-};
-
-Reply http(const std::string& address, const Call& call) {
-  const size_t colon = address.rfind(':');
-  Poco::Net::HTTPClientSession session(address.substr(0, colon),
-                                       static_cast<Poco::UInt16>(std::stoi(address.substr(colon + 1))));
-  session.setTimeout(Poco::Timespan(30, 0));
-  Poco::Net::HTTPRequest request(call.method, call.path, Poco::Net::HTTPMessage::HTTP_1_1);
-  if (!call.token.empty()) request.set("Authorization", std::string("Bearer ") + call.token);
-  for (const auto& [name, value] : call.headers) request.set(name, value);
-  if (call.method == "POST") {
-    if (!call.content_type.empty()) request.setContentType(call.content_type);
-    request.setContentLength(static_cast<std::streamsize>(call.body.size()));
-  }
-  std::ostream& out = session.sendRequest(request);
-  out << call.body;
-  Poco::Net::HTTPResponse response;
-  std::istream& in = session.receiveResponse(response);
-  Reply reply;
-  reply.status = response.getStatus();
-  std::ostringstream text;
-  text << in.rdbuf();
-  reply.body = text.str();
-  for (const auto& [name, value] : response) reply.headers[name] = value;
-  return reply;
-}
-
-Reply get(const std::string& address, const std::string& path, const std::string& token = kToken) {
-  Call call;
-  call.path = path;
-  call.token = token;
-  return http(address, call);
-}
-
-Reply post(const std::string& address, const std::string& path, const std::string& body = "{}") {
-  Call call;
-  call.method = "POST";
-  call.path = path;
-  call.body = body;
-  return http(address, call);
-}
-
-testsupport::ProcessOptions with_env(testsupport::ProcessOptions options,
-                                     const std::vector<std::pair<std::string, std::string>>& env) {
-  for (const auto& e : env) options.env.push_back(e);
-  return options;
-}
-
-// A running `ductwork ARGS...` that serves HTTP, and the address it bound.
-class Served {
- public:
-  Served(const Workspace& ws, const std::vector<std::string>& args,
-         const std::vector<std::pair<std::string, std::string>>& env = {})
-      : process_(ws.command(args), with_env(ws.process_options(120), env)) {
-    eventually(30, [&] {
-      std::string out = process_.stdout_so_far();
-      const std::string marker = "\"HTTP server listening\"";
-      size_t at = out.find(marker);
-      if (at == std::string::npos) return !process_.running();
-      size_t line_start = out.rfind('\n', at);
-      json line = json::parse(out.substr(line_start == std::string::npos ? 0 : line_start + 1,
-                                         out.find('\n', at) - (line_start == std::string::npos ? 0 : line_start + 1)),
-                              nullptr, false);
-      if (line.is_object()) address_ = line.value("address", "");
-      return true;
-    });
-  }
-  const std::string& address() const { return address_; }
-  testsupport::Subprocess& process() { return process_; }
-  ProcessResult stop() {
-    process_.signal(SIGTERM);
-    return process_.wait(60);
-  }
-
- private:
-  testsupport::Subprocess process_;
-  std::string address_;
-};
-
-// A configuration that serves HTTP on any free loopback port with the test
-// token (and `http_extra` inside the http map).
-ConfigOptions http_options(const std::string& http_extra = "") {
-  ConfigOptions options;
-  options.extra = std::string("http: {listen: '127.0.0.1:0', token: '") + kToken + "'" + http_extra + "}\n" +
-                  "supervisor: {polling_timeout: 0.1}\n";
-  return options;
-}
-
-// The pipeline most of these tests trigger.
-void define_echo(Workspace& ws) { ws.define("echo.yml", chain_definition("EchoTwice", {"Echo", "Echo"})); }
 
 TEST(HttpApiTest, AnApplicationTriggersAndFollowsAPipelineOverHttpAlone) {
   Workspace ws(http_options());

@@ -142,7 +142,7 @@ std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_i
   claim.claim_token = token;
   {
     auto step = conn_.prepare(
-        "SELECT s.id, s.node, s.klass, s.status, s.run_id, r.definition_sha1 FROM steps s "
+        "SELECT s.id, s.node, s.klass, s.status, s.run_id, r.definition_sha1, s.updated_at FROM steps s "
         "JOIN runs r ON r.id = s.run_id WHERE s.branch_id = ? ORDER BY s.started_at DESC, s.id DESC LIMIT 1");
     step.bind(1, won);
     step.step();
@@ -152,6 +152,8 @@ std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_i
     claim.step_status = step.text(3);
     claim.run_id = step.text(4);
     claim.definition_sha1 = step.text(5);
+    claim.step_waited_seconds = seconds_between(step.text(6), now);
+    claim.claimed_at = std::chrono::steady_clock::now();
   }
   {
     auto open = conn_.prepare(

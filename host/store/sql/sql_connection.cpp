@@ -36,8 +36,7 @@ std::string db_now(Connection& conn) {
   return stmt.text(0);
 }
 
-std::string add_seconds(const std::string& db_time, double seconds) {
-  if (!(seconds > 0)) return db_time;
+int64_t db_time_micros(const std::string& db_time) {
   std::tm tm{};
   int micros = 0;
   if (std::sscanf(db_time.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
@@ -46,13 +45,23 @@ std::string add_seconds(const std::string& db_time, double seconds) {
   }
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
-  int64_t total = static_cast<int64_t>(timegm(&tm)) * 1000000 + micros + std::llround(seconds * 1e6);
+  return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
+}
+
+std::string add_seconds(const std::string& db_time, double seconds) {
+  if (!(seconds > 0)) return db_time;
+  int64_t total = db_time_micros(db_time) + std::llround(seconds * 1e6);
   std::time_t secs = static_cast<std::time_t>(total / 1000000);
+  std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%06lld", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(total % 1000000));
   return buf;
+}
+
+double seconds_between(const std::string& earlier, const std::string& later) {
+  return static_cast<double>(db_time_micros(later) - db_time_micros(earlier)) / 1e6;
 }
 
 }  // namespace ductwork::sql

@@ -227,6 +227,10 @@ std::string db_now(Connection& conn);
 // statement that stores it happens to run. `db_time` itself when `seconds`
 // is not positive (no delay: the common case costs nothing).
 std::string add_seconds(const std::string& db_time, double seconds);
+// Microseconds since the epoch of a database time; StoreError for anything else.
+int64_t db_time_micros(const std::string& db_time);
+// `later` - `earlier`, in seconds.
+double seconds_between(const std::string& earlier, const std::string& later);
 
 // A JSON array of strings, bound for `IN (...)` (Dialect::json_text_list).
 inline std::string json_string_list(const std::vector<std::string>& items) {

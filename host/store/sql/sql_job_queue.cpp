@@ -28,19 +28,23 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
 
 std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                                    const std::string& now, int max) {
-  std::vector<std::pair<std::string, std::string>> picked;  // availability id, execution id
+  struct Picked {
+    std::string availability_id, execution_id, due_at;
+  };
+  std::vector<Picked> picked;
   {
     auto pick = conn_.prepare(
-        "SELECT id, execution_id FROM availabilities "
+        "SELECT id, execution_id, started_at FROM availabilities "
         "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 "
         "ORDER BY started_at LIMIT ?3" + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
-    while (pick.step()) picked.emplace_back(pick.text(0), pick.text(1));
+    while (pick.step()) picked.push_back(Picked{pick.text(0), pick.text(1), pick.text(2)});
   }
   std::vector<ClaimedJob> jobs;
   jobs.reserve(picked.size());
-  for (const auto& [availability_id, execution_id] : picked) {
-    if (auto job = claim_picked(availability_id, execution_id, pipeline, process_id, now)) {
+  for (const Picked& p : picked) {
+    if (auto job = claim_picked(p.availability_id, p.execution_id, pipeline, process_id, now)) {
+      job->waited_seconds = seconds_between(p.due_at, now);
       jobs.push_back(std::move(*job));
     }
   }

@@ -161,4 +161,27 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   return total;
 }
 
+MetricGauges SqlStore::metric_gauges() {
+  auto held = lock();
+  MetricGauges out;
+  ReadTransaction tx(conn_);
+  // Each a GROUP BY over the partial index its loop already reads.
+  auto read = [&](const char* sql, std::map<std::string, int64_t>* into) {
+    auto stmt = conn_.prepare(sql);
+    while (stmt.step()) (*into)[stmt.text(0)] = stmt.int64(1);
+  };
+  read("SELECT pipeline_klass, COUNT(*) FROM availabilities WHERE completed_at IS NULL AND started_at <= dw_now() "
+       "GROUP BY pipeline_klass",
+       &out.jobs_ready);
+  read("SELECT a.pipeline_klass, COUNT(*) FROM executions e JOIN availabilities a ON a.execution_id = e.id "
+       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL GROUP BY a.pipeline_klass",
+       &out.jobs_running);
+  read("SELECT pipeline_klass, COUNT(*) FROM branches WHERE status = 'in_progress' AND claim_token IS NULL "
+       "AND advanceable = 1 GROUP BY pipeline_klass",
+       &out.branches_advanceable);
+  read("SELECT klass, COUNT(*) FROM pipelines GROUP BY klass", &out.pipelines_triggered);
+  read("SELECT role, COUNT(*) FROM processes GROUP BY role", &out.processes);
+  return out;
+}
+
 }  // namespace ductwork::sql

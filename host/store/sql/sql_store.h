@@ -92,6 +92,7 @@ class SqlStore final : public Store {
   std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
   std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
   Progress progress(const std::vector<std::string>& pipelines) override;
+  MetricGauges metric_gauges() override;
 
   // For benchmarks and tests that read the database directly; hold lock().
   Connection& connection() { return conn_; }

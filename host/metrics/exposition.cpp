@@ -1,0 +1,119 @@
+#include "metrics/exposition.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "ductwork/abi.h"
+
+namespace ductwork::metrics {
+namespace {
+
+struct FamilyInfo {
+  Family family;
+  const char* name;
+  const char* type;
+  const char* help;
+  std::vector<const char*> labels;
+};
+
+const std::vector<FamilyInfo> kFamilies = {
+    {Family::kStepsTotal, "ductwork_steps_total", "counter",
+     "Step executions ended, by result (success, failure, crashed).", {"pipeline", "step", "result"}},
+    {Family::kPipelinesFinishedTotal, "ductwork_pipelines_finished_total", "counter",
+     "Pipeline runs settled, by the status they ended in.", {"pipeline", "status"}},
+    {Family::kProcessRestartsTotal, "ductwork_process_restarts_total", "counter",
+     "Child processes the supervisor started again, by role and cause.", {"role", "cause"}},
+    {Family::kStepDuration, "ductwork_step_duration_seconds", "histogram", "How long a step's execute ran.",
+     {"pipeline", "step"}},
+    {Family::kStepQueueLatency, "ductwork_step_queue_latency_seconds", "histogram",
+     "From a job being due to its claim by a worker.", {"pipeline"}},
+    {Family::kAdvanceLatency, "ductwork_advance_latency_seconds", "histogram",
+     "From a step's success to its branch's next step being available.", {"pipeline"}},
+};
+
+// A label value with \, " and newline escaped.
+std::string escaped(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string label_text(const std::vector<const char*>& names, const std::vector<std::string>& values,
+                       const std::string& extra = "") {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    out += (out.empty() ? "" : ",") + std::string(names[i]) + "=\"" + escaped(values[i]) + "\"";
+  }
+  if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
+  return out.empty() ? "" : "{" + out + "}";
+}
+
+std::string number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+void header(std::string* out, const char* name, const char* type, const char* help) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void gauge(std::string* out, const char* name, const char* help, const char* label,
+           const std::map<std::string, int64_t>& values, const char* type = "gauge") {
+  header(out, name, type, help);
+  for (const auto& [key, value] : values) {
+    *out += std::string(name) + "{" + label + "=\"" + escaped(key) + "\"} " + std::to_string(value) + "\n";
+  }
+}
+
+}  // namespace
+
+std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges) {
+  std::string out;
+  for (const FamilyInfo& info : kFamilies) {
+    header(&out, info.name, info.type, info.help);
+    for (const auto& [key, values] : snapshot) {
+      if (family_of(key) != info.family) continue;
+      const std::vector<std::string> labels = labels_of(key);
+      if (std::string(info.type) == "counter") {
+        out += info.name + label_text(info.labels, labels) + " " + std::to_string(values.count) + "\n";
+        continue;
+      }
+      uint64_t cumulative = 0;
+      for (std::size_t i = 0; i < kBuckets.size(); ++i) {
+        cumulative += values.buckets[i];
+        out += std::string(info.name) + "_bucket" + label_text(info.labels, labels, "le=\"" + number(kBuckets[i]) + "\"") +
+               " " + std::to_string(cumulative) + "\n";
+      }
+      out += std::string(info.name) + "_bucket" + label_text(info.labels, labels, "le=\"+Inf\"") + " " +
+             std::to_string(values.count) + "\n";
+      out += std::string(info.name) + "_sum" + label_text(info.labels, labels) + " " +
+             number(static_cast<double>(values.sum_ns) / 1e9) + "\n";
+      out += std::string(info.name) + "_count" + label_text(info.labels, labels) + " " + std::to_string(values.count) +
+             "\n";
+    }
+  }
+  gauge(&out, "ductwork_pipelines_triggered_total", "Pipelines ever triggered (database-wide).", "pipeline",
+        gauges.pipelines_triggered, "counter");
+  gauge(&out, "ductwork_jobs_ready", "Jobs due and not claimed (database-wide).", "pipeline", gauges.jobs_ready);
+  gauge(&out, "ductwork_jobs_running", "Jobs claimed and without a result yet (database-wide).", "pipeline",
+        gauges.jobs_running);
+  gauge(&out, "ductwork_branches_advanceable", "Branches waiting for an advancer (database-wide).", "pipeline",
+        gauges.branches_advanceable);
+  gauge(&out, "ductwork_processes", "Registered processes (database-wide), by role.", "role", gauges.processes);
+  header(&out, "ductwork_build_info", "gauge", "The ductwork build serving these metrics.");
+  out += "ductwork_build_info{version=\"" DUCTWORK_VERSION "\",abi=\"" + std::to_string(DUCTWORK_ABI_VERSION) + "\"} 1\n";
+  return out;
+}
+
+}  // namespace ductwork::metrics
