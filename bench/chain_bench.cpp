@@ -13,7 +13,7 @@
 // child, separate processes and connections, cross-process wake-ups).
 //
 //   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A]
-//                  [--database-url postgresql://USER@HOST:PORT/DB]
+//                  [--database-url postgresql://USER@HOST:PORT/DB] [--scrape-every SECONDS]
 // With --database-url every run gets a fresh database on that PostgreSQL
 // server (created and dropped through the URL's database); without, a
 // fresh SQLite file.
@@ -33,6 +33,15 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <Poco/Net/HTTPClientSession.h>
+#include <Poco/Net/HTTPRequest.h>
+#include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/ServerSocket.h>
+
+#include <atomic>
+#include <iterator>
+#include <memory>
 
 #include "bench_util.h"
 #include "config/config.h"
@@ -59,6 +68,9 @@ struct Options {
   int advancers = 2;
   int light_chains = 30;
   std::string database_url;  // PostgreSQL server; empty: SQLite files
+  // > 0: also run the forking workload with /metrics scraped this often
+  // (seconds), interleaved with the unscraped runs, and report the ratio.
+  double scrape_every = 0;
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -167,7 +179,8 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
 
 // ductwork.yml and the chain's definition file for `ductwork start`;
 // returns the config's path.
-std::string write_host_files(const Options& o, const fs::path& dir, const BenchDatabase& db) {
+std::string write_host_files(const Options& o, const fs::path& dir, const BenchDatabase& db,
+                             const std::string& extra_yaml = "") {
   std::string config_path = (dir / "ductwork.yml").string();
   {
     std::FILE* f = std::fopen(config_path.c_str(), "w");
@@ -176,6 +189,7 @@ std::string write_host_files(const Options& o, const fs::path& dir, const BenchD
                  "pipelines: '*'\njob_worker: {count: %d, polling_timeout: 1}\n"
                  "pipeline_advancer: {count: %d, polling_timeout: 1}\nlogger: {level: error}\n",
                  db.yaml().c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers, o.advancers);
+    std::fputs(extra_yaml.c_str(), f);
     std::fclose(f);
     fs::create_directories(dir / "defs");
     std::FILE* d = std::fopen((dir / "defs" / "bench.yml").string().c_str(), "w");
@@ -187,10 +201,61 @@ std::string write_host_files(const Options& o, const fs::path& dir, const BenchD
   return config_path;
 }
 
-// The same workload through `ductwork start --drain` (forking supervisor).
-RunResult forking_run(const Options& o, const fs::path& dir) {
+// A loopback port free right now (the host binds it a moment later).
+int free_port() {
+  Poco::Net::ServerSocket probe(Poco::Net::SocketAddress("127.0.0.1", 0));
+  return probe.address().port();
+}
+
+// GETs /metrics every `every` seconds until stopped; keeps each scrape's
+// time. Refused connections (the host still starting) are not counted.
+class Scraper {
+ public:
+  Scraper(int port, double every) : thread_([this, port, every] { loop(port, every); }) {}
+  ~Scraper() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::vector<double>& scrape_ms() const { return scrape_ms_; }
+
+ private:
+  void loop(int port, double every) {
+    while (!stop_) {
+      const auto started = std::chrono::steady_clock::now();
+      try {
+        Poco::Net::HTTPClientSession session("127.0.0.1", static_cast<Poco::UInt16>(port));
+        Poco::Net::HTTPRequest request("GET", "/metrics");
+        session.sendRequest(request);
+        Poco::Net::HTTPResponse response;
+        std::istream& in = session.receiveResponse(response);
+        std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (response.getStatus() == 200) {
+          scrape_ms_.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+        }
+      } catch (const Poco::Exception&) {
+      }
+      const auto next = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(every));
+      while (!stop_ && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::vector<double> scrape_ms_;
+  std::thread thread_;
+};
+
+// The same workload through `ductwork start --drain` (forking supervisor);
+// with `scrape_every` > 0 the host serves HTTP and /metrics is scraped that
+// often throughout (`scrapes`: each scrape's time, ms).
+RunResult forking_run(const Options& o, const fs::path& dir, double scrape_every = 0,
+                      std::vector<double>* scrapes = nullptr) {
   BenchDatabase db(o.database_url, dir, "forking");
-  std::string config_path = write_host_files(o, dir, db);
+  const int port = scrape_every > 0 ? free_port() : 0;
+  std::string config_path =
+      write_host_files(o, dir, db, port ? "http: {listen: '127.0.0.1:" + std::to_string(port) + "'}\n" : "");
   auto factory_ptr = make_store_factory(db.config());
   StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
@@ -198,9 +263,15 @@ RunResult forking_run(const Options& o, const fs::path& dir) {
   Definition def = chain_definition(o.length);
   for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, json::array({i}));
   std::string command = o.binary + " start --drain -c " + config_path + " > /dev/null";
+  std::unique_ptr<Scraper> scraper;
+  if (port) scraper = std::make_unique<Scraper>(port, scrape_every);
   auto start = std::chrono::steady_clock::now();
   int rc = std::system(command.c_str());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (scraper) {
+    scraper->stop();
+    if (scrapes) *scrapes = scraper->scrape_ms();
+  }
   RunResult r;
   if (rc != 0) {
     std::fprintf(stderr, "ductwork start --drain failed (%d)\n", rc);
@@ -286,6 +357,7 @@ int main(int argc, char** argv) {
     else if (k == "--light-chains") o.light_chains = v;
     else if (k == "--binary") o.binary = argv[i + 1];
     else if (k == "--database-url") o.database_url = argv[i + 1];
+    else if (k == "--scrape-every") o.scrape_every = std::atof(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -320,7 +392,7 @@ int main(int argc, char** argv) {
   std::vector<double> two_hosts = two_hosts_light_run(o, dir);
   fs::remove_all(dir);
 
-  std::vector<double> fork_rates, fork_p50s;
+  std::vector<double> fork_rates, fork_p50s, scraped_rates, scrape_ms;
   for (int r = 0; r < o.repeat; ++r) {
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -330,8 +402,26 @@ int main(int argc, char** argv) {
     std::printf("  forking run %d: %.0f steps/s (incl. process start-up), latency p50 %.0f us, %.1f steps per "
                 "commit, %.0f commits/s\n",
                 r + 1, result.steps_per_second, fork_p50s.back(), result.steps_per_commit, result.commits_per_second);
+    if (o.scrape_every > 0) {
+      // Interleaved with the unscraped runs, so drift of the machine
+      // weighs on both series alike.
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      std::vector<double> scrapes;
+      RunResult scraped = forking_run(o, dir, o.scrape_every, &scrapes);
+      scraped_rates.push_back(scraped.steps_per_second);
+      scrape_ms.insert(scrape_ms.end(), scrapes.begin(), scrapes.end());
+      std::printf("  forking run %d scraping /metrics every %.2f s: %.0f steps/s, %zu scrapes\n", r + 1,
+                  o.scrape_every, scraped.steps_per_second, scrapes.size());
+    }
   }
   fs::remove_all(dir);
+  if (o.scrape_every > 0) {
+    std::printf("forking host scraped every %.2f s (median of %d): %.0f steps/s, ratio to unscraped %.3f; scrape "
+                "time p50 %.2f ms, max %.2f ms over %zu scrapes\n",
+                o.scrape_every, o.repeat, median(scraped_rates), median(scraped_rates) / median(fork_rates),
+                percentile(scrape_ms, 0.5), percentile(scrape_ms, 1.0), scrape_ms.size());
+  }
 
   std::printf("throughput (median of %d): %.0f steps/s  [min %.0f, max %.0f]\n", o.repeat, median(rates),
               *std::min_element(rates.begin(), rates.end()), *std::max_element(rates.begin(), rates.end()));
