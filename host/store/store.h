@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "store/dashboard_types.h"
 #include "store/store_types.h"
 #include "util/json.h"
 
@@ -342,6 +343,21 @@ class Store {
   virtual Progress progress(const std::vector<std::string>& pipelines) = 0;
   // The gauges of /metrics, in one read transaction.
   virtual MetricGauges metric_gauges() = 0;
+
+  // ---- dashboard (dashboard_types.h): aggregates and pages
+  // The pipeline and its runs, without branches, steps or executions.
+  virtual std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) = 0;
+  virtual std::vector<NodeStatusCount> node_counts(const std::string& run_id) = 0;
+  // Steps of a run in start order, `limit` from `offset`.
+  virtual std::vector<StepRecord> step_page(const std::string& run_id, int64_t offset, int limit) = 0;
+  // Failed executions newest first: of one run, or (run_id empty) of all.
+  virtual std::vector<ErrorRecord> recent_errors(const std::string& run_id, int limit) = 0;
+  // Failed executions grouped by pipeline, step and error class, most first.
+  virtual std::vector<ErrorClassCount> error_classes(int limit) = 0;
+  virtual std::vector<ContextRecord> context_values(const std::string& run_id, int limit) = 0;
+  virtual std::vector<StatusCount> pipeline_status_counts() = 0;
+  // Step results per minute since `since` (a database time), oldest first.
+  virtual std::vector<MinuteCount> results_per_minute(const std::string& since) = 0;
 };
 
 // Opens Store connections to one database; shared by the threads of a host.

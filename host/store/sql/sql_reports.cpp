@@ -3,20 +3,24 @@
 // consistent view.
 #include "store/sql/sql_store.h"
 
+#include <cstdint>
+
 namespace ductwork::sql {
 
-std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipeline_id) {
-  auto held = lock();
-  ReadTransaction tx(conn_);
-  PipelineRecord pipeline;
+namespace {
+
+// The pipeline row and its runs (no branches, steps or executions); false
+// when no pipeline has that id.
+bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, PipelineRecord* out) {
+  PipelineRecord& pipeline = *out;
   // A database not yet migrated to 006 (a newer CLI reading before
   // `migrate`) has no cancelled_at: it reads as null.
-  const std::string cancelled_at = conn_.has_column("runs", "cancelled_at") ? "cancelled_at" : "NULL";
+  const std::string cancelled_at = conn.has_column("runs", "cancelled_at") ? "cancelled_at" : "NULL";
   {
-    auto p = conn_.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at, " + cancelled_at +
-                           " FROM pipelines WHERE id = ?");
+    auto p = conn.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at, " + cancelled_at +
+                          " FROM pipelines WHERE id = ?");
     p.bind(1, pipeline_id);
-    if (!p.step()) return std::nullopt;
+    if (!p.step()) return false;
     pipeline.id = p.text(0);
     pipeline.klass = p.text(1);
     pipeline.status = p.text(2);
@@ -25,21 +29,57 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
     pipeline.halted_at = p.optional_text(5);
     pipeline.cancelled_at = p.optional_text(6);
   }
-  {
-    auto r = conn_.prepare("SELECT id, status, started_at, completed_at, halted_at, " + cancelled_at +
-                           " FROM runs WHERE pipeline_id = ? ORDER BY created_at, id");
-    r.bind(1, pipeline_id);
-    while (r.step()) {
-      RunRecord run;
-      run.id = r.text(0);
-      run.status = r.text(1);
-      run.started_at = r.optional_text(2);
-      run.completed_at = r.optional_text(3);
-      run.halted_at = r.optional_text(4);
-      run.cancelled_at = r.optional_text(5);
-      pipeline.runs.push_back(std::move(run));
-    }
+  auto r = conn.prepare("SELECT id, status, started_at, completed_at, halted_at, " + cancelled_at +
+                        " FROM runs WHERE pipeline_id = ? ORDER BY created_at, id");
+  r.bind(1, pipeline_id);
+  while (r.step()) {
+    RunRecord run;
+    run.id = r.text(0);
+    run.status = r.text(1);
+    run.started_at = r.optional_text(2);
+    run.completed_at = r.optional_text(3);
+    run.halted_at = r.optional_text(4);
+    run.cancelled_at = r.optional_text(5);
+    pipeline.runs.push_back(std::move(run));
   }
+  return true;
+}
+
+// Steps of a run in start order, `limit` from `offset`.
+std::vector<StepRecord> read_steps(Connection& conn, const std::string& run_id, int64_t offset, int64_t limit) {
+  auto s = conn.prepare(
+      "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
+      "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at FROM steps s "
+      "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
+  s.bind(1, run_id).bind(2, limit).bind(3, offset);
+  std::vector<StepRecord> steps;
+  while (s.step()) {
+    steps.push_back(StepRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.optional_text(6),
+                               s.optional_text(7), s.optional_text(8), s.text(9), s.optional_text(10)});
+  }
+  return steps;
+}
+
+}  // namespace
+
+std::optional<PipelineRecord> SqlStore::pipeline_header(const std::string& pipeline_id) {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  PipelineRecord pipeline;
+  if (!read_pipeline_and_runs(conn_, pipeline_id, &pipeline)) return std::nullopt;
+  return pipeline;
+}
+
+std::vector<StepRecord> SqlStore::step_page(const std::string& run_id, int64_t offset, int limit) {
+  auto held = lock();
+  return read_steps(conn_, run_id, offset, limit);
+}
+
+std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipeline_id) {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  PipelineRecord pipeline;
+  if (!read_pipeline_and_runs(conn_, pipeline_id, &pipeline)) return std::nullopt;
   bool has_plugin_columns = false;
   has_plugin_columns = conn_.has_column("executions", "plugin_name");
   for (RunRecord& run : pipeline.runs) {
@@ -76,16 +116,7 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
                                                  e.optional_text(7), e.optional_text(8)});
       }
     }
-    auto s = conn_.prepare(
-        "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
-        "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at FROM steps s "
-        "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
-    s.bind(1, run.id);
-    while (s.step()) {
-      run.steps.push_back(StepRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5),
-                                     s.optional_text(6), s.optional_text(7), s.optional_text(8), s.text(9),
-                                     s.optional_text(10)});
-    }
+    run.steps = read_steps(conn_, run.id, 0, INT64_MAX);
   }
   return pipeline;
 }

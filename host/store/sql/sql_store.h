@@ -93,6 +93,14 @@ class SqlStore final : public Store {
   std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
   Progress progress(const std::vector<std::string>& pipelines) override;
   MetricGauges metric_gauges() override;
+  std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) override;
+  std::vector<NodeStatusCount> node_counts(const std::string& run_id) override;
+  std::vector<StepRecord> step_page(const std::string& run_id, int64_t offset, int limit) override;
+  std::vector<ErrorRecord> recent_errors(const std::string& run_id, int limit) override;
+  std::vector<ErrorClassCount> error_classes(int limit) override;
+  std::vector<ContextRecord> context_values(const std::string& run_id, int limit) override;
+  std::vector<StatusCount> pipeline_status_counts() override;
+  std::vector<MinuteCount> results_per_minute(const std::string& since) override;
 
   // For benchmarks and tests that read the database directly; hold lock().
   Connection& connection() { return conn_; }

@@ -1,0 +1,120 @@
+// The dashboard's reads (store/dashboard_types.h): counts grouped in SQL
+// and pages, each over an index, so their cost follows the page, not the
+// width of a run.
+#include "store/sql/sql_store.h"
+
+#include <cstdio>
+
+namespace ductwork::sql {
+
+std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id) {
+  auto held = lock();
+  auto stmt = conn_.prepare(
+      "SELECT node, klass, status, COUNT(*), MIN(started_at), MAX(completed_at) FROM steps WHERE run_id = ? "
+      "GROUP BY node, klass, status ORDER BY MIN(started_at), node, status");
+  stmt.bind(1, run_id);
+  std::vector<NodeStatusCount> out;
+  while (stmt.step()) {
+    out.push_back(NodeStatusCount{stmt.text(0), stmt.text(1), stmt.text(2), stmt.int64(3), stmt.optional_text(4),
+                                  stmt.optional_text(5)});
+  }
+  return out;
+}
+
+std::vector<ErrorRecord> SqlStore::recent_errors(const std::string& run_id, int limit) {
+  auto held = lock();
+  // From the failed results (a partial index, newest first) to their steps:
+  // CROSS JOIN keeps SQLite's planner on that order instead of walking a
+  // wide run's every step.
+  auto stmt = conn_.prepare(
+      "SELECT ru.pipeline_id, ru.pipeline_klass, s.run_id, s.id, s.node, s.klass, r.result_type, r.created_at, "
+      "r.error_klass, r.error_message, r.error_backtrace, e.retry_count, e.crash_count "
+      "FROM results r CROSS JOIN executions e CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru "
+      "WHERE r.error_klass IS NOT NULL AND e.id = r.execution_id AND j.id = e.job_id AND s.id = j.step_id "
+      "AND ru.id = s.run_id AND (?1 = '' OR s.run_id = ?1) ORDER BY r.created_at DESC LIMIT ?2");
+  stmt.bind(1, run_id).bind(2, static_cast<int64_t>(limit));
+  std::vector<ErrorRecord> out;
+  while (stmt.step()) {
+    ErrorRecord e;
+    e.pipeline_id = stmt.text(0);
+    e.pipeline = stmt.text(1);
+    e.run_id = stmt.text(2);
+    e.step_id = stmt.text(3);
+    e.node = stmt.text(4);
+    e.klass = stmt.text(5);
+    e.result_type = stmt.text(6);
+    e.at = stmt.text(7);
+    e.error_klass = stmt.optional_text(8);
+    e.error_message = stmt.optional_text(9);
+    e.error_backtrace = stmt.optional_text(10);
+    e.retry_count = stmt.int64(11);
+    e.crash_count = stmt.int64(12);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<ErrorClassCount> SqlStore::error_classes(int limit) {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  auto stmt = conn_.prepare(
+      "SELECT ru.pipeline_klass, s.klass, r.error_klass, COUNT(*), MAX(r.created_at) "
+      "FROM results r CROSS JOIN executions e CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru "
+      "WHERE r.error_klass IS NOT NULL AND e.id = r.execution_id AND j.id = e.job_id AND s.id = j.step_id "
+      "AND ru.id = s.run_id GROUP BY ru.pipeline_klass, s.klass, r.error_klass ORDER BY COUNT(*) DESC, "
+      "MAX(r.created_at) DESC LIMIT ?");
+  stmt.bind(1, static_cast<int64_t>(limit));
+  std::vector<ErrorClassCount> out;
+  while (stmt.step()) {
+    out.push_back(ErrorClassCount{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(4), "", stmt.int64(3)});
+  }
+  // The newest message of each group, to show what the error says.
+  for (ErrorClassCount& group : out) {
+    auto last = conn_.prepare(
+        "SELECT r.error_message FROM results r WHERE r.error_klass = ? AND r.created_at = ? "
+        "AND r.error_klass IS NOT NULL LIMIT 1");
+    last.bind(1, group.error_klass).bind(2, group.last_at);
+    if (last.step() && !last.is_null(0)) group.last_message = last.text(0);
+  }
+  return out;
+}
+
+std::vector<ContextRecord> SqlStore::context_values(const std::string& run_id, int limit) {
+  auto held = lock();
+  auto stmt = conn_.prepare(
+      "SELECT key, serialized_value, last_set_at FROM tuples WHERE run_id = ? ORDER BY key LIMIT ?");
+  stmt.bind(1, run_id).bind(2, static_cast<int64_t>(limit));
+  std::vector<ContextRecord> out;
+  while (stmt.step()) {
+    out.push_back(ContextRecord{stmt.text(0), stmt.is_null(1) ? "null" : stmt.text(1), stmt.text(2)});
+  }
+  return out;
+}
+
+std::vector<StatusCount> SqlStore::pipeline_status_counts() {
+  auto held = lock();
+  auto stmt = conn_.prepare("SELECT klass, status, COUNT(*) FROM pipelines GROUP BY klass, status ORDER BY klass, status");
+  std::vector<StatusCount> out;
+  while (stmt.step()) out.push_back(StatusCount{stmt.text(0), stmt.text(1), stmt.int64(2)});
+  return out;
+}
+
+std::vector<MinuteCount> SqlStore::results_per_minute(const std::string& since) {
+  auto held = lock();
+  // Result ids are UUIDv7, ordered by time: the range starts at the first
+  // id of `since`'s millisecond, so only recent rows are read.
+  const int64_t ms = db_time_micros(since) / 1000;
+  char floor_id[40];
+  std::snprintf(floor_id, sizeof floor_id, "%08llx-%04llx-7000-8000-000000000000",
+                static_cast<unsigned long long>(ms >> 16), static_cast<unsigned long long>(ms & 0xffff));
+  auto stmt = conn_.prepare(
+      "SELECT substr(created_at, 1, 16), SUM(CASE WHEN result_type = 'success' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN result_type = 'success' THEN 0 ELSE 1 END) FROM results WHERE id >= ? "
+      "GROUP BY substr(created_at, 1, 16) ORDER BY 1");
+  stmt.bind(1, std::string(floor_id));
+  std::vector<MinuteCount> out;
+  while (stmt.step()) out.push_back(MinuteCount{stmt.text(0), stmt.int64(1), stmt.int64(2)});
+  return out;
+}
+
+}  // namespace ductwork::sql
