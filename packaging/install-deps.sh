@@ -12,8 +12,9 @@ packages=(
   clang-14 libclang-rt-14-dev
   postgresql-15 libpq-dev
   lintian dpkg-dev systemd pkgconf
-  # the tests check /metrics with `promtool check metrics`, and drive the HTTP API with curl
-  prometheus curl
+  # the tests check /metrics with `promtool check metrics`, drive the HTTP API with curl and
+  # load the dashboard in a headless browser
+  prometheus curl chromium
 )
 
 missing=()

@@ -20,6 +20,10 @@
 #include <thread>
 
 #include "http/api_v1.h"
+#include "http/dashboard.h"
+#include "http/dashboard_parts.h"
+#include "http/html.h"
+#include "http/session.h"
 #include "http/store_pool.h"
 #include "store/store_error.h"
 
@@ -34,11 +38,18 @@ constexpr int kThreads = 4;
 struct HttpServer::State {
   State(const Config& c, StoreFactory& factory, const DefinitionSet& defs, const PluginRegistry& plugins, Logger& l,
         metrics::Collector& collector)
-      : config(c), stores(factory), api(ApiContext{c, stores, defs, plugins, collector}), logger(l) {}
+      : config(c),
+        stores(factory),
+        api(ApiContext{c, stores, defs, plugins, collector}),
+        sessions(c.http.token),
+        dashboard(ApiContext{c, stores, defs, plugins, collector}, api, sessions.csrf_token()),
+        logger(l) {}
 
   const Config& config;
   StorePool stores;
   ApiV1 api;
+  Sessions sessions;
+  Dashboard dashboard;
   Logger& logger;
   Poco::ThreadPool threads{1, kThreads};
   std::unique_ptr<Poco::Net::HTTPServer> server;
@@ -47,13 +58,6 @@ struct HttpServer::State {
 };
 
 namespace {
-
-// Equal without telling, by its timing, how much of `given` was right.
-bool same_secret(const std::string& given, const std::string& secret) {
-  unsigned char diff = given.size() == secret.size() ? 0 : 1;
-  for (size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ secret[i % secret.size()]);
-  return diff == 0;
-}
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -103,19 +107,25 @@ Response HttpServer::State::respond(HTTPServerRequest& request, std::string* pat
   } catch (const Poco::SyntaxException&) {
     throw HttpError(400, "bad_request", "the request target is not a valid URI");
   }
-  const bool health = parsed.segments.size() == 1 && parsed.segments[0] == "healthz";
-  if (!health && !config.http.token.empty()) {
-    const std::string authorization = request.get("Authorization", "");
-    const std::string scheme = "Bearer ";
-    if (authorization.compare(0, scheme.size(), scheme) != 0 ||
-        !same_secret(authorization.substr(scheme.size()), config.http.token)) {
+  const auto& segments = parsed.segments;
+  const bool health = segments.size() == 1 && segments[0] == "healthz";
+  const bool ui = !segments.empty() && segments[0] == "ui";
+  const bool login = ui && segments.size() == 2 && segments[1] == "login";
+  if (!health && !login && sessions.token_required()) {
+    // The bearer token, anywhere; the session cookie for the dashboard and
+    // for reads (a form post also needs its CSRF token).
+    const bool bearer = sessions.bearer_ok(request.get("Authorization", ""));
+    const bool cookie = sessions.cookie_ok(request.get("Cookie", ""));
+    if (!bearer && !(cookie && (ui || parsed.method == "GET"))) {
+      if (ui && parsed.method == "GET") return parts::redirect("/ui/login?next=" + parts::url_encoded(request.getURI()));
       throw HttpError(401, "unauthorized", "a valid 'Authorization: Bearer <token>' header is required");
     }
   }
-  // A browser page of another site must not drive this API with the
-  // operator's network position (or, later, cookie): a cross-origin
-  // request is refused, and a POST must be JSON, which a page can only send
-  // after a CORS preflight this server never answers.
+  // A browser page of another site must not drive this server with the
+  // operator's network position or cookie: a cross-origin request is
+  // refused; an API POST must be JSON, which a page can only send after a
+  // CORS preflight this server never answers; a dashboard form must carry
+  // its CSRF token.
   const std::string origin = request.get("Origin", "");
   if (!origin.empty() && origin != "http://" + request.getHost()) {
     throw HttpError(403, "forbidden", "cross-origin requests are refused");
@@ -124,14 +134,29 @@ Response HttpServer::State::respond(HTTPServerRequest& request, std::string* pat
   if (auto semicolon = type.find(';'); semicolon != std::string::npos) type.resize(semicolon);
   while (!type.empty() && type.back() == ' ') type.pop_back();
   parsed.content_type = type;
-  if (parsed.method == "POST" && type != "application/json") {
+  if (parsed.method == "POST" && !ui && type != "application/json") {
     throw HttpError(415, "unsupported_media_type", "a POST needs 'Content-Type: application/json'");
   }
   parsed.body = read_body(request, config.http.max_body);
+  if (login) return sessions.login(parsed);
+  if (ui) return dashboard.handle(parsed);
+  if (segments.empty()) return parts::redirect("/ui");
   return api.handle(parsed);
 }
 
 namespace {
+
+// A refusal on a dashboard page, as a page a person can read.
+Response html_error(const HttpError& e) {
+  Response r;
+  r.status = e.status();
+  r.content_type = "text/html; charset=utf-8";
+  r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + std::to_string(e.status()) +
+           " · ductwork</title></head><body style=\"font:15px system-ui,sans-serif;margin:24px\"><h1>" +
+           std::to_string(e.status()) + " " + escape_html(e.code()) + "</h1><p>" + escape_html(e.what()) +
+           "</p><p><a href=\"/ui\">Overview</a></p></body></html>\n";
+  return r;
+}
 
 class Handler : public Poco::Net::HTTPRequestHandler {
  public:
@@ -144,7 +169,7 @@ class Handler : public Poco::Net::HTTPRequestHandler {
     try {
       out = state_.respond(request, &path);
     } catch (const HttpError& e) {
-      out = error_response(e.status(), e.code(), e.what());
+      out = path.rfind("/ui", 0) == 0 ? html_error(e) : error_response(e.status(), e.code(), e.what());
       // A refused body may still be on the wire: do not read it.
       if (e.status() == 413) response.setKeepAlive(false);
     } catch (const StoreError& e) {
@@ -152,7 +177,7 @@ class Handler : public Poco::Net::HTTPRequestHandler {
     } catch (const std::exception& e) {
       out = error_response(500, "internal", e.what());
     }
-    response.setStatus(static_cast<Poco::Net::HTTPResponse::HTTPStatus>(out.status));
+    response.setStatusAndReason(static_cast<Poco::Net::HTTPResponse::HTTPStatus>(out.status));
     response.setContentType(out.content_type);
     response.setContentLength64(static_cast<Poco::Int64>(out.body.size()));
     response.set("Cache-Control", "no-store");

@@ -1,0 +1,176 @@
+#include "http/dashboard.h"
+
+#include <Poco/URI.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "engine/api_documents.h"
+#include "engine/definition.h"
+#include "http/dashboard_graph.h"
+#include "http/dashboard_parts.h"
+#include "http/html.h"
+
+namespace ductwork::http {
+using namespace parts;
+namespace {
+
+const char* kStyle =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}"
+    "header{background:#1d2330;color:#fff;padding:10px 20px;display:flex;gap:20px;align-items:center}"
+    "header a{color:#cfd6e4;text-decoration:none}header a:hover{color:#fff}header b{color:#fff}"
+    "main{padding:16px 20px}h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:22px 0 8px}"
+    "table{border-collapse:collapse;background:#fff;margin-bottom:8px}"
+    "th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:top}"
+    "th{background:#eef0f4;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".badge{display:inline-block;padding:1px 8px;border-radius:9px;font-size:12px;color:#fff;background:#8a93a6}"
+    ".completed{background:#2e8b57}.failed,.halted{background:#c0392b}.cancelled{background:#5a6170}"
+    ".running,.in_progress,.pending,.advancing,.waiting{background:#2f6fd0}.dampened{background:#c98a12}"
+    "pre{white-space:pre-wrap;margin:4px 0;font-size:12px;background:#fafbfc;padding:6px;border:1px solid #e3e6ec}"
+    "code{font-size:12px}td code,summary code{word-break:break-all}td.json{max-width:420px}.notice{padding:8px 12px;background:#e6f4ea;border:1px solid #9ccfab;margin-bottom:12px}"
+    ".error{padding:8px 12px;background:#fdecea;border:1px solid #f0a8a0;margin-bottom:12px}"
+    "form.inline{display:inline-block;margin:0 8px 8px 0}button{cursor:pointer}"
+    "svg.graph{background:#fff;border:1px solid #dde1e8;max-width:100%;height:auto}"
+    "svg .edge{fill:none;stroke:#667;stroke-width:1.5}svg .edge-label{font-size:11px;fill:#556}"
+    "svg .node rect{stroke:#1d2330;stroke-width:1}svg .node text{fill:#fff}"
+    "svg .node-title{font-size:13px;font-weight:600}svg .node-detail{font-size:11px}"
+    "svg .node.completed rect{fill:#2e8b57}svg .node.failed rect{fill:#c0392b}svg .node.running rect{fill:#2f6fd0}"
+    "svg .node.dampened rect{fill:#c98a12}svg .node.cancelled rect{fill:#5a6170}"
+    "svg .node.idle rect{fill:#fff}svg .node.idle text{fill:#667}";
+
+// This machine's clock `minutes` ago, as the database writes times (UTC).
+std::string minutes_ago(int minutes) {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) - minutes * 60;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[40];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S.000000", &tm);
+  return buffer;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> parse_form(const std::string& body) {
+  std::map<std::string, std::string> out;
+  std::size_t at = 0;
+  while (at <= body.size()) {
+    std::size_t end = body.find('&', at);
+    if (end == std::string::npos) end = body.size();
+    std::string pair = body.substr(at, end - at);
+    std::replace(pair.begin(), pair.end(), '+', ' ');
+    const std::size_t eq = pair.find('=');
+    std::string name, value;
+    Poco::URI::decode(pair.substr(0, eq), name);
+    if (eq != std::string::npos) Poco::URI::decode(pair.substr(eq + 1), value);
+    if (!name.empty()) out[name] = value;
+    at = end + 1;
+  }
+  return out;
+}
+
+Response Dashboard::page(const std::string& title, const std::string& body, int refresh_seconds) const {
+  Response r;
+  r.content_type = "text/html; charset=utf-8";
+  r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
+           " · ductwork</title>" +
+           (refresh_seconds > 0 ? "<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_seconds) + "\">"
+                                : std::string()) +
+           "<style>" + kStyle + "</style></head><body><header><b>ductwork</b><a href=\"/ui\">Overview</a>"
+           "<a href=\"/ui/pipelines\">Pipelines</a><a href=\"/ui/errors\">Errors</a>"
+           "<a href=\"/ui/processes\">Processes</a></header><main>" +
+           body + "</main></body></html>\n";
+  // The page embeds the CSRF token: never from a shared cache, never framed.
+  r.headers.emplace_back("X-Frame-Options", "DENY");
+  r.headers.emplace_back("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:");
+  return r;
+}
+
+std::string Dashboard::csrf_field() const {
+  return "<input type=\"hidden\" name=\"csrf\" value=\"" + escape_html(csrf_token_) + "\">";
+}
+
+Response Dashboard::handle(const Request& request) {
+  const auto& s = request.segments;
+  if (request.method == "POST") {
+    if (request.content_type != "application/x-www-form-urlencoded") {
+      throw HttpError(415, "unsupported_media_type", "a dashboard form posts application/x-www-form-urlencoded");
+    }
+    auto fields = parse_form(request.body);
+    const std::string* csrf = param(fields, "csrf");
+    if (!csrf || *csrf != csrf_token_) {
+      throw HttpError(403, "forbidden", "the form's CSRF token is missing or stale; reload the page");
+    }
+    if (s.size() == 2 && s[1] == "trigger") return trigger(request);
+    if (s.size() == 4 && s[1] == "pipelines") return action(s[2], s[3], request);
+    throw HttpError(404, "not_found", "no such form");
+  }
+  if (request.method != "GET") throw HttpError(405, "method_not_allowed", "use GET or a form");
+  if (s.size() == 1) return overview(request);
+  if (s.size() == 2 && s[1] == "pipelines") return pipelines(request);
+  if (s.size() == 3 && s[1] == "pipelines") return pipeline(s[2], request);
+  if (s.size() == 2 && s[1] == "errors") return errors();
+  if (s.size() == 2 && s[1] == "processes") return processes();
+  throw HttpError(404, "not_found", "no such page");
+}
+
+Response Dashboard::overview(const Request& request) {
+  auto store = context_.stores.take();
+  std::vector<StatusCount> counts = store->pipeline_status_counts();
+  const std::vector<std::string> columns = {"in_progress", "pending", "waiting", "dampened",
+                                            "halted",      "cancelled", "completed"};
+  std::map<std::string, std::map<std::string, int64_t>> by_pipeline;
+  for (const auto& c : counts) by_pipeline[c.pipeline][c.status] += c.count;
+  for (const auto& [name, _] : context_.definitions.pipelines) by_pipeline[name];
+  std::string body = flash(request) + "<h1>Overview</h1><table><tr><th>pipeline</th>";
+  for (const auto& c : columns) body += "<th>" + badge(c) + "</th>";
+  body += "<th>total</th></tr>";
+  for (const auto& [name, statuses] : by_pipeline) {
+    int64_t total = 0;
+    for (const auto& [_, n] : statuses) total += n;
+    body += "<tr><td><a href=\"/ui/pipelines?pipeline=" + url_encoded(name) + "\">" + escape_html(name) + "</a></td>";
+    for (const auto& c : columns) {
+      auto it = statuses.find(c);
+      const int64_t n = it == statuses.end() ? 0 : it->second;
+      body += "<td class=\"n\">" +
+              (n ? "<a href=\"/ui/pipelines?pipeline=" + url_encoded(name) + "&amp;status=" + c + "\">" + grouped(n) + "</a>"
+                 : std::string("0")) +
+              "</td>";
+    }
+    body += "<td class=\"n\">" + grouped(total) + "</td></tr>";
+  }
+  body += "</table>";
+
+  body += "<h2>Step results, last 15 minutes</h2>";
+  std::vector<MinuteCount> minutes = store->results_per_minute(minutes_ago(15));
+  if (minutes.empty()) {
+    body += "<p>No step finished in the last 15 minutes.</p>";
+  } else {
+    body += "<table><tr><th>minute (UTC)</th><th>succeeded</th><th>failed</th></tr>";
+    for (const auto& m : minutes) {
+      body += "<tr><td>" + escape_html(m.minute) + "</td><td class=\"n\">" + grouped(m.succeeded) +
+              "</td><td class=\"n\">" + grouped(m.failed) + "</td></tr>";
+    }
+    body += "</table>";
+  }
+  body += "<h2>Recent failures</h2>";
+  std::vector<ErrorRecord> recent = store->recent_errors("", 5);
+  if (recent.empty()) body += "<p>None.</p>";
+  for (const auto& e : recent) {
+    body += "<p>" + escape_html(e.at) + " <a href=\"/ui/pipelines/" + url_encoded(e.pipeline_id) + "\">" +
+            escape_html(e.pipeline) + "</a> " + escape_html(e.klass) + ": <b>" + or_dash(e.error_klass) + "</b> " +
+            escape_html(truncated(e.error_message.value_or(""), 200)) + "</p>";
+  }
+  body += "<h2>Trigger</h2><form method=\"post\" action=\"/ui/trigger\">" + csrf_field() +
+          "<select name=\"pipeline\">";
+  for (const auto& [name, _] : context_.definitions.pipelines) {
+    body += "<option>" + escape_html(name) + "</option>";
+  }
+  body += "</select> arguments (a JSON array) <input name=\"args\" value=\"[]\" size=\"40\"> "
+          "<button type=\"submit\">Trigger</button></form>";
+  return page("Overview", body, 10);
+}
+
+}  // namespace ductwork::http

@@ -1,0 +1,48 @@
+#pragma once
+
+// The dashboard (SPEC §12): server-rendered HTML under /ui that works
+// without JavaScript. Pages: overview, pipelines (filters, paging), one
+// pipeline (its definition drawn and coloured by status, steps, errors with
+// backtraces, context, runs, actions), errors grouped by class, processes.
+// Actions are HTML forms carrying a CSRF token; they go through the JSON
+// API's own handlers, so every rule of the API holds for them too.
+#include <string>
+
+#include "http/api_v1.h"
+#include "http/http_message.h"
+
+namespace ductwork::http {
+
+class Dashboard {
+ public:
+  // `csrf_token`: what every form carries and every POST must send back.
+  Dashboard(ApiContext context, ApiV1& api, std::string csrf_token)
+      : context_(context), api_(api), csrf_token_(std::move(csrf_token)) {}
+
+  // A request whose first path segment is "ui" (but not /ui/login, which
+  // the server handles). HttpError for a malformed request.
+  Response handle(const Request& request);
+
+ private:
+  Response overview(const Request& request);
+  Response pipelines(const Request& request);
+  Response pipeline(const std::string& id, const Request& request);
+  Response errors();
+  Response processes();
+  Response action(const std::string& id, const std::string& verb, const Request& request);
+  Response trigger(const Request& request);
+
+  // The page around `body`, with the navigation; `refresh_seconds` > 0
+  // reloads it that often (a running pipeline's page).
+  Response page(const std::string& title, const std::string& body, int refresh_seconds = 0) const;
+  std::string csrf_field() const;
+
+  ApiContext context_;
+  ApiV1& api_;
+  std::string csrf_token_;
+};
+
+// The fields of an application/x-www-form-urlencoded body or query.
+std::map<std::string, std::string> parse_form(const std::string& body);
+
+}  // namespace ductwork::http
