@@ -34,7 +34,9 @@ json process_document(const ProcessInfo& p) {
           {"pid", p.pid},
           {"machine", p.machine},
           {"role", p.role},
-          {"heartbeat_age_seconds", p.heartbeat_age_seconds}};
+          {"heartbeat_age_seconds", p.heartbeat_age_seconds},
+          {"jobs_running", p.jobs_running},
+          {"branches_advancing", p.branches_advancing}};
 }
 
 json definitions_document(const DefinitionSet& definitions) {

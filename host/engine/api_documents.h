@@ -26,7 +26,7 @@ json summary_document(const PipelineSummary& summary);
 // `plugins --json`: the plugins folder, each loaded plugin, each refusal.
 json plugins_document(const std::string& directory, const PluginRegistry& plugins);
 
-// {"id","pid","machine","role","heartbeat_age_seconds"}.
+// {"id","pid","machine","role","heartbeat_age_seconds","jobs_running","branches_advancing"}.
 json process_document(const ProcessInfo& process);
 
 // Each pipeline's canonical graph: [{"pipeline","sha1","definition"}], by name.

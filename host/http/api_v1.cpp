@@ -163,8 +163,10 @@ Response ApiV1::readiness() {
 
 Response ApiV1::list_pipelines(const Request& request) {
   for (const auto& [name, _] : request.query) {
-    if (name != "status" && name != "pipeline" && name != "since" && name != "limit" && name != "cursor") {
-      bad_request("unknown query parameter '" + name + "' (expected status, pipeline, since, limit, cursor)");
+    if (name != "status" && name != "pipeline" && name != "since" && name != "limit" && name != "cursor" &&
+        name != "error_class" && name != "q") {
+      bad_request("unknown query parameter '" + name +
+                  "' (expected status, pipeline, since, error_class, q, limit, cursor)");
     }
   }
   ListFilter filter;
@@ -175,6 +177,8 @@ Response ApiV1::list_pipelines(const Request& request) {
     filter.status = *status;
   }
   if (const std::string* name = query(request, "pipeline")) filter.pipeline = *name;
+  if (const std::string* klass = query(request, "error_class")) filter.error_class = *klass;
+  if (const std::string* text = query(request, "q")) filter.args_text = *text;
   if (const std::string* since = query(request, "since")) {
     filter.since = database_time_from_iso(*since);
     if (!filter.since) bad_request("since '" + *since + "' is not a UTC time such as 2026-12-01T16:55:24Z");

@@ -34,7 +34,7 @@ Response Dashboard::pipelines(const Request& request) {
   Request api;
   api.method = "GET";
   api.segments = {"api", "v1", "pipelines"};
-  for (const char* name : {"pipeline", "status", "since", "cursor"}) {
+  for (const char* name : {"pipeline", "status", "since", "error_class", "q", "cursor"}) {
     if (const std::string* v = param(request.query, name)) api.query[name] = *v;
   }
   api.query["limit"] = "50";
@@ -50,9 +50,14 @@ Response Dashboard::pipelines(const Request& request) {
   for (const auto& s : kPipelineStatuses) {
     body += "<option" + std::string(status && *status == s ? " selected" : "") + ">" + s + "</option>";
   }
-  const std::string* since = param(request.query, "since");
-  body += "</select> since <input name=\"since\" placeholder=\"2026-12-01T00:00:00Z\" value=\"" +
-          escape_html(since ? *since : "") + "\"> <button type=\"submit\">Filter</button></form><table>"
+  auto value_of = [&](const char* name) {
+    const std::string* v = param(request.query, name);
+    return escape_html(v ? *v : "");
+  };
+  body += "</select> since <input name=\"since\" placeholder=\"2026-12-01T00:00:00Z\" value=\"" + value_of("since") +
+          "\"> error class <input name=\"error_class\" placeholder=\"MyError\" value=\"" + value_of("error_class") +
+          "\"> arguments contain <input name=\"q\" value=\"" + value_of("q") +
+          "\"> <button type=\"submit\">Filter</button></form><table>"
           "<tr><th>id</th><th>pipeline</th><th>status</th><th>triggered at (UTC)</th></tr>";
   for (const auto& p : doc["pipelines"]) {
     const std::string id = p["id"];
@@ -64,7 +69,7 @@ Response Dashboard::pipelines(const Request& request) {
   if (doc["pipelines"].empty()) body += "<p>No pipeline matches.</p>";
   if (doc["next_cursor"].is_string()) {
     std::string next = "/ui/pipelines?cursor=" + url_encoded(doc["next_cursor"].get<std::string>());
-    for (const char* name : {"pipeline", "status", "since"}) {
+    for (const char* name : {"pipeline", "status", "since", "error_class", "q"}) {
       if (const std::string* v = param(request.query, name)) next += std::string("&") + name + "=" + url_encoded(*v);
     }
     body += "<p><a href=\"" + escape_html(next) + "\">Older →</a></p>";
@@ -213,13 +218,15 @@ Response Dashboard::errors() {
 
 Response Dashboard::processes() {
   std::string body = "<h1>Processes</h1><table><tr><th>machine</th><th>role</th><th>pid</th><th>heartbeat age</th>"
-                     "<th>id</th></tr>";
+                     "<th>jobs running</th><th>branches advancing</th><th>id</th></tr>";
   std::vector<ProcessInfo> rows = context_.stores.take()->processes();
   for (const auto& p : rows) {
     char age[32];
     std::snprintf(age, sizeof age, "%.1f s", p.heartbeat_age_seconds);
     body += "<tr><td><code>" + escape_html(p.machine) + "</code></td><td>" + escape_html(p.role) + "</td><td class=\"n\">" +
-            std::to_string(p.pid) + "</td><td class=\"n\">" + age + "</td><td><code>" + escape_html(p.id) +
+            std::to_string(p.pid) + "</td><td class=\"n\">" + age + "</td><td class=\"n\">" +
+            grouped(p.jobs_running) + "</td><td class=\"n\">" + grouped(p.branches_advancing) + "</td><td><code>" +
+            escape_html(p.id) +
             "</code></td></tr>";
   }
   body += "</table>";

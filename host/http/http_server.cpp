@@ -32,8 +32,12 @@ namespace ductwork::http {
 using Poco::Net::HTTPServerRequest;
 using Poco::Net::HTTPServerResponse;
 
-// Requests served at once; more wait in the listen queue.
-constexpr int kThreads = 4;
+// Connections served at once (Poco::Net gives each its thread while it
+// lives); more wait in the listen queue. An idle keep-alive connection holds
+// its thread until it closes or kKeepAliveSeconds pass, so there are more
+// threads than requests ever run at once, and the wait is short.
+constexpr int kThreads = 16;
+constexpr int kKeepAliveSeconds = 2;
 
 struct HttpServer::State {
   State(const Config& c, StoreFactory& factory, const DefinitionSet& defs, const PluginRegistry& plugins, Logger& l,
@@ -250,6 +254,11 @@ void HttpServer::start(const std::string& listen) {
   params->setMaxThreads(kThreads);
   params->setMaxQueued(256);
   params->setKeepAlive(true);
+  params->setKeepAliveTimeout(Poco::Timespan(kKeepAliveSeconds, 0));
+  // A request thread idle this long ends. Also how long a stop can wait for
+  // one that missed its stop notice (Poco's default, 10 s, was seen to hold
+  // a `serve` shutdown that long).
+  params->setThreadIdleTime(Poco::Timespan(0, 500 * 1000));
   params->setTimeout(Poco::Timespan(30, 0));
   state_->server = std::make_unique<Poco::Net::HTTPServer>(new Factory(*state_), state_->threads, socket, params);
   state_->server->start();

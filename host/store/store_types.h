@@ -280,6 +280,10 @@ struct ListFilter {
   // as its (triggered_at, id).
   std::optional<std::pair<std::string, std::string>> after;
   int limit = 1000;
+  // Only pipelines one of whose steps failed with this error class.
+  std::optional<std::string> error_class;
+  // Only pipelines whose arguments' JSON text contains this text.
+  std::optional<std::string> args_text;
 };
 
 // One row of the processes table, as `ductwork health` shows it.
@@ -289,6 +293,8 @@ struct ProcessInfo {
   std::string machine;
   std::string role;
   double heartbeat_age_seconds = 0;  // by the database clock
+  int64_t jobs_running = 0;          // executions it has claimed and not closed
+  int64_t branches_advancing = 0;    // advancements it has open
 };
 
 // What /metrics reads from the database at each scrape (SPEC §12), by

@@ -74,7 +74,12 @@ TEST(HttpApiTest, TheListPagesWithACursorAndFilters) {
   define_echo(ws);
   ws.define("other.yml", chain_definition("Other", {"Echo"}));
   std::set<std::string> echo_ids;
-  for (int i = 0; i < 5; ++i) echo_ids.insert(ws.trigger("EchoTwice", {std::to_string(i)}));
+  std::string alpha_3;
+  for (int i = 0; i < 5; ++i) {
+    const std::string id = ws.trigger("EchoTwice", {"\"alpha-" + std::to_string(i) + "\""});
+    echo_ids.insert(id);
+    if (i == 3) alpha_3 = id;
+  }
   std::string other = ws.trigger("Other");
   Served serve(ws, {"serve"});
   ASSERT_FALSE(serve.address().empty());
@@ -104,6 +109,15 @@ TEST(HttpApiTest, TheListPagesWithACursorAndFilters) {
   EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?status=completed").doc()["pipelines"].size(), 0u);
   EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?since=2000-01-01T00:00:00Z").doc()["pipelines"].size(), 6u);
   EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?since=2999-01-01").doc()["pipelines"].size(), 0u);
+
+  // Text in the arguments: found as typed; LIKE's wildcards are plain text.
+  json found = get(serve.address(), "/api/v1/pipelines?q=alpha-3").doc();
+  ASSERT_EQ(found["pipelines"].size(), 1u) << found.dump();
+  EXPECT_EQ(found["pipelines"][0]["id"], alpha_3);
+  EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?q=alpha").doc()["pipelines"].size(), 5u);
+  EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?q=%25").doc()["pipelines"].size(), 0u);
+  EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?q=alpha_3").doc()["pipelines"].size(), 0u);
+  EXPECT_EQ(get(serve.address(), "/api/v1/pipelines?error_class=NoSuchError").doc()["pipelines"].size(), 0u);
 
   for (const char* bad : {"status=done", "limit=0", "limit=1001", "limit=3x", "since=yesterday", "cursor=zz",
                           "cursor=41", "colour=red"}) {
@@ -243,6 +257,12 @@ TEST(HttpApiTest, ReviveCancelAndResumeOverHttp) {
   ASSERT_FALSE(serve.address().empty());
   const std::string& at = serve.address();
 
+  // The list filtered by the error class its step failed with.
+  const std::string error_class = ws.status(failing)["runs"][0]["steps"][1]["executions"][0]["error_klass"];
+  json by_class = get(at, "/api/v1/pipelines?error_class=" + error_class).doc();
+  ASSERT_EQ(by_class["pipelines"].size(), 1u) << error_class << " " << by_class.dump();
+  EXPECT_EQ(by_class["pipelines"][0]["id"], failing);
+
   Reply revived = post(at, "/api/v1/pipelines/" + failing + "/revive", R"({"duplicate_context":true})");
   ASSERT_EQ(revived.status, 201) << revived.body;
   EXPECT_EQ(ws.status(failing)["runs"].size(), 2u);
@@ -280,8 +300,20 @@ TEST(HttpApiTest, StartServesFromTheSupervisorAndLetsThePortGo) {
   for (const auto& p : listed["processes"]) roles.insert(p["role"].get<std::string>());
   EXPECT_EQ(roles.count("supervisor"), 1u) << processes.body;
   EXPECT_GE(roles.size(), 3u) << processes.body;
-  const std::string address = host.address();
-  ProcessResult stopped = host.stop();
+  // Work in flight, by process: a worker running a 2 s step.
+  ws.define("slow.yml", chain_definition("Slow", {"Sleep"}));
+  host.stop();
+  Served again_host(ws, {"start"});
+  ws.trigger("Slow", {"2000"});
+  EXPECT_TRUE(eventually(20, [&] {
+    const json listed = get(again_host.address(), "/api/v1/processes").doc();
+    for (const auto& p : listed["processes"]) {
+      if (p["role"] == "worker" && p["jobs_running"] == 1) return true;
+    }
+    return false;
+  })) << get(again_host.address(), "/api/v1/processes").body;
+  const std::string address = again_host.address();
+  ProcessResult stopped = again_host.stop();
   EXPECT_EQ(stopped.exit_code, 0) << stopped.describe();
   // No child kept the socket: the port can be bound again at once.
   Served again(ws, {"serve"}, {{"DUCTWORK_HTTP_LISTEN", address}});

@@ -2,6 +2,8 @@
 // orphaned claims (SPEC §6).
 #include "store/sql/sql_store.h"
 
+#include <map>
+
 namespace ductwork::sql {
 
 std::optional<std::string> SqlStore::find_process(int64_t pid, const std::string& machine) {
@@ -28,7 +30,22 @@ std::vector<ProcessInfo> SqlStore::processes() {
       "FROM processes ORDER BY created_at, id");
   std::vector<ProcessInfo> out;
   while (stmt.step()) {
-    out.push_back(ProcessInfo{stmt.text(0), stmt.int64(1), stmt.text(2), stmt.text(3), stmt.real(4)});
+    out.push_back(ProcessInfo{stmt.text(0), stmt.int64(1), stmt.text(2), stmt.text(3), stmt.real(4), 0, 0});
+  }
+  // Its work in flight: two GROUP BYs over the open-owner partial indexes.
+  std::map<std::string, ProcessInfo*> by_id;
+  for (auto& p : out) by_id[p.id] = &p;
+  auto jobs = conn_.prepare(
+      "SELECT process_id, COUNT(*) FROM executions WHERE completed_at IS NULL AND process_id IS NOT NULL "
+      "GROUP BY process_id");
+  while (jobs.step()) {
+    if (auto it = by_id.find(jobs.text(0)); it != by_id.end()) it->second->jobs_running = jobs.int64(1);
+  }
+  auto advancing = conn_.prepare(
+      "SELECT process_id, COUNT(*) FROM advancements WHERE completed_at IS NULL AND process_id IS NOT NULL "
+      "GROUP BY process_id");
+  while (advancing.step()) {
+    if (auto it = by_id.find(advancing.text(0)); it != by_id.end()) it->second->branches_advancing = advancing.int64(1);
   }
   return out;
 }

@@ -127,7 +127,24 @@ std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) 
       "SELECT id, klass, status, triggered_at FROM pipelines WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) "
       "AND (CAST(?2 AS TEXT) IS NULL OR klass = ?2) AND (CAST(?4 AS TEXT) IS NULL OR triggered_at >= ?4) "
       "AND (CAST(?5 AS TEXT) IS NULL OR triggered_at < ?5 OR (triggered_at = ?5 AND id < ?6)) "
+      // From the failed results' partial index to the pipelines they belong to.
+      "AND (CAST(?7 AS TEXT) IS NULL OR id IN (SELECT ru.pipeline_id FROM results r CROSS JOIN executions e "
+      "CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru WHERE r.error_klass = ?7 AND e.id = r.execution_id "
+      "AND j.id = e.job_id AND s.id = j.step_id AND ru.id = s.run_id)) "
+      // The start step's arguments, as stored JSON text.
+      "AND (CAST(?8 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM runs ru JOIN steps s ON s.run_id = ru.id "
+      "JOIN jobs j ON j.step_id = s.id WHERE ru.pipeline_id = pipelines.id AND s.to_transition = 'start' "
+      "AND CAST(j.input_args AS TEXT) LIKE ?8 ESCAPE '\\')) "
       "ORDER BY triggered_at DESC, id DESC LIMIT ?3");
+  std::optional<std::string> like;
+  if (filter.args_text) {
+    std::string escaped;
+    for (char c : *filter.args_text) {
+      if (c == '%' || c == '_' || c == '\\') escaped += '\\';
+      escaped += c;
+    }
+    like = "%" + escaped + "%";
+  }
   std::optional<std::string> after_at, after_id;
   if (filter.after) {
     after_at = filter.after->first;
@@ -138,7 +155,9 @@ std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) 
       .bind(3, static_cast<int64_t>(filter.limit))
       .bind_optional(4, filter.since)
       .bind_optional(5, after_at)
-      .bind_optional(6, after_id);
+      .bind_optional(6, after_id)
+      .bind_optional(7, filter.error_class)
+      .bind_optional(8, like);
   std::vector<PipelineSummary> out;
   while (stmt.step()) out.push_back(PipelineSummary{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
   return out;
