@@ -28,7 +28,9 @@ struct Slot {
 };
 
 struct MetricTable::Layout {
-  uint32_t magic;
+  // Written last (release) by the owner: a reader that sees it sees a
+  // table whose slots are all initialised.
+  std::atomic<uint32_t> magic;
   uint32_t slot_count;
   std::atomic<uint64_t> dropped;
   Slot slots[kSlots];
@@ -64,8 +66,8 @@ std::vector<std::string> labels_of(const std::string& key) {
 }
 
 MetricTable::MetricTable() : layout_(new Layout()), mapped_(false) {
-  layout_->magic = kMagic;
   layout_->slot_count = kSlots;
+  layout_->magic.store(kMagic, std::memory_order_release);
 }
 
 MetricTable::MetricTable(Layout* layout, bool mapped) : layout_(layout), mapped_(mapped) {}
@@ -88,8 +90,7 @@ std::unique_ptr<MetricTable> MetricTable::create_file(const std::string& path) {
       if (p != MAP_FAILED) {
         auto* layout = static_cast<Layout*>(p);  // zero-filled: every slot empty
         layout->slot_count = kSlots;
-        std::atomic_thread_fence(std::memory_order_release);
-        layout->magic = kMagic;
+        layout->magic.store(kMagic, std::memory_order_release);
         return std::unique_ptr<MetricTable>(new MetricTable(layout, true));
       }
     } else {
@@ -171,7 +172,7 @@ bool MetricTable::read_file(const std::string& path, Snapshot* into) {
   ::close(fd);
   if (p == MAP_FAILED) return false;
   const auto* layout = static_cast<const Layout*>(p);
-  bool whole = layout->magic == kMagic && layout->slot_count == kSlots;
+  bool whole = layout->magic.load(std::memory_order_acquire) == kMagic && layout->slot_count == kSlots;
   if (whole) add_slots(*layout, into);
   ::munmap(p, sizeof(Layout));
   return whole;
