@@ -131,7 +131,8 @@ Response HttpServer::State::respond(HTTPServerRequest& request, std::string* pat
   // CORS preflight this server never answers; a dashboard form must carry
   // its CSRF token.
   const std::string origin = request.get("Origin", "");
-  if (!origin.empty() && origin != "http://" + request.getHost()) {
+  // (https: behind a TLS-terminating proxy that passes the Host header on.)
+  if (!origin.empty() && origin != "http://" + request.getHost() && origin != "https://" + request.getHost()) {
     throw HttpError(403, "forbidden", "cross-origin requests are refused");
   }
   std::string type = lower(request.getContentType());
