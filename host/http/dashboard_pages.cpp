@@ -253,7 +253,7 @@ Response Dashboard::action(const std::string& id, const std::string& verb, const
   api.content_type = "application/json";
   api.body = api_body.dump();
   try {
-    Response reply = api_.handle(api);
+    api_.handle(api);
     return redirect(self + "?notice=" + url_encoded(verb == "revive" ? "revived: a new run started"
                                                     : verb == "cancel" ? "cancelled"
                                                                        : "resumed"));
