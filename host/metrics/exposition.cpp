@@ -48,14 +48,26 @@ std::string escaped(const std::string& value) {
   return out;
 }
 
+// {name="value",...[,extra]}, or "" with no label. Built by appending:
+// GCC 12 at -O3 reports a false -Wrestrict for `"," + std::string`
+// (GCC bug 105329), which breaks -Werror builds.
 std::string label_text(const std::vector<const char*>& names, const std::vector<std::string>& values,
                        const std::string& extra = "") {
   std::string out;
+  auto separate = [&out] { out += out.empty() ? "{" : ","; };
   for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-    out += (out.empty() ? "" : ",") + std::string(names[i]) + "=\"" + escaped(values[i]) + "\"";
+    separate();
+    out += names[i];
+    out += "=\"";
+    out += escaped(values[i]);
+    out += '"';
   }
-  if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
-  return out.empty() ? "" : "{" + out + "}";
+  if (!extra.empty()) {
+    separate();
+    out += extra;
+  }
+  if (!out.empty()) out += '}';
+  return out;
 }
 
 std::string number(double value) {
