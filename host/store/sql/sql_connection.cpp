@@ -61,7 +61,11 @@ std::string add_seconds(const std::string& db_time, double seconds) {
 }
 
 double seconds_between(const std::string& earlier, const std::string& later) {
-  return static_cast<double>(db_time_micros(later) - db_time_micros(earlier)) / 1e6;
+  try {
+    return static_cast<double>(db_time_micros(later) - db_time_micros(earlier)) / 1e6;
+  } catch (const StoreError&) {
+    return -1;
+  }
 }
 
 }  // namespace ductwork::sql

@@ -229,7 +229,8 @@ std::string db_now(Connection& conn);
 std::string add_seconds(const std::string& db_time, double seconds);
 // Microseconds since the epoch of a database time; StoreError for anything else.
 int64_t db_time_micros(const std::string& db_time);
-// `later` - `earlier`, in seconds.
+// `later` - `earlier`, in seconds; -1 when either is not a database time
+// (it only feeds metrics, and must never fail the transaction it is read in).
 double seconds_between(const std::string& earlier, const std::string& later);
 
 // A JSON array of strings, bound for `IN (...)` (Dialect::json_text_list).
