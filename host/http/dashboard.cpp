@@ -1,8 +1,8 @@
 #include "http/dashboard.h"
 
+#include <Poco/Net/HTMLForm.h>
 #include <Poco/URI.h>
 
-#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -54,20 +54,14 @@ std::string minutes_ago(int minutes) {
 }  // namespace
 
 std::map<std::string, std::string> parse_form(const std::string& body) {
-  std::map<std::string, std::string> out;
-  std::size_t at = 0;
-  while (at <= body.size()) {
-    std::size_t end = body.find('&', at);
-    if (end == std::string::npos) end = body.size();
-    std::string pair = body.substr(at, end - at);
-    std::replace(pair.begin(), pair.end(), '+', ' ');
-    const std::size_t eq = pair.find('=');
-    std::string name, value;
-    Poco::URI::decode(pair.substr(0, eq), name);
-    if (eq != std::string::npos) Poco::URI::decode(pair.substr(eq + 1), value);
-    if (!name.empty()) out[name] = value;
-    at = end + 1;
+  Poco::Net::HTMLForm form;
+  try {
+    form.read(body);
+  } catch (const Poco::Exception& e) {
+    throw HttpError(400, "bad_request", "the form cannot be read: " + e.displayText());
   }
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : form) out[name] = value;  // the last of a repeated field
   return out;
 }
 
