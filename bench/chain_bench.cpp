@@ -139,7 +139,7 @@ RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logge
   auto store = factory.open();
   store->migrate();
   Definition def = chain_definition(o.length);
-  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, json::array({i}));
+  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
   HostRuntime runtime(config, factory, registry, logger, {"BenchChain"});
   auto start = std::chrono::steady_clock::now();
   runtime.start();
@@ -167,7 +167,7 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
   HostRuntime runtime(config, factory, registry, logger, {"BenchChain"});
   runtime.start();
   for (int i = 0; i < o.light_chains; ++i) {
-    trigger_pipeline(*store, def, json::array({i}));
+    trigger_pipeline(*store, def, Json::array({i}));
     runtime.wakeups().job_enqueued("BenchChain");  // an in-process trigger wakes a worker
     wait_drained(*store);
   }
@@ -261,7 +261,7 @@ RunResult forking_run(const Options& o, const fs::path& dir, double scrape_every
   auto store = factory.open();
   store->migrate();
   Definition def = chain_definition(o.length);
-  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, json::array({i}));
+  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
   std::string command = o.binary + " start --drain -c " + config_path + " > /dev/null";
   std::unique_ptr<Scraper> scraper;
   if (port) scraper = std::make_unique<Scraper>(port, scrape_every);
@@ -328,7 +328,7 @@ std::vector<double> two_hosts_light_run(const Options& o, const fs::path& dir) {
   for (int i = 0; i < 500 && !both_up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   Definition def = chain_definition(o.length);
   for (int i = 0; i < o.light_chains; ++i) {
-    trigger_pipeline(*store, def, json::array({i}));
+    trigger_pipeline(*store, def, Json::array({i}));
     wait_drained(*store);
   }
   for (pid_t pid : hosts) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ int cmd_revive(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_resume(const Args& args);
 int cmd_new_plugin(const Args& args);
-int cmd_serve(const Args& args);
+// `wait_for_termination` blocks until SIGINT, SIGTERM or SIGQUIT (server_shell.h).
+int cmd_serve(const Args& args, const std::function<void()>& wait_for_termination);
 
 }  // namespace ductwork::cli

@@ -1,5 +1,8 @@
 // `ductwork migrate`, `ductwork plugins`, `ductwork validate`.
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/bootstrap.h"
 #include "config/config_check.h"
@@ -16,12 +19,18 @@ namespace {
 std::vector<std::string> exported_pipeline_names(const LoadedPlugin& plugin) {
   std::vector<std::string> names;
   for (const auto& text : plugin.pipelines_json) {
-    json doc = json::parse(text, nullptr, false);
-    if (doc.is_object() && doc.contains("pipeline") && doc["pipeline"].is_string()) {
-      names.push_back(doc["pipeline"].get<std::string>());
+    std::optional<Json> doc = try_parse_json(text);
+    if (doc && doc->is_object() && doc->contains("pipeline") && (*doc)["pipeline"].is_string()) {
+      names.push_back((*doc)["pipeline"].as_string());
     }
   }
   return names;
+}
+
+Json string_array(const std::vector<std::string>& items) {
+  Json out = Json::array();
+  for (const auto& item : items) out.push_back(item);
+  return out;
 }
 
 }  // namespace
@@ -47,7 +56,7 @@ int cmd_plugins(const Args& args) {
   Bootstrap boot(args, stderr, LogLevel::kError);
   PluginRegistry& registry = boot.plugins();
   if (args.flag("json")) {
-    json out = plugins_document(boot.config().plugins_directory, registry);
+    Json out = plugins_document(boot.config().plugins_directory, registry);
     std::printf("%s\n", out.dump().c_str());
     // A refused plugin is a problem of the installation, even when no
     // pipeline needs it yet: it is listed, and the exit code says so.
@@ -92,12 +101,13 @@ int cmd_validate(const Args& args) {
   }
   if (auto problem = thread_budget_problem(boot.config(), hosted)) problems.push_back(std::move(*problem));
   if (args.flag("json")) {
-    json plugins = json::array();
+    Json plugins = Json::array();
     for (const auto& p : boot.plugins().plugins()) {
-      plugins.push_back({{"name", p->name}, {"version", p->version}, {"path", p->path},
-                         {"pipelines", exported_pipeline_names(*p)}});
+      plugins.push_back(Json::object({{"name", p->name}, {"version", p->version}, {"path", p->path},
+                                      {"pipelines", string_array(exported_pipeline_names(*p))}}));
     }
-    json out = {{"ok", problems.empty()}, {"pipelines", pipelines}, {"problems", problems}, {"plugins", plugins}};
+    Json out = Json::object({{"ok", problems.empty()}, {"pipelines", string_array(pipelines)},
+                             {"problems", string_array(problems)}, {"plugins", plugins}});
     std::printf("%s\n", out.dump().c_str());
   } else if (!problems.empty()) {
     // Nothing on stdout: a failed validation prints its problems alone.

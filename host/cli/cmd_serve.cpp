@@ -1,6 +1,6 @@
 // `ductwork serve`: the HTTP API and dashboard alone, with no workers
 // (SPEC §12). Listens on http.listen (default 127.0.0.1:7420) until
-// SIGINT/SIGTERM. Plugins are only probed (their steps never run here).
+// SIGINT/SIGTERM/SIGQUIT. Plugins are only probed (their steps never run here).
 // `--child` is how a threaded `ductwork start` runs its HTTP server: a
 // process of its own, ended with its parent, reading the host's metrics
 // from `--metrics-folder`.
@@ -14,13 +14,14 @@
 
 namespace ductwork::cli {
 
-int cmd_serve(const Args& args) {
+int cmd_serve(const Args& args, const std::function<void()>& wait_for_termination) {
   if (!args.positionals.empty()) throw BadInput("usage: ductwork serve [-c CONFIG]");
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGQUIT);
+  sigaddset(&signals, SIGHUP);  // taken by no one: a terminal hang-up does not end the server
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (args.flag("child")) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -46,14 +47,8 @@ int cmd_serve(const Args& args) {
                           &collector);
   const std::string& listen = boot.config().http.listen;
   server.start(listen.empty() ? HttpConfig::kDefaultListen : listen);
-  while (true) {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig == SIGINT || sig == SIGTERM) {
-      boot.logger().info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
-      break;
-    }
-  }
+  wait_for_termination();
+  boot.logger().info("Shutdown requested");
   server.stop();
   return kExitOk;
 }

@@ -19,6 +19,7 @@
 
 #include "cli/bootstrap.h"
 #include "cli/progress_line.h"
+#include "cli/server_shell.h"
 #include "http/http_server.h"
 #include "metrics/metrics.h"
 #include "engine/catalog.h"
@@ -43,11 +44,12 @@ int wait_for_stop(const sigset_t& signals, Logger& logger, bool reload, Tick tic
     timespec wait{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&signals, nullptr, &wait);
     if (sig == SIGINT || sig == SIGTERM) {
-      logger.info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      logger.info("Shutdown requested", Json::object({{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}}));
       return sig;
     }
     if (sig == SIGHUP && reload) {
-      logger.info("Reload requested: stopping gracefully, then starting again", {{"signal", "SIGHUP"}});
+      logger.info("Reload requested: stopping gracefully, then starting again",
+                  Json::object({{"signal", "SIGHUP"}}));
       return sig;
     }
     if (!tick()) return 0;
@@ -96,7 +98,7 @@ class ServeChild {
     std::string error;
     pid_ = spawn_process(argv, &error);
     if (pid_ < 0) throw std::runtime_error("http.listen: could not start the HTTP server process: " + error);
-    logger_.info("HTTP server process started", {{"child_pid", pid_}});
+    logger_.info("HTTP server process started", Json::object({{"child_pid", pid_}}));
   }
   ~ServeChild() {
     if (pid_ > 0) {
@@ -144,7 +146,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
         return false;
       }
     } catch (const std::exception& e) {
-      boot.logger().error("Progress query failed", {{"error_message", e.what()}});
+      boot.logger().error("Progress query failed", Json::object({{"error_message", e.what()}}));
     }
     return true;
   });
@@ -159,6 +161,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
     // here rather than destroy that state under it. (A restart execs,
     // which ends every thread too.) Everything is committed already.
     std::fflush(nullptr);
+    remove_pidfile();
     std::_Exit(rc);
   }
   return rc;

@@ -12,35 +12,35 @@ namespace {
 // The most rows one `list` prints.
 constexpr long long kMaxListLimit = 1000000;
 
-std::string brief(const json& value) {
+std::string brief(const Json& value) {
   std::string text = value.dump();
   return text.size() > 60 ? text.substr(0, 57) + "..." : text;
 }
 
-std::string or_dash(const json& v) { return v.is_string() ? v.get<std::string>() : std::string("-"); }
+std::string or_dash(const Json& v) { return v.is_string() ? v.as_string() : std::string("-"); }
 
-void print_text(const json& doc) {
-  std::printf("pipeline %s  %s  %s\n", doc["id"].get<std::string>().c_str(),
-              doc["pipeline"].get<std::string>().c_str(), doc["status"].get<std::string>().c_str());
-  for (const auto& run : doc["runs"]) {
-    std::printf("  run %s  %s  started %s  finished %s\n", run["id"].get<std::string>().c_str(),
-                run["status"].get<std::string>().c_str(), or_dash(run["started_at"]).c_str(),
+void print_text(const Json& doc) {
+  std::printf("pipeline %s  %s  %s\n", doc["id"].as_string().c_str(),
+              doc["pipeline"].as_string().c_str(), doc["status"].as_string().c_str());
+  for (const Json& run : doc["runs"].as_array()) {
+    std::printf("  run %s  %s  started %s  finished %s\n", run["id"].as_string().c_str(),
+                run["status"].as_string().c_str(), or_dash(run["started_at"]).c_str(),
                 or_dash(run["completed_at"].is_null() ? run["halted_at"] : run["completed_at"]).c_str());
-    for (const auto& branch : run["branches"]) {
+    for (const Json& branch : run["branches"].as_array()) {
       if (branch["status"] == "halted") {
-        std::printf("    branch %s halted: %s\n", branch["id"].get<std::string>().c_str(),
+        std::printf("    branch %s halted: %s\n", branch["id"].as_string().c_str(),
                     or_dash(branch["halt_reason"]).c_str());
       }
     }
-    for (const auto& step : run["steps"]) {
-      std::printf("    %-10s %-24s in %s  out %s  (%zu execution%s)\n", step["status"].get<std::string>().c_str(),
-                  step["klass"].get<std::string>().c_str(), brief(step["input"]).c_str(),
+    for (const Json& step : run["steps"].as_array()) {
+      std::printf("    %-10s %-24s in %s  out %s  (%zu execution%s)\n", step["status"].as_string().c_str(),
+                  step["klass"].as_string().c_str(), brief(step["input"]).c_str(),
                   brief(step["output"]).c_str(), step["executions"].size(),
                   step["executions"].size() == 1 ? "" : "s");
-      for (const auto& e : step["executions"]) {
+      for (const Json& e : step["executions"].as_array()) {
         if (e["error_klass"].is_string()) {
           std::printf("               %s: %s: %s\n", or_dash(e["result_type"]).c_str(),
-                      e["error_klass"].get<std::string>().c_str(), or_dash(e["error_message"]).c_str());
+                      e["error_klass"].as_string().c_str(), or_dash(e["error_message"]).c_str());
         }
       }
     }
@@ -89,7 +89,7 @@ int cmd_list(const Args& args) {
   std::vector<PipelineSummary> rows;
   if (boot.database_exists()) rows = boot.open_store_for_reading()->list_pipelines(filter);
   if (args.flag("json")) {
-    json out = json::array();
+    Json out = Json::array();
     for (const auto& r : rows) {
       out.push_back(summary_document(r));
     }

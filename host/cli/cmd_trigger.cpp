@@ -34,8 +34,8 @@ const Definition& triggerable(Bootstrap& boot, const std::string& name) {
 // The argument list of `trigger PIPELINE ARG_JSON...`. Size and depth are
 // checked before parsing: a deeply nested argument must never reach a
 // recursive parser.
-json arguments_from_command_line(const std::vector<std::string>& positionals, size_t max_bytes) {
-  json trigger_args = json::array();
+Json arguments_from_command_line(const std::vector<std::string>& positionals, size_t max_bytes) {
+  Json trigger_args = Json::array();
   size_t total_bytes = 0;
   for (size_t i = 1; i < positionals.size(); ++i) {
     const std::string& text = positionals[i];
@@ -47,6 +47,20 @@ json arguments_from_command_line(const std::vector<std::string>& positionals, si
                    std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
   }
   return trigger_args;
+}
+
+// The type of `value` as an error message names it.
+const char* type_word(const Json& value) {
+  switch (value.type()) {
+    case Json::Type::kNull: return "null";
+    case Json::Type::kBool: return "boolean";
+    case Json::Type::kInt:
+    case Json::Type::kDouble: return "number";
+    case Json::Type::kString: return "string";
+    case Json::Type::kArray: return "array";
+    case Json::Type::kObject: return "object";
+  }
+  return "value";
 }
 
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
@@ -64,23 +78,16 @@ std::string line_arguments(const std::string& line, const std::string& where, si
     throw BadInput(where + " nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) +
                    " levels inside its argument array");
   }
-  json value;
+  Json value;
   try {
     value = parse_exact_json(line);
-  } catch (const json::exception& e) {
-    // The parser counts lines inside the text it was given, always 1 here;
-    // only the column means something next to the file's line number.
-    std::string message = e.what();
-    const std::string inner_line = "at line 1, column ";
-    if (auto at = message.find(inner_line); at != std::string::npos) {
-      message.replace(at, inner_line.size(), "at column ");
-    }
-    throw BadInput(where + " ('" + shown(line, 60) + "') is not valid JSON: " + message);
+  } catch (const JsonError& e) {
+    throw BadInput(where + " ('" + shown(line, 60) + "') is not valid JSON: " + e.what());
   } catch (const InexactNumber& e) {
     throw BadInput(where + ": " + e.what());
   }
   if (!value.is_array()) {
-    throw BadInput(where + " ('" + shown(line, 60) + "') is a JSON " + value.type_name() +
+    throw BadInput(where + " ('" + shown(line, 60) + "') is a JSON " + type_word(value) +
                    ", not an array of arguments: write one array per line, e.g. [1, \"x\"] ([] for none)");
   }
   return value.dump();
@@ -183,7 +190,7 @@ int cmd_trigger(const Args& args) {
   if (from) return trigger_from(boot, triggerable(boot, name), *from, max_bytes);
   // Every argument is checked before the database is opened, so a malformed
   // one leaves it untouched.
-  json trigger_args = arguments_from_command_line(args.positionals, max_bytes);
+  Json trigger_args = arguments_from_command_line(args.positionals, max_bytes);
   const Definition& definition = triggerable(boot, name);
   std::optional<std::string> key;
   if (const std::string* given = args.option("idempotency-key")) {

@@ -12,11 +12,11 @@ std::string shown(const std::string& text, size_t limit) {
   return text.substr(0, cut) + "...";
 }
 
-json parse_json_argument(const std::string& text, const std::string& what, size_t max_bytes) {
+Json parse_json_argument(const std::string& text, const std::string& what, size_t max_bytes) {
   if (auto problem = json_limit_problem(text, max_bytes, what)) throw BadInput(*problem);
   try {
     return parse_exact_json(text);
-  } catch (const json::exception& e) {
+  } catch (const JsonError& e) {
     throw BadInput(what + " ('" + shown(text, 80) + "') is not valid JSON: " + e.what());
   } catch (const InexactNumber& e) {
     throw BadInput(what + ": " + e.what());

@@ -15,6 +15,6 @@ std::string shown(const std::string& text, size_t limit);
 // value): its size and nesting checked before it reaches the parser, then
 // parsed exactly (json_limits.h). BadInput naming `what` ("argument 2",
 // "VALUE_JSON") and showing the text otherwise.
-json parse_json_argument(const std::string& text, const std::string& what, size_t max_bytes);
+Json parse_json_argument(const std::string& text, const std::string& what, size_t max_bytes);
 
 }  // namespace ductwork::cli

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "cli/server_shell.h"
 #include "config/config.h"
 #include "engine/definition.h"
 #include "plugin/plugin_probe.h"
@@ -19,9 +20,9 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  migrate                              apply pending schema migrations\n"
-    "  start [--drain]                      run the host; --drain exits 0 once no run is in progress; with\n"
+    "  start [--drain] [--pidfile PATH]    run the host; --drain exits 0 once no run is in progress; with\n"
     "                                       http.listen set it serves the HTTP API too\n"
-    "  serve                                serve the HTTP API alone on http.listen (default 127.0.0.1:7420)\n"
+    "  serve [--pidfile PATH]               serve the HTTP API alone on http.listen (default 127.0.0.1:7420)\n"
     "  trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY]   start a pipeline; prints its id (with KEY:\n"
     "                                       the first pipeline's id when KEY was given before, nothing new)\n"
     "  trigger PIPELINE --from FILE         one pipeline per line of FILE (- = stdin), each a JSON array of\n"
@@ -60,7 +61,11 @@ int main(int argc, char** argv) {
   }
   try {
     if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
-    if (command == "start") return cmd_start(parse_args(argc, argv, {"drain"}, {"child", "crash-folder"}));
+    if (command == "start") {
+      return run_server_command(argc, argv, {{"drain"}, {"child", "crash-folder"}, [](const Args& args, auto&) {
+                                               return cmd_start(args);
+                                             }});
+    }
     if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {"from", "idempotency-key"}));
     if (command == "status") return cmd_status(parse_args(argc, argv, {"json"}, {}));
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
@@ -69,7 +74,11 @@ int main(int argc, char** argv) {
     if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
-    if (command == "serve") return cmd_serve(parse_args(argc, argv, {"child"}, {"metrics-folder"}));
+    if (command == "serve") {
+      return run_server_command(argc, argv, {{"child"}, {"metrics-folder"}, [](const Args& args, auto& wait) {
+                                               return cmd_serve(args, wait);
+                                             }});
+    }
     if (command == "new-plugin") return cmd_new_plugin(parse_args(argc, argv, {}, {}));
     if (command == "health") return cmd_health(parse_args(argc, argv, {"verbose"}, {"pid"}));
     std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);

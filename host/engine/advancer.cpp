@@ -58,9 +58,9 @@ BranchClaimResult Advancer::run_once() {
             } catch (const std::exception& fence_error) {
               // The claim stays live and is recovered like an abandoned
               // one; the other claims of the batch still get their effects.
-              logger_.error("Could not record a routing error", {{"pipeline", claimed[k].claim.pipeline},
-                                                                  {"branch_id", claimed[k].claim.branch_id},
-                                                                  {"error_message", fence_error.what()}});
+              logger_.error("Could not record a routing error", Json::object({{"pipeline", claimed[k].claim.pipeline},
+                                                                              {"branch_id", claimed[k].claim.branch_id},
+                                                                              {"error_message", fence_error.what()}}));
               effects[k] = AdvanceEffects{};
             }
           }
@@ -80,9 +80,12 @@ void Advancer::record_failure(const BranchClaim& claim, const std::exception& e,
   // claim fence, then halt or release the branch for another try.
   bool invalid = dynamic_cast<const TransitionInvalid*>(&e) != nullptr;
   ErrorInfo error = make_error_info(invalid ? "ductwork::TransitionInvalid" : "ductwork::AdvanceError", e.what());
-  logger_.error("Branch advancement failed", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
-                                              {"branch_id", claim.branch_id}, {"step", claim.step_klass},
-                                              {"error_klass", error.klass}, {"error_message", error.message}});
+  logger_.error("Branch advancement failed", Json::object({{"pipeline", claim.pipeline},
+                                                           {"run_id", claim.run_id},
+                                                           {"branch_id", claim.branch_id},
+                                                           {"step", claim.step_klass},
+                                                           {"error_klass", error.klass},
+                                                           {"error_message", error.message}}));
   bool fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
     effects = AdvanceEffects{};
     tx.fail_advancement(claim.advancement_id, error);
@@ -96,8 +99,9 @@ void Advancer::record_failure(const BranchClaim& claim, const std::exception& e,
     }
   });
   if (!fenced) {
-    logger_.warn("Claim diverged; advancement skipped",
-                 {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}, {"branch_id", claim.branch_id}});
+    logger_.warn(
+        "Claim diverged; advancement skipped",
+        Json::object({{"pipeline", claim.pipeline}, {"run_id", claim.run_id}, {"branch_id", claim.branch_id}}));
     effects = AdvanceEffects{};
   }
 }

@@ -11,40 +11,39 @@ std::string pipeline_statuses_text() {
   return "pending, in_progress, waiting, advancing, halted, dampened, completed, cancelled";
 }
 
-json summary_document(const PipelineSummary& r) {
-  return {{"id", r.id}, {"pipeline", r.pipeline}, {"status", r.status}, {"triggered_at", r.triggered_at}};
+Json summary_document(const PipelineSummary& r) {
+  return Json::object({{"id", r.id}, {"pipeline", r.pipeline}, {"status", r.status}, {"triggered_at", r.triggered_at}});
 }
 
-json plugins_document(const std::string& directory, const PluginRegistry& plugins) {
-  json out = {{"directory", directory}, {"plugins", json::array()}, {"refused", json::array()}};
+Json plugins_document(const std::string& directory, const PluginRegistry& plugins) {
+  Json out = Json::object({{"directory", directory}, {"plugins", Json::array()}, {"refused", Json::array()}});
   for (const auto& p : plugins.plugins()) {
-    out["plugins"].push_back({{"name", p->name},
-                              {"version", p->version},
-                              {"abi_version", p->abi_version},
-                              {"path", p->path},
-                              {"steps", p->step_names},
-                              {"pipelines", p->pipelines_json.size()}});
+    out["plugins"].push_back(Json::object({{"name", p->name},
+                                           {"version", p->version},
+                                           {"abi_version", p->abi_version},
+                                           {"path", p->path},
+                                           {"steps", Json::Array(p->step_names.begin(), p->step_names.end())},
+                                           {"pipelines", p->pipelines_json.size()}}));
   }
   for (const auto& r : plugins.refusals()) out["refused"].push_back(r);
   return out;
 }
 
-json process_document(const ProcessInfo& p) {
-  return {{"id", p.id},
-          {"pid", p.pid},
-          {"machine", p.machine},
-          {"role", p.role},
-          {"heartbeat_age_seconds", p.heartbeat_age_seconds},
-          {"jobs_running", p.jobs_running},
-          {"branches_advancing", p.branches_advancing}};
+Json process_document(const ProcessInfo& p) {
+  return Json::object({{"id", p.id},
+                       {"pid", p.pid},
+                       {"machine", p.machine},
+                       {"role", p.role},
+                       {"heartbeat_age_seconds", p.heartbeat_age_seconds},
+                       {"jobs_running", p.jobs_running},
+                       {"branches_advancing", p.branches_advancing}});
 }
 
-json definitions_document(const DefinitionSet& definitions) {
-  json out = json::array();
+Json definitions_document(const DefinitionSet& definitions) {
+  Json out = Json::array();
   for (const auto& [name, definition] : definitions.pipelines) {
-    out.push_back({{"pipeline", name},
-                   {"sha1", definition.sha1()},
-                   {"definition", json::parse(definition.canonical_text())}});
+    out.push_back(Json::object(
+        {{"pipeline", name}, {"sha1", definition.sha1()}, {"definition", parse_json(definition.canonical_text())}}));
   }
   return out;
 }

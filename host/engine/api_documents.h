@@ -21,16 +21,16 @@ extern const std::set<std::string> kPipelineStatuses;
 std::string pipeline_statuses_text();
 
 // {"id","pipeline","status","triggered_at"}: one entry of `list --json`.
-json summary_document(const PipelineSummary& summary);
+Json summary_document(const PipelineSummary& summary);
 
 // `plugins --json`: the plugins folder, each loaded plugin, each refusal.
-json plugins_document(const std::string& directory, const PluginRegistry& plugins);
+Json plugins_document(const std::string& directory, const PluginRegistry& plugins);
 
 // {"id","pid","machine","role","heartbeat_age_seconds","jobs_running","branches_advancing"}.
-json process_document(const ProcessInfo& process);
+Json process_document(const ProcessInfo& process);
 
 // Each pipeline's canonical graph: [{"pipeline","sha1","definition"}], by name.
-json definitions_document(const DefinitionSet& definitions);
+Json definitions_document(const DefinitionSet& definitions);
 
 // A time as the database stores it ('YYYY-MM-DD HH:MM:SS[.ffffff]', UTC)
 // from an ISO 8601 UTC time ("2026-12-01", "2026-12-01T16:55:24Z",

@@ -58,15 +58,17 @@ void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects&
                                                                                           : "halted");
   }
   if (!effects.halt_reason.empty()) {
-    logger_.warn("Branch halted", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
-                                   {"branch_id", claim.branch_id}, {"step", claim.step_klass},
-                                   {"halt_reason", effects.halt_reason}});
+    logger_.warn("Branch halted", Json::object({{"pipeline", claim.pipeline},
+                                                {"run_id", claim.run_id},
+                                                {"branch_id", claim.branch_id},
+                                                {"step", claim.step_klass},
+                                                {"halt_reason", effects.halt_reason}}));
   }
   if (effects.run_state != RunState::kOpen) {
     logger_.info(effects.run_state == RunState::kCompleted  ? "Run completed"
                  : effects.run_state == RunState::kDampened ? "Run dampened; waiting for a resume"
                                                             : "Run halted",
-                 {{"pipeline", claim.pipeline}, {"run_id", claim.run_id}});
+                 Json::object({{"pipeline", claim.pipeline}, {"run_id", claim.run_id}}));
   }
   if (effects.run_state == RunState::kHalted) {
     // After the halt committed, outside every transaction (SPEC §5).
@@ -76,8 +78,10 @@ void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects&
         dispatch_on_halt(store_, registry_, logger_, claim.pipeline, claim.run_id, *definition->on_halt);
       }
     } catch (const std::exception& e) {
-      logger_.error("on_halt not dispatched", {{"pipeline", claim.pipeline}, {"run_id", claim.run_id},
-                                               {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      logger_.error("on_halt not dispatched", Json::object({{"pipeline", claim.pipeline},
+                                                            {"run_id", claim.run_id},
+                                                            {"error_klass", demangled_type_name(e)},
+                                                            {"error_message", e.what()}}));
     }
   }
 }

@@ -17,11 +17,12 @@ DefinitionSet load_catalog(const std::string& definitions_directory, const Plugi
     std::string source = "plugin " + plugin->name + " (" + plugin->path + ")";
     for (const auto& text : plugin->pipelines_json) {
       try {
-        json doc = json::parse(text, nullptr, false);
-        if (doc.is_discarded() || !doc.is_object() || !doc.contains("pipeline") || !doc["pipeline"].is_string()) {
+        std::optional<Json> doc = try_parse_json(text);
+        const Json* name = doc ? doc->find("pipeline") : nullptr;
+        if (!doc || !doc->is_object() || name == nullptr || !name->is_string()) {
           throw DefinitionError(source + ": an exported pipeline is not canonical JSON with a \"pipeline\" name");
         }
-        set.add(Definition::from_json(doc, doc["pipeline"].get<std::string>(), source), source);
+        set.add(Definition::from_json(*doc, name->as_string(), source), source);
       } catch (const DefinitionError& e) {
         if (!problems) throw;
         problems->push_back(e.what());
@@ -73,9 +74,9 @@ std::shared_ptr<const Definition> DefinitionCache::get(const std::string& sha1, 
     if (it != by_sha1_.end()) return it->second;
   }
   std::string text = store.run_definition(run_id);
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded()) throw DefinitionError("run " + run_id + ": stored definition is not valid JSON");
-  auto def = std::make_shared<const Definition>(Definition::from_json(doc, "", "run " + run_id, /*strict=*/false));
+  std::optional<Json> doc = try_parse_json(text);
+  if (!doc) throw DefinitionError("run " + run_id + ": stored definition is not valid JSON");
+  auto def = std::make_shared<const Definition>(Definition::from_json(*doc, "", "run " + run_id, /*strict=*/false));
   std::lock_guard<std::mutex> lock(mutex_);
   return by_sha1_.emplace(sha1, std::move(def)).first->second;
 }

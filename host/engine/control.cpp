@@ -26,7 +26,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
   std::optional<Definition> definition;
   auto plan = [&](const DampenedBranch& branch) -> std::optional<NewStep> {
     if (!definition || parsed_text != branch.definition_json) {
-      definition = Definition::from_json(json::parse(branch.definition_json), branch.pipeline, "run " + branch.run_id,
+      definition = Definition::from_json(parse_json(branch.definition_json), branch.pipeline, "run " + branch.run_id,
                                          /*strict=*/false);
       parsed_text = branch.definition_json;
     }

@@ -24,16 +24,27 @@ const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "com
 
 // A step option as canonical JSON: an integer when whole (as the SDK's
 // builder writes it), so the text and its SHA-1 do not depend on the form.
-json seconds_json(double seconds) {
+Json seconds_json(double seconds) {
   auto whole = static_cast<int64_t>(seconds);
-  return static_cast<double>(whole) == seconds ? json(whole) : json(seconds);
+  return static_cast<double>(whole) == seconds ? Json(whole) : Json(seconds);
+}
+
+Json string_list(const std::vector<std::string>& items) {
+  Json::Array out(items.begin(), items.end());
+  return Json(std::move(out));
+}
+
+Json string_map(const std::map<std::string, std::string>& items) {
+  Json::Object out;
+  for (const auto& [key, value] : items) out.emplace(key, value);
+  return Json(std::move(out));
 }
 
 // Reads one canonical document. Shape errors are found in every mode; the
 // rules of the language (rule()) only in strict mode.
 class Reader {
  public:
-  Reader(const json& doc, const std::string& pipeline, const std::string& source, bool strict)
+  Reader(const Json& doc, const std::string& pipeline, const std::string& source, bool strict)
       : doc_(doc), source_(source), strict_(strict) {
     def_.pipeline = pipeline;
   }
@@ -52,7 +63,7 @@ class Reader {
     read_nodes();
     for (const auto& node : def_.nodes) def_.edges.emplace(node, read_edge(node));
     if (strict_) {
-      for (const auto& [node, _] : doc_["edges"].items()) {
+      for (const auto& [node, _] : doc_["edges"].as_object()) {
         if (!nodes_.count(node)) throw fail("\"edges\" has an entry for " + node + ", which is not in \"nodes\"");
       }
       for (const auto& node : def_.nodes) check_edge(node, def_.edges.at(node));
@@ -82,17 +93,17 @@ class Reader {
       throw fail("\"nodes\" must be a non-empty list (nodes[0] is the start)");
     }
     if (!doc_.contains("edges") || !doc_["edges"].is_object()) throw fail("\"edges\" must be an object");
-    for (const auto& n : doc_["nodes"]) {
+    for (const Json& n : doc_["nodes"].as_array()) {
       if (!n.is_string()) throw fail("every node must be a string");
-      std::string node = n.get<std::string>();
+      std::string node = n.as_string();
       if (!nodes_.insert(node).second && strict_) throw fail_at(node, "listed twice in \"nodes\"");
       def_.nodes.push_back(node);
     }
   }
 
-  std::string target(const std::string& node, const json& t) const {
+  std::string target(const std::string& node, const Json& t) const {
     if (!t.is_string()) throw fail_at(node, "every target must be a node name");
-    std::string name = t.get<std::string>();
+    std::string name = t.as_string();
     bool known = strict_ ? nodes_.count(name) > 0 : doc_["edges"].contains(name);
     if (!known) throw fail_at(node, "targets " + name + ", which is not in \"nodes\"");
     return name;
@@ -100,28 +111,28 @@ class Reader {
 
   Edge read_edge(const std::string& node) {
     if (!doc_["edges"].contains(node)) throw fail("node " + node + " has no entry in \"edges\"");
-    const json& e = doc_["edges"][node];
+    const Json& e = doc_["edges"][node];
     if (!e.is_object() || !e.contains("klass") || !e["klass"].is_string()) {
       throw fail("edge of " + node + " must be an object with a string \"klass\"");
     }
     Edge edge;
-    edge.klass = e["klass"].get<std::string>();
+    edge.klass = e["klass"].as_string();
     if (strict_) check_step_name("node " + node + ": ", edge.klass);
     if (e.contains("type")) {
       if (!e["type"].is_string()) throw fail_at(node, "\"type\" must be a string");
-      edge.type = e["type"].get<std::string>();
+      edge.type = e["type"].as_string();
       if (strict_ && !kEdgeTypes.count(edge.type)) {
         throw fail_at(node, "unknown edge type '" + edge.type +
                                 "' (expected chain, divide, combine, expand, collapse, divert, converge or dampen)");
       }
-      const json* to = e.contains("to") ? &e["to"] : nullptr;
+      const Json* to = e.find("to");
       if (to && to->is_object() && (edge.type == "divert" || !strict_)) {
-        for (const auto& [key, t] : to->items()) edge.routes[key] = target(node, t);
+        for (const auto& [key, t] : to->as_object()) edge.routes[key] = target(node, t);
         for (const auto& [key, t] : edge.routes) edge.to.push_back(t);
       } else if (edge.type == "divert") {
         throw fail_at(node, "a 'divert' edge's \"to\" must be an object of routing key -> node");
       } else if (to && to->is_array() && !to->empty()) {
-        for (const auto& t : *to) edge.to.push_back(target(node, t));
+        for (const Json& t : to->as_array()) edge.to.push_back(target(node, t));
       } else {
         throw fail("edge of " + node + " must list its targets in \"to\"");
       }
@@ -131,13 +142,13 @@ class Reader {
     edge.timeout_seconds = option(node, e, "timeout");
     edge.delay_seconds = option(node, e, "delay");
     if (e.contains("barrier_node")) {
-      const json& b = e["barrier_node"];
+      const Json& b = e["barrier_node"];
       if (b.is_string()) {
-        edge.barrier_nodes.push_back(b.get<std::string>());
+        edge.barrier_nodes.push_back(b.as_string());
       } else if (b.is_array() && !b.empty()) {
-        for (const auto& x : b) {
+        for (const Json& x : b.as_array()) {
           if (!x.is_string()) throw fail_at(node, "\"barrier_node\" must be a node name or a list of them");
-          edge.barrier_nodes.push_back(x.get<std::string>());
+          edge.barrier_nodes.push_back(x.as_string());
         }
       } else {
         throw fail_at(node, "\"barrier_node\" must be a node name or a list of them");
@@ -148,10 +159,10 @@ class Reader {
 
   // A step option (SPEC §13): a positive number of seconds; 0 when absent.
   // A stored snapshot with a bad value reads as no option (lenient mode).
-  double option(const std::string& node, const json& e, const char* key) const {
+  double option(const std::string& node, const Json& e, const char* key) const {
     if (!e.contains(key)) return 0;
-    const json& v = e[key];
-    if (v.is_number() && v.get<double>() > 0 && v.get<double>() <= kMaxOptionSeconds) return v.get<double>();
+    const Json& v = e[key];
+    if (v.is_number() && v.as_double() > 0 && v.as_double() <= kMaxOptionSeconds) return v.as_double();
     if (strict_) {
       throw fail_at(node, std::string("\"") + key + "\" must be a number of seconds > 0 and <= " +
                               std::to_string(static_cast<int64_t>(kMaxOptionSeconds)));
@@ -200,22 +211,22 @@ class Reader {
 
   void read_metadata() {
     if (!doc_.contains("metadata")) return;
-    const json& metadata = doc_["metadata"];
+    const Json& metadata = doc_["metadata"];
     if (!metadata.is_object()) {
       if (strict_) throw fail("\"metadata\" must be an object");
       return;
     }
     if (!metadata.contains("on_halt")) return;
-    const json& h = metadata["on_halt"];
+    const Json& h = metadata["on_halt"];
     if (h.is_object() && h.contains("klass") && h["klass"].is_string()) {
-      def_.on_halt = h["klass"].get<std::string>();
+      def_.on_halt = h["klass"].as_string();
       if (strict_) check_step_name("metadata.on_halt: ", *def_.on_halt);
     } else if (strict_) {
       throw fail("metadata.on_halt must be {\"klass\": \"StepName\"}");
     }
   }
 
-  const json& doc_;
+  const Json& doc_;
   std::string source_;
   bool strict_;
   Definition def_;
@@ -241,33 +252,33 @@ std::vector<std::string> Definition::step_classes() const {
   return out;
 }
 
-json Definition::to_json() const {
-  json metadata = json::object();
-  if (on_halt) metadata["on_halt"] = json{{"klass", *on_halt}};
-  json edge_doc = json::object();
+Json Definition::to_json() const {
+  Json metadata = Json::object();
+  if (on_halt) metadata["on_halt"] = Json::object({{"klass", *on_halt}});
+  Json edge_doc = Json::object();
   for (const auto& node : nodes) {
     const Edge& e = edge(node);
-    json entry{{"klass", e.klass}};
+    Json entry = Json::object({{"klass", e.klass}});
     if (e.timeout_seconds > 0) entry["timeout"] = seconds_json(e.timeout_seconds);
     if (e.delay_seconds > 0) entry["delay"] = seconds_json(e.delay_seconds);
     if (!e.type.empty()) {
       entry["type"] = e.type;
-      entry["to"] = e.routes.empty() ? json(e.to) : json(e.routes);
+      entry["to"] = e.routes.empty() ? string_list(e.to) : string_map(e.routes);
       if (!e.barrier_nodes.empty()) {
-        entry["barrier_node"] = e.barrier_nodes.size() == 1 ? json(e.barrier_nodes.front()) : json(e.barrier_nodes);
+        entry["barrier_node"] =
+            e.barrier_nodes.size() == 1 ? Json(e.barrier_nodes.front()) : string_list(e.barrier_nodes);
       }
     }
     edge_doc[node] = entry;
   }
-  return json{{"metadata", metadata}, {"nodes", nodes}, {"edges", edge_doc}};
+  return Json::object({{"metadata", metadata}, {"nodes", string_list(nodes)}, {"edges", edge_doc}});
 }
 
 std::string Definition::canonical_text() const { return to_json().dump(); }
 
 std::string Definition::sha1() const { return sha1_hex(canonical_text()); }
 
-Definition Definition::from_json(const json& doc, const std::string& pipeline, const std::string& source,
-                                 bool strict) {
+Definition Definition::from_json(const Json& doc, const std::string& pipeline, const std::string& source, bool strict) {
   return Reader(doc, pipeline, source, strict).read();
 }
 

@@ -54,7 +54,7 @@ struct Definition {
   std::vector<std::string> step_classes() const;
 
   // Canonical JSON: {"metadata":{...},"nodes":[...],"edges":{...}}.
-  json to_json() const;
+  Json to_json() const;
   // to_json() dumped compactly; what runs store as their snapshot.
   std::string canonical_text() const;
   std::string sha1() const;
@@ -69,7 +69,7 @@ struct Definition {
   // fan-ins naming the node(s) of their fan-out, well-formed on_halt. A
   // run's stored snapshot is read leniently, so routing can halt it as
   // transition_invalid instead.
-  static Definition from_json(const json& doc, const std::string& pipeline, const std::string& source,
+  static Definition from_json(const Json& doc, const std::string& pipeline, const std::string& source,
                               bool strict = true);
 };
 

@@ -67,7 +67,7 @@ class Compiler {
       std::string klass = step_name(kv.second, "on_halt", kv.first);
       guarded(kv.first, [&] { pipeline.on_halt(klass); });
     }
-    return Definition::from_json(json::parse(pipeline.dump()), pipeline_, source_);
+    return Definition::from_json(parse_json(pipeline.dump()), pipeline_, source_);
   }
 
  private:
@@ -282,17 +282,19 @@ Definition compile_cached(const std::string& text, const std::string& source, co
   if (cache == nullptr) return compile_definition_text(text, source);
   std::string key = cache->key(text);
   if (auto stored = cache->get(key)) {
-    json doc = json::parse(*stored, nullptr, false);
-    if (doc.is_object() && doc.contains("pipeline") && doc["pipeline"].is_string() && doc.contains("definition")) {
+    std::optional<Json> doc = try_parse_json(*stored);
+    const Json* name = doc ? doc->find("pipeline") : nullptr;
+    const Json* stored_definition = doc ? doc->find("definition") : nullptr;
+    if (name != nullptr && name->is_string() && stored_definition != nullptr) {
       try {
-        return Definition::from_json(doc["definition"], doc["pipeline"].get<std::string>(), source);
+        return Definition::from_json(*stored_definition, name->as_string(), source);
       } catch (const std::exception&) {
         // A damaged entry: compile again and overwrite it.
       }
     }
   }
   Definition definition = compile_definition_text(text, source);
-  cache->put(key, json{{"pipeline", definition.pipeline}, {"definition", definition.to_json()}}.dump());
+  cache->put(key, Json::object({{"pipeline", definition.pipeline}, {"definition", definition.to_json()}}).dump());
   return definition;
 }
 

@@ -53,7 +53,7 @@ bool JobWorker::run_once() {
     ClaimedJob& kept = unsettled_.front().first;
     StepOutcome& outcome = unsettled_.front().second;
     logger_.info("Kept step result committing after the database returned",
-                 {{"pipeline", pipeline_}, {"job_id", kept.job_id}, {"step", kept.klass}});
+                 Json::object({{"pipeline", pipeline_}, {"job_id", kept.job_id}, {"step", kept.klass}}));
     if (outcome.ok) {
       const bool may_advance = node_of(kept).worker_may_advance;  // before `kept` is moved
       done_.push_back(Done{std::move(kept), std::move(outcome), may_advance});
@@ -68,7 +68,8 @@ bool JobWorker::run_once() {
     // Shutting down: steps that have not started are given back, unspent,
     // for whoever runs next (this host after a restart, or another one).
     int released = release_queue();
-    logger_.info("Claimed jobs not started released at shutdown", {{"pipeline", pipeline_}, {"jobs", released}});
+    logger_.info("Claimed jobs not started released at shutdown",
+                 Json::object({{"pipeline", pipeline_}, {"jobs", released}}));
   }
   if (queue_.empty()) {
     if (!done_.empty()) {
@@ -86,8 +87,11 @@ bool JobWorker::run_once() {
   queue_.pop_front();
   if (job->waited_seconds >= 0) metrics::job_claimed(pipeline_, job->waited_seconds);
   if (logger_.enabled(LogLevel::kDebug)) {
-    logger_.debug("Job claimed", {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass},
-                                  {"run_id", job->run_id}, {"branch_id", job->branch_id}});
+    logger_.debug("Job claimed", Json::object({{"pipeline", pipeline_},
+                                               {"job_id", job->job_id},
+                                               {"step", job->klass},
+                                               {"run_id", job->run_id},
+                                               {"branch_id", job->branch_id}}));
   }
   StepOutcome outcome;
   double ran_seconds = -1;
@@ -150,7 +154,7 @@ bool JobWorker::run_once() {
     bool closed_here = store_.job_errored(*job, process_id_, step_timeout_error(job->klass, timeout, false), next);
     logger_.warn(closed_here ? "Timed-out step returned after its grace; its worker recorded StepTimeout"
                              : "Timed-out step returned after its grace; its result is ignored",
-                 {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}});
+                 Json::object({{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}}));
     return true;
   }
   if (timed_out) {
@@ -181,7 +185,7 @@ bool JobWorker::run_once() {
       // SPEC §11: the result is kept and committed once the server is back,
       // if the claim's fence still holds then (a reaper may have taken it).
       logger_.warn("Database unreachable; keeping the step result to commit when it returns",
-                   {{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}});
+                   Json::object({{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}}));
       unsettled_.emplace_back(std::move(*job), std::move(outcome));
     } else {
       abandon(*job, make_error_info(demangled_type_name(e), e.what()));
@@ -237,8 +241,10 @@ void JobWorker::flush(bool claim_next) {
         },
         [&](int attempt, const StoreError& e) {
           logger_.warn("Step results' commit met contention; trying again",
-                       {{"pipeline", pipeline_}, {"jobs", batch.size()}, {"attempt", attempt},
-                        {"error_message", e.what()}});
+                       Json::object({{"pipeline", pipeline_},
+                                     {"jobs", batch.size()},
+                                     {"attempt", attempt},
+                                     {"error_message", e.what()}}));
         });
   } catch (const std::exception& e) {
     std::vector<Done> held = std::move(done_);
@@ -254,7 +260,7 @@ void JobWorker::flush(bool claim_next) {
     }
     if (is_database_unreachable(e)) {
       logger_.warn("Database unreachable; keeping step results to commit when it returns",
-                   {{"pipeline", pipeline_}, {"jobs", held.size()}});
+                   Json::object({{"pipeline", pipeline_}, {"jobs", held.size()}}));
     }
     throw;
   }
@@ -289,18 +295,25 @@ void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
   NextExecution next = after_crash_of(job);
   try {
     if (store_.job_crashed(job, process_id_, cause, next)) {
-      logger_.warn("Abandoned claim closed as a crash",
-                   {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
-                    {"job_id", job.job_id}, {"step", job.klass}, {"error_klass", cause.klass},
-                    {"error_message", cause.message}});
+      logger_.warn("Abandoned claim closed as a crash", Json::object({{"pipeline", pipeline_},
+                                                                      {"run_id", job.run_id},
+                                                                      {"branch_id", job.branch_id},
+                                                                      {"job_id", job.job_id},
+                                                                      {"step", job.klass},
+                                                                      {"error_klass", cause.klass},
+                                                                      {"error_message", cause.message}}));
       wakeups_.job_enqueued(pipeline_);
       if (next.step_failed) wakeups_.advancers().notify_one();
     }
   } catch (const std::exception& e) {
     logger_.error("Could not close an abandoned claim; retrying once the database takes writes",
-                  {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
-                   {"job_id", job.job_id}, {"step", job.klass}, {"error_klass", demangled_type_name(e)},
-                   {"error_message", e.what()}});
+                  Json::object({{"pipeline", pipeline_},
+                                {"run_id", job.run_id},
+                                {"branch_id", job.branch_id},
+                                {"job_id", job.job_id},
+                                {"step", job.klass},
+                                {"error_klass", demangled_type_name(e)},
+                                {"error_message", e.what()}}));
     unclosed_.emplace_back(job, cause);
   }
 }
@@ -312,8 +325,10 @@ void JobWorker::close_unclosed() {
     try {
       // False: the fence matched nothing, someone else recovered it.
       if (store_.job_crashed(job, process_id_, cause, next)) {
-        logger_.info("Abandoned claim closed as a crash after the database took writes again",
-                     {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"job_id", job.job_id}, {"step", job.klass}});
+        logger_.info(
+            "Abandoned claim closed as a crash after the database took writes again",
+            Json::object(
+                {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"job_id", job.job_id}, {"step", job.klass}}));
         wakeups_.job_enqueued(pipeline_);
         if (next.step_failed) wakeups_.advancers().notify_one();
       }
@@ -324,13 +339,16 @@ void JobWorker::close_unclosed() {
   }
 }
 
-json JobWorker::fields_of(const ClaimedJob& job) const {
-  return json{{"pipeline", pipeline_}, {"job_id", job.job_id}, {"step", job.klass},
-              {"run_id", job.run_id},  {"branch_id", job.branch_id}};
+Json JobWorker::fields_of(const ClaimedJob& job) const {
+  return Json::object({{"pipeline", pipeline_},
+                       {"job_id", job.job_id},
+                       {"step", job.klass},
+                       {"run_id", job.run_id},
+                       {"branch_id", job.branch_id}});
 }
 
 void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome) {
-  json fields = fields_of(job);
+  Json fields = fields_of(job);
   bool committed;
   bool step_failed = false;
   if (cancelled_.load()) {

@@ -60,7 +60,7 @@ class JobWorker {
 
  private:
   // The job's log fields (pipeline, job, step, run, branch).
-  json fields_of(const ClaimedJob& job) const;
+  Json fields_of(const ClaimedJob& job) const;
   // errored! / crashed! for one job, at once.
   void commit_failure(const ClaimedJob& job, const struct StepOutcome& outcome);
   // Commits every held success in one transaction (with their chain

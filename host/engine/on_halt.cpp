@@ -12,7 +12,9 @@ void dispatch_on_halt(Store& store, const PluginRegistry* registry, Logger& logg
                       const std::string& run_id, const std::string& klass) {
   std::optional<std::vector<std::string>> reasons = store.take_on_halt(run_id);
   if (!reasons) return;  // another advancer dispatched it
-  json where{{"pipeline", pipeline}, {"run_id", run_id}, {"step", klass}, {"halt_reasons", *reasons}};
+  Json halt_reasons(Json::Array(reasons->begin(), reasons->end()));
+  Json where =
+      Json::object({{"pipeline", pipeline}, {"run_id", run_id}, {"step", klass}, {"halt_reasons", halt_reasons}});
   if (!registry) {
     logger.warn("on_halt not run: this process has no plugins loaded", where);
     return;
@@ -22,7 +24,7 @@ void dispatch_on_halt(Store& store, const PluginRegistry* registry, Logger& logg
   call.pipeline = pipeline;
   call.klass = klass;
   call.step_id = "on_halt:" + run_id;  // the idempotency key: one dispatch per run
-  call.args_json = json::array({*reasons}).dump();
+  call.args_json = Json::array({halt_reasons}).dump();
   static const std::atomic<bool> never_cancelled{false};
   StepCallScope scope{&store, &logger, &never_cancelled, run_id, pipeline, klass, ""};
   StepOutcome outcome = invoke_step(*registry, call, scope);

@@ -19,10 +19,10 @@ CrashPlanner Reaper::plan() const {
 }
 
 void Reaper::report(const char* what, const std::string& process_id, const RecoveryCounts& counts) {
-  logger_.warn(what, {{"reaped_process_id", process_id},
-                      {"executions_crashed", counts.executions},
-                      {"advancements_closed", counts.advancements},
-                      {"claims_released", counts.released}});
+  logger_.warn(what, Json::object({{"reaped_process_id", process_id},
+                                   {"executions_crashed", counts.executions},
+                                   {"advancements_closed", counts.advancements},
+                                   {"claims_released", counts.released}}));
   if (wakeups_ && (counts.executions > 0 || counts.advancements > 0 || counts.released > 0)) {
     wakeups_->wake_everyone();
   }

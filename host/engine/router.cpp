@@ -17,9 +17,29 @@ class AdvanceError : public std::runtime_error {
 // The step's output as a routing key: a string as itself, anything else as
 // its JSON text (3 -> "3", null -> "null").
 std::string routing_key(const std::string& output_json) {
-  json value = json::parse(output_json, nullptr, false);
-  if (value.is_string()) return value.get<std::string>();
+  std::optional<Json> value = try_parse_json(output_json);
+  if (value && value->is_string()) return value->as_string();
   return output_json;
+}
+
+// The kind of a JSON value as the advancer's messages name it.
+const char* kind_name(const Json& value) {
+  switch (value.type()) {
+    case Json::Type::kNull:
+      return "null";
+    case Json::Type::kBool:
+      return "boolean";
+    case Json::Type::kInt:
+    case Json::Type::kDouble:
+      return "number";
+    case Json::Type::kString:
+      return "string";
+    case Json::Type::kArray:
+      return "array";
+    case Json::Type::kObject:
+      return "object";
+  }
+  return "unknown";
 }
 
 bool exceeds_max_depth(const Config& config, const BranchClaim& claim, size_t width) {
@@ -182,11 +202,12 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     return;
   }
   if (edge.type == "expand") {
-    json items = json::parse(tx.step_output_json(claim.step_id), nullptr, false);
-    if (!items.is_array()) {
+    std::optional<Json> parsed = try_parse_json(tx.step_output_json(claim.step_id));
+    if (!parsed || !parsed->is_array()) {
       throw AdvanceError("expand: step " + claim.step_klass + " must return a list, got " +
-                         (items.is_discarded() ? std::string("invalid JSON") : std::string(items.type_name())));
+                         (!parsed ? std::string("invalid JSON") : std::string(kind_name(*parsed))));
     }
+    const Json::Array& items = parsed->as_array();
     if (items.empty()) {
       empty_expand(tx, definition, claim, effects);
       return;
@@ -200,7 +221,7 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     const double delay = definition.edge(target).delay_seconds;
     std::vector<NewChild> children;
     children.reserve(items.size());
-    for (const auto& item : items) children.push_back(NewChild{target, klass, json_list_text(item.dump()), delay});
+    for (const Json& item : items) children.push_back(NewChild{target, klass, json_list_text(item.dump()), delay});
     fan_out(tx, claim, "expand", children, effects);
     return;
   }

@@ -5,80 +5,82 @@
 namespace ductwork {
 namespace {
 
-json text_or_null(const std::optional<std::string>& text) { return text ? json(*text) : json(nullptr); }
+Json text_or_null(const std::optional<std::string>& text) { return text ? Json(*text) : Json(); }
 
 // A stored JSON value; null when absent (or not JSON, which the engine
 // never writes).
-json value_or_null(const std::optional<std::string>& text) {
-  return text ? json::parse(*text, nullptr, false) : json(nullptr);
+Json value_or_null(const std::optional<std::string>& text) {
+  if (!text) return Json();
+  std::optional<Json> parsed = try_parse_json(*text);
+  return parsed ? std::move(*parsed) : Json();
 }
 
-json execution_json(const ExecutionRecord& e) {
-  return json{{"retry_count", e.retry_count},
-              {"crash_count", e.crash_count},
-              {"result_type", text_or_null(e.result_type)},
-              {"error_klass", text_or_null(e.error_klass)},
-              {"error_message", text_or_null(e.error_message)},
-              {"error_backtrace", text_or_null(e.error_backtrace)},
-              {"plugin", text_or_null(e.plugin_name)},
-              {"plugin_version", text_or_null(e.plugin_version)}};
+Json execution_json(const ExecutionRecord& e) {
+  return Json::object({{"retry_count", e.retry_count},
+                       {"crash_count", e.crash_count},
+                       {"result_type", text_or_null(e.result_type)},
+                       {"error_klass", text_or_null(e.error_klass)},
+                       {"error_message", text_or_null(e.error_message)},
+                       {"error_backtrace", text_or_null(e.error_backtrace)},
+                       {"plugin", text_or_null(e.plugin_name)},
+                       {"plugin_version", text_or_null(e.plugin_version)}});
 }
 
-json run_json(const RunRecord& run) {
-  std::map<std::string, json> parents;  // child branch -> parent ids, in link order
+Json run_json(const RunRecord& run) {
+  std::map<std::string, Json> parents;  // child branch -> parent ids, in link order
   for (const auto& link : run.links) parents[link.child_branch_id].push_back(link.parent_branch_id);
-  json branches = json::array();
+  Json branches = Json::array();
   for (const auto& b : run.branches) {
     auto it = parents.find(b.id);
-    branches.push_back(json{{"id", b.id},
-                            {"status", b.status},
-                            {"halt_reason", text_or_null(b.halt_reason)},
-                            {"fanout_index", b.fanout_index ? json(*b.fanout_index) : json(nullptr)},
-                            {"parent_ids", it == parents.end() ? json::array() : it->second}});
+    branches.push_back(Json::object({{"id", b.id},
+                                     {"status", b.status},
+                                     {"halt_reason", text_or_null(b.halt_reason)},
+                                     {"fanout_index", b.fanout_index ? Json(*b.fanout_index) : Json()},
+                                     {"parent_ids", it == parents.end() ? Json::array() : it->second}}));
   }
-  std::map<std::string, json> executions;  // job id -> executions, in order
+  std::map<std::string, Json> executions;  // job id -> executions, in order
   for (const auto& e : run.executions) executions[e.job_id].push_back(execution_json(e));
-  json steps = json::array();
+  Json steps = Json::array();
   for (const auto& s : run.steps) {
     auto it = s.job_id ? executions.find(*s.job_id) : executions.end();
-    steps.push_back(json{{"id", s.id},
-                         {"branch_id", s.branch_id},
-                         {"node", s.node},
-                         {"klass", s.klass},
-                         {"status", s.status},
-                         {"to_transition", s.to_transition},
-                         {"input", value_or_null(s.input_json)},
-                         {"output", value_or_null(s.output_json)},
-                         {"started_at", s.started_at},
-                         {"completed_at", text_or_null(s.completed_at)},
-                         {"executions", it == executions.end() ? json::array() : it->second}});
+    steps.push_back(Json::object({{"id", s.id},
+                                  {"branch_id", s.branch_id},
+                                  {"node", s.node},
+                                  {"klass", s.klass},
+                                  {"status", s.status},
+                                  {"to_transition", s.to_transition},
+                                  {"input", value_or_null(s.input_json)},
+                                  {"output", value_or_null(s.output_json)},
+                                  {"started_at", s.started_at},
+                                  {"completed_at", text_or_null(s.completed_at)},
+                                  {"executions", it == executions.end() ? Json::array() : it->second}}));
   }
-  return json{{"id", run.id},
-              {"status", run.status},
-              {"started_at", text_or_null(run.started_at)},
-              {"completed_at", text_or_null(run.completed_at)},
-              {"halted_at", text_or_null(run.halted_at)},
-              {"cancelled_at", text_or_null(run.cancelled_at)},
-              {"branches", std::move(branches)},
-              {"steps", std::move(steps)}};
+  return Json::object({{"id", run.id},
+                       {"status", run.status},
+                       {"started_at", text_or_null(run.started_at)},
+                       {"completed_at", text_or_null(run.completed_at)},
+                       {"halted_at", text_or_null(run.halted_at)},
+                       {"cancelled_at", text_or_null(run.cancelled_at)},
+                       {"branches", std::move(branches)},
+                       {"steps", std::move(steps)}});
 }
 
 }  // namespace
 
-json status_document(const PipelineRecord& pipeline) {
-  json runs = json::array();
+Json status_document(const PipelineRecord& pipeline) {
+  Json runs = Json::array();
   for (const auto& run : pipeline.runs) runs.push_back(run_json(run));
-  return json{{"id", pipeline.id},
-              {"pipeline", pipeline.klass},
-              {"status", pipeline.status},
-              {"triggered_at", pipeline.triggered_at},
-              {"completed_at", text_or_null(pipeline.completed_at)},
-              {"halted_at", text_or_null(pipeline.halted_at)},
-              {"cancelled_at", text_or_null(pipeline.cancelled_at)},
-              {"runs", std::move(runs)}};
+  return Json::object({{"id", pipeline.id},
+                       {"pipeline", pipeline.klass},
+                       {"status", pipeline.status},
+                       {"triggered_at", pipeline.triggered_at},
+                       {"completed_at", text_or_null(pipeline.completed_at)},
+                       {"halted_at", text_or_null(pipeline.halted_at)},
+                       {"cancelled_at", text_or_null(pipeline.cancelled_at)},
+                       {"runs", std::move(runs)}});
 }
 
-std::optional<json> pipeline_report(Store& store, const std::string& pipeline_id) {
+std::optional<Json> pipeline_report(Store& store, const std::string& pipeline_id) {
   auto record = store.pipeline_record(pipeline_id);
   if (!record) return std::nullopt;
   return status_document(*record);

@@ -10,9 +10,9 @@ namespace ductwork {
 
 // The `status --json` document of a stored pipeline (docs/cli.md: a
 // contract operators and tests rely on), built from what any store reads.
-json status_document(const PipelineRecord& pipeline);
+Json status_document(const PipelineRecord& pipeline);
 
 // The document of pipeline `pipeline_id` in `store`; nullopt when unknown.
-std::optional<json> pipeline_report(Store& store, const std::string& pipeline_id);
+std::optional<Json> pipeline_report(Store& store, const std::string& pipeline_id);
 
 }  // namespace ductwork

@@ -89,13 +89,13 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
     return outcome;
   }
   // Normalise and validate: what is stored must be valid JSON.
-  json parsed = json::parse(output, nullptr, false);
-  if (parsed.is_discarded()) {
+  std::optional<Json> parsed = try_parse_json(output);
+  if (!parsed) {
     outcome.error = make_error_info("ductwork::InvalidOutput", "step " + job.klass + " returned invalid JSON");
     return outcome;
   }
   outcome.ok = true;
-  outcome.output_json = parsed.dump();
+  outcome.output_json = parsed->dump();
   return outcome;
 }
 

@@ -16,9 +16,12 @@ namespace {
 constexpr auto kTick = std::chrono::milliseconds(50);
 constexpr auto kCancelCheck = std::chrono::milliseconds(200);
 
-json where(const ClaimedJob& job) {
-  return json{{"pipeline", job.pipeline}, {"run_id", job.run_id}, {"branch_id", job.branch_id},
-              {"job_id", job.job_id},     {"step", job.klass}};
+Json where(const ClaimedJob& job) {
+  return Json::object({{"pipeline", job.pipeline},
+                       {"run_id", job.run_id},
+                       {"branch_id", job.branch_id},
+                       {"job_id", job.job_id},
+                       {"step", job.klass}});
 }
 
 }  // namespace
@@ -67,7 +70,8 @@ void StepWatch::run(const std::atomic<bool>& stopping) {
     } catch (const std::exception& e) {
       // The database is out of reach or busy: the next tick tries again.
       store_.reset();
-      logger_.warn("Step watch tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+      logger_.warn("Step watch tick failed",
+                   Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
     }
     std::this_thread::sleep_for(kTick);
   }
@@ -85,7 +89,7 @@ void StepWatch::tick() {
     if (!r->timed_out.load() && r->past_timeout(now)) {
       r->timed_out.store(true);
       r->cancel.store(true);
-      json fields = where(r->job);
+      Json fields = where(r->job);
       fields["timeout_seconds"] = r->timeout_seconds;
       fields["grace_seconds"] = r->grace_seconds;
       logger_.warn("Step ran past its timeout; cancellation raised", fields);
@@ -137,7 +141,7 @@ void StepWatch::expire(Running& running) {
     throw;
   }
   if (!committed) return;
-  json fields = where(job);
+  Json fields = where(job);
   fields["timeout_seconds"] = running.timeout_seconds;
   fields["grace_seconds"] = running.grace_seconds;
   fields["retry_count"] = job.retry_count;

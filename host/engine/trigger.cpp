@@ -19,10 +19,10 @@ NewPipeline request_for(const Definition& definition) {
 
 }  // namespace
 
-TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args,
+TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const Json& args,
                                    const std::optional<std::string>& idempotency_key) {
   NewPipeline request = request_for(definition);
-  request.args_json = args.is_array() ? args.dump() : json::array({args}).dump();
+  request.args_json = args.is_array() ? args.dump() : Json::array({args}).dump();
   request.idempotency_key = idempotency_key;
   return store.trigger(request);
 }

@@ -16,7 +16,7 @@ namespace ductwork {
 // with the definition snapshot and its SHA-1 on the run. With an
 // idempotency key some pipeline already has, nothing is written and that
 // pipeline comes back (TriggeredPipeline::created false).
-TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const json& args,
+TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const Json& args,
                                    const std::optional<std::string>& idempotency_key = std::nullopt);
 
 // The longest idempotency key (bytes).

@@ -1,6 +1,8 @@
 #include "http/api_v1.h"
 
 #include <charconv>
+#include <string>
+#include <vector>
 
 #include "engine/api_documents.h"
 #include "engine/catalog.h"
@@ -18,25 +20,45 @@ namespace {
 [[noreturn]] void bad_request(const std::string& message) { throw HttpError(400, "bad_request", message); }
 [[noreturn]] void unprocessable(const std::string& message) { throw HttpError(422, "unprocessable", message); }
 
+// The type of `value` as an error message names it.
+const char* type_word(const Json& value) {
+  switch (value.type()) {
+    case Json::Type::kNull: return "null";
+    case Json::Type::kBool: return "boolean";
+    case Json::Type::kInt:
+    case Json::Type::kDouble: return "number";
+    case Json::Type::kString: return "string";
+    case Json::Type::kArray: return "array";
+    case Json::Type::kObject: return "object";
+  }
+  return "value";
+}
+
+Json string_array(const std::vector<std::string>& items) {
+  Json out = Json::array();
+  for (const auto& item : items) out.push_back(item);
+  return out;
+}
+
 // The request body as a JSON object ({} when empty), its members checked
 // against `allowed`. Nested at most as deep as an argument may be, inside
 // an object and a list.
-json body_object(const Request& request, std::initializer_list<const char*> allowed) {
-  if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) return json::object();
+Json body_object(const Request& request, std::initializer_list<const char*> allowed) {
+  if (request.body.find_first_not_of(" \t\r\n") == std::string::npos) return Json::object();
   if (json_nesting_depth(request.body, kMaxJsonDepth + 3) > kMaxJsonDepth + 2) {
     unprocessable("the body nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) +
                   " levels inside its values");
   }
-  json body;
+  Json body;
   try {
     body = parse_exact_json(request.body);
-  } catch (const json::exception& e) {
+  } catch (const JsonError& e) {
     bad_request(std::string("the body is not valid JSON: ") + e.what());
   } catch (const InexactNumber& e) {
     unprocessable(std::string("the body: ") + e.what());
   }
-  if (!body.is_object()) bad_request(std::string("the body must be a JSON object, not a ") + body.type_name());
-  for (const auto& [key, _] : body.items()) {
+  if (!body.is_object()) bad_request(std::string("the body must be a JSON object, not a ") + type_word(body));
+  for (const auto& [key, _] : body.as_object()) {
     bool known = false;
     std::string list;
     for (const char* a : allowed) {
@@ -100,7 +122,7 @@ Response ApiV1::handle(const Request& request) {
   const auto& s = request.segments;
   if (s.size() == 1 && s[0] == "healthz") {
     need_method(request, "GET");
-    return json_response(200, {{"status", "ok"}});
+    return json_response(200, Json::object({{"status", "ok"}}));
   }
   if (s.size() == 1 && s[0] == "readyz") {
     need_method(request, "GET");
@@ -129,7 +151,7 @@ Response ApiV1::handle(const Request& request) {
     }
     if (s.size() == 3 && what == "definitions") {
       need_method(request, "GET");
-      return json_response(200, {{"definitions", definitions_document(context_.definitions)}});
+      return json_response(200, Json::object({{"definitions", definitions_document(context_.definitions)}}));
     }
     if (s.size() == 3 && what == "processes") {
       need_method(request, "GET");
@@ -151,14 +173,14 @@ Response ApiV1::readiness() {
     auto store = context_.stores.take();
     pending = store->pending_migrations();
   } catch (const std::exception& e) {
-    return json_response(503, {{"status", "unavailable"}, {"reason", std::string("database: ") + e.what()}});
+    return json_response(503, Json::object({{"status", "unavailable"}, {"reason", std::string("database: ") + e.what()}}));
   }
   if (!pending.empty()) {
-    return json_response(503, {{"status", "unavailable"},
-                               {"reason", "migrations not applied: " + std::to_string(pending.size())},
-                               {"pending_migrations", pending}});
+    return json_response(503, Json::object({{"status", "unavailable"},
+                                            {"reason", "migrations not applied: " + std::to_string(pending.size())},
+                                            {"pending_migrations", string_array(pending)}}));
   }
-  return json_response(200, {{"status", "ready"}});
+  return json_response(200, Json::object({{"status", "ready"}}));
 }
 
 Response ApiV1::list_pipelines(const Request& request) {
@@ -193,7 +215,7 @@ Response ApiV1::list_pipelines(const Request& request) {
   if (const std::string* cursor = query(request, "cursor")) filter.after = decode_cursor(*cursor);
   filter.limit = limit + 1;  // one more tells whether a next page exists
   std::vector<PipelineSummary> rows = context_.stores.take()->list_pipelines(filter);
-  json out = {{"pipelines", json::array()}, {"next_cursor", nullptr}};
+  Json out = Json::object({{"pipelines", Json::array()}, {"next_cursor", nullptr}});
   for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(limit); ++i) {
     out["pipelines"].push_back(summary_document(rows[i]));
   }
@@ -208,16 +230,16 @@ Response ApiV1::pipeline(const std::string& id) {
 }
 
 Response ApiV1::trigger(const std::string& name, const Request& request) {
-  json body = body_object(request, {"args", "idempotency_key"});
+  Json body = body_object(request, {"args", "idempotency_key"});
   TriggerTarget target = find_triggerable(context_.definitions, context_.plugins, name);
   if (!target.definition) {
     if (target.unknown) throw HttpError(404, "not_found", target.problem);
     unprocessable(target.problem);
   }
-  json args = json::array();
+  Json args = Json::array();
   if (body.contains("args")) {
     args = body["args"];
-    if (!args.is_array()) unprocessable(std::string("args must be a JSON array, not a ") + args.type_name());
+    if (!args.is_array()) unprocessable(std::string("args must be a JSON array, not a ") + type_word(args));
   }
   const auto max_bytes = static_cast<size_t>(context_.config.job_worker.max_output_bytes);
   if (std::string text = args.dump(); text.size() > max_bytes) {
@@ -227,7 +249,7 @@ Response ApiV1::trigger(const std::string& name, const Request& request) {
   std::optional<std::string> key;
   if (body.contains("idempotency_key")) {
     if (!body["idempotency_key"].is_string()) unprocessable("idempotency_key must be a string");
-    key = body["idempotency_key"].get<std::string>();
+    key = body["idempotency_key"].as_string();
     if (std::string problem = idempotency_key_problem(*key); !problem.empty()) unprocessable(problem);
   }
   TriggeredPipeline triggered = trigger_pipeline(*context_.stores.take(), *target.definition, args, key);
@@ -237,19 +259,19 @@ Response ApiV1::trigger(const std::string& name, const Request& request) {
                         triggered.pipeline_id + "), not " + name);
   }
   return json_response(triggered.created ? 201 : 200,
-                       {{"id", triggered.pipeline_id}, {"pipeline", name}, {"created", triggered.created}});
+                       Json::object({{"id", triggered.pipeline_id}, {"pipeline", name}, {"created", triggered.created}}));
 }
 
 Response ApiV1::revive(const std::string& id, const Request& request) {
-  json body = body_object(request, {"duplicate_context"});
+  Json body = body_object(request, {"duplicate_context"});
   bool duplicate_context = false;
   if (body.contains("duplicate_context")) {
-    if (!body["duplicate_context"].is_boolean()) unprocessable("duplicate_context must be true or false");
-    duplicate_context = body["duplicate_context"].get<bool>();
+    if (!body["duplicate_context"].is_bool()) unprocessable("duplicate_context must be true or false");
+    duplicate_context = body["duplicate_context"].as_bool();
   }
   try {
     std::string run_id = revive_pipeline(*context_.stores.take(), id, duplicate_context);
-    return json_response(201, {{"id", id}, {"run_id", run_id}});
+    return json_response(201, Json::object({{"id", id}, {"run_id", run_id}}));
   } catch (const ReviveRefused& e) {
     refused(e, "revive");
   }
@@ -259,17 +281,17 @@ Response ApiV1::cancel(const std::string& id, const Request& request) {
   body_object(request, {});
   try {
     CancelResult result = cancel_pipeline(*context_.stores.take(), id);
-    return json_response(200, {{"id", id},
-                               {"run_id", result.run_id},
-                               {"branches_cancelled", result.branches},
-                               {"jobs_withdrawn", result.withdrawn}});
+    return json_response(200, Json::object({{"id", id},
+                                            {"run_id", result.run_id},
+                                            {"branches_cancelled", result.branches},
+                                            {"jobs_withdrawn", result.withdrawn}}));
   } catch (const ControlRefused& e) {
     refused(e, "cancel");
   }
 }
 
 Response ApiV1::resume(const std::string& id, const Request& request) {
-  json body = body_object(request, {"value", "node"});
+  Json body = body_object(request, {"value", "node"});
   std::string value = body.contains("value") ? body["value"].dump() : "null";
   const auto max_bytes = static_cast<size_t>(context_.config.job_worker.max_output_bytes);
   if (value.size() > max_bytes) {
@@ -278,23 +300,23 @@ Response ApiV1::resume(const std::string& id, const Request& request) {
   }
   std::optional<std::string> node;
   if (body.contains("node")) {
-    if (!body["node"].is_string() || body["node"].get<std::string>().empty()) {
+    if (!body["node"].is_string() || body["node"].as_string().empty()) {
       unprocessable("node must be a node name or a step class");
     }
-    node = body["node"].get<std::string>();
+    node = body["node"].as_string();
   }
   try {
     ResumeResult result = resume_pipeline(*context_.stores.take(), id, value, node);
-    return json_response(200, {{"id", id}, {"branches_resumed", result.resumed}});
+    return json_response(200, Json::object({{"id", id}, {"branches_resumed", result.resumed}}));
   } catch (const ControlRefused& e) {
     refused(e, "resume");
   }
 }
 
 Response ApiV1::processes() {
-  json out = json::array();
+  Json out = Json::array();
   for (const ProcessInfo& p : context_.stores.take()->processes()) out.push_back(process_document(p));
-  return json_response(200, {{"processes", out}});
+  return json_response(200, Json::object({{"processes", out}}));
 }
 
 Response ApiV1::metrics_text() {

@@ -3,6 +3,7 @@
 #include <Poco/URI.h>
 
 #include <map>
+#include <optional>
 
 #include "engine/api_documents.h"
 #include "engine/definition.h"
@@ -38,7 +39,7 @@ Response Dashboard::pipelines(const Request& request) {
     if (const std::string* v = param(request.query, name)) api.query[name] = *v;
   }
   api.query["limit"] = "50";
-  json doc = json::parse(api_.handle(api).body);
+  Json doc = parse_json(api_.handle(api).body);
   std::string body = "<h1>Pipelines</h1><form method=\"get\" action=\"/ui/pipelines\">pipeline <select name=\"pipeline\">"
                      "<option value=\"\">any</option>";
   const std::string* chosen = param(request.query, "pipeline");
@@ -59,16 +60,16 @@ Response Dashboard::pipelines(const Request& request) {
           "\"> arguments contain <input name=\"q\" value=\"" + value_of("q") +
           "\"> <button type=\"submit\">Filter</button></form><table>"
           "<tr><th>id</th><th>pipeline</th><th>status</th><th>triggered at (UTC)</th></tr>";
-  for (const auto& p : doc["pipelines"]) {
-    const std::string id = p["id"];
+  for (const Json& p : doc["pipelines"].as_array()) {
+    const std::string id = p["id"].as_string();
     body += "<tr><td><a href=\"/ui/pipelines/" + url_encoded(id) + "\"><code>" + escape_html(id) + "</code></a></td><td>" +
-            escape_html(p["pipeline"].get<std::string>()) + "</td><td>" + badge(p["status"]) + "</td><td>" +
-            escape_html(p["triggered_at"].get<std::string>()) + "</td></tr>";
+            escape_html(p["pipeline"].as_string()) + "</td><td>" + badge(p["status"].as_string()) + "</td><td>" +
+            escape_html(p["triggered_at"].as_string()) + "</td></tr>";
   }
   body += "</table>";
   if (doc["pipelines"].empty()) body += "<p>No pipeline matches.</p>";
   if (doc["next_cursor"].is_string()) {
-    std::string next = "/ui/pipelines?cursor=" + url_encoded(doc["next_cursor"].get<std::string>());
+    std::string next = "/ui/pipelines?cursor=" + url_encoded(doc["next_cursor"].as_string());
     for (const char* name : {"pipeline", "status", "since", "error_class", "q"}) {
       if (const std::string* v = param(request.query, name)) next += std::string("&") + name + "=" + url_encoded(*v);
     }
@@ -126,7 +127,7 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   for (const auto& c : counts) total_steps += c.count;
   body += "<h2>Graph</h2>";
   try {
-    Definition definition = Definition::from_json(json::parse(store->run_definition(run->id)), header->klass,
+    Definition definition = Definition::from_json(parse_json(store->run_definition(run->id)), header->klass,
                                                   "run " + run->id, /*strict=*/false);
     body += definition_svg(definition, counts);
   } catch (const std::exception& e) {
@@ -237,15 +238,15 @@ Response Dashboard::processes() {
 Response Dashboard::action(const std::string& id, const std::string& verb, const Request& request) {
   if (verb != "revive" && verb != "cancel" && verb != "resume") throw HttpError(404, "not_found", "no such action");
   auto fields = parse_form(request.body);
-  json api_body = json::object();
+  Json api_body = Json::object();
   if (verb == "revive" && fields.count("duplicate_context")) api_body["duplicate_context"] = true;
   const std::string self = "/ui/pipelines/" + url_encoded(id);
   if (verb == "resume") {
     if (const std::string* node = param(fields, "node")) api_body["node"] = *node;
     const std::string value = fields.count("value") && !fields["value"].empty() ? fields["value"] : "null";
-    json parsed = json::parse(value, nullptr, false);
-    if (parsed.is_discarded()) return redirect(self + "?error=" + url_encoded("the value is not valid JSON: " + value));
-    api_body["value"] = parsed;
+    std::optional<Json> parsed = try_parse_json(value);
+    if (!parsed) return redirect(self + "?error=" + url_encoded("the value is not valid JSON: " + value));
+    api_body["value"] = *parsed;
   }
   Request api;
   api.method = "POST";
@@ -267,16 +268,16 @@ Response Dashboard::trigger(const Request& request) {
   auto fields = parse_form(request.body);
   const std::string* name = param(fields, "pipeline");
   if (!name) return redirect("/ui?error=" + url_encoded("choose a pipeline"));
-  json args = json::parse(fields.count("args") && !fields["args"].empty() ? fields["args"] : "[]", nullptr, false);
-  if (args.is_discarded()) return redirect("/ui?error=" + url_encoded("the arguments are not valid JSON"));
+  std::optional<Json> args = try_parse_json(fields.count("args") && !fields["args"].empty() ? fields["args"] : "[]");
+  if (!args) return redirect("/ui?error=" + url_encoded("the arguments are not valid JSON"));
   Request api;
   api.method = "POST";
   api.segments = {"api", "v1", "pipelines", *name, "trigger"};
   api.content_type = "application/json";
-  api.body = json{{"args", args}}.dump();
+  api.body = Json::object({{"args", *args}}).dump();
   try {
-    json reply = json::parse(api_.handle(api).body);
-    return redirect("/ui/pipelines/" + url_encoded(reply["id"].get<std::string>()) + "?notice=triggered");
+    Json reply = parse_json(api_.handle(api).body);
+    return redirect("/ui/pipelines/" + url_encoded(reply["id"].as_string()) + "?notice=triggered");
   } catch (const HttpError& e) {
     return redirect("/ui?error=" + url_encoded(e.what()));
   }

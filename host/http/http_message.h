@@ -42,7 +42,7 @@ class HttpError : public std::runtime_error {
   std::string code_;
 };
 
-inline Response json_response(int status, const json& document) {
+inline Response json_response(int status, const Json& document) {
   Response r;
   r.status = status;
   r.body = document.dump();
@@ -51,7 +51,7 @@ inline Response json_response(int status, const json& document) {
 }
 
 inline Response error_response(int status, const std::string& code, const std::string& message) {
-  return json_response(status, {{"error", {{"code", code}, {"message", message}}}});
+  return json_response(status, Json::object({{"error", Json::object({{"code", code}, {"message", message}})}}));
 }
 
 }  // namespace ductwork::http

@@ -197,7 +197,7 @@ class Handler : public Poco::Net::HTTPRequestHandler {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     // The path only: no query (it may carry a client's values) and no
     // header (the token).
-    json fields = {{"method", request.getMethod()}, {"path", path}, {"status", out.status}, {"duration_ms", ms}};
+    Json fields = Json::object({{"method", request.getMethod()}, {"path", path}, {"status", out.status}, {"duration_ms", ms}});
     if (out.status >= 500) {
       state_.logger.error("HTTP request failed", fields);
     } else {
@@ -263,7 +263,7 @@ void HttpServer::start(const std::string& listen) {
   params->setTimeout(Poco::Timespan(30, 0));
   state_->server = std::make_unique<Poco::Net::HTTPServer>(new Factory(*state_), state_->threads, socket, params);
   state_->server->start();
-  json fields = {{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}};
+  Json fields = Json::object({{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}});
   state_->logger.info("HTTP server listening", fields);
 }
 

@@ -39,8 +39,10 @@ void log_line(void* handle, int level, const char* message) {
                                         : LogLevel::kError;
   try {
     scope->logger->log(lvl, message,
-                       {{"pipeline", scope->pipeline}, {"run_id", scope->run_id}, {"job_id", scope->job_id},
-                        {"step", scope->step}});
+                       Json::object({{"pipeline", scope->pipeline},
+                                     {"run_id", scope->run_id},
+                                     {"job_id", scope->job_id},
+                                     {"step", scope->step}}));
   } catch (...) {  // logging must never throw into a plugin
   }
 }
@@ -75,12 +77,12 @@ int context_set(void* handle, const char* key, const char* value_json, int overw
       set_error(error_out, *problem);
       return DW_CONTEXT_ERROR;
     }
-    json parsed = json::parse(value_json, nullptr, false);
-    if (parsed.is_discarded()) {
+    std::optional<Json> parsed = try_parse_json(value_json);
+    if (!parsed) {
       set_error(error_out, std::string("context_set: value for key '") + key + "' is not valid JSON");
       return DW_CONTEXT_ERROR;
     }
-    bool set = scope->store->context_set(scope->run_id, key, parsed.dump(), overwrite != 0);
+    bool set = scope->store->context_set(scope->run_id, key, parsed->dump(), overwrite != 0);
     if (!set) {
       set_error(error_out, std::string("can only set value once (key '") + key + "' is already set)");
       return DW_CONTEXT_ALREADY_SET;

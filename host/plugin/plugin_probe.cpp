@@ -34,20 +34,31 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-json describe(const LoadedPlugin& plugin) {
-  return json{{"path", plugin.path},           {"name", plugin.name},
-              {"version", plugin.version},     {"abi_version", plugin.abi_version},
-              {"steps", plugin.step_names},    {"pipelines", plugin.pipelines_json}};
+Json string_list(const std::vector<std::string>& items) { return Json(Json::Array(items.begin(), items.end())); }
+
+std::vector<std::string> strings_of(const Json& list) {
+  std::vector<std::string> out;
+  for (const Json& item : list.as_array()) out.push_back(item.as_string());
+  return out;
 }
 
-std::unique_ptr<LoadedPlugin> metadata(const json& doc) {
+Json describe(const LoadedPlugin& plugin) {
+  return Json::object({{"path", plugin.path},
+                       {"name", plugin.name},
+                       {"version", plugin.version},
+                       {"abi_version", plugin.abi_version},
+                       {"steps", string_list(plugin.step_names)},
+                       {"pipelines", string_list(plugin.pipelines_json)}});
+}
+
+std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {
   auto plugin = std::make_unique<LoadedPlugin>();
-  plugin->path = doc.at("path").get<std::string>();
-  plugin->name = doc.at("name").get<std::string>();
-  plugin->version = doc.at("version").get<std::string>();
-  plugin->abi_version = doc.at("abi_version").get<uint32_t>();
-  plugin->step_names = doc.at("steps").get<std::vector<std::string>>();
-  plugin->pipelines_json = doc.at("pipelines").get<std::vector<std::string>>();
+  plugin->path = doc.at("path").as_string();
+  plugin->name = doc.at("name").as_string();
+  plugin->version = doc.at("version").as_string();
+  plugin->abi_version = static_cast<uint32_t>(doc.at("abi_version").as_uint());
+  plugin->step_names = strings_of(doc.at("steps"));
+  plugin->pipelines_json = strings_of(doc.at("pipelines"));
   return plugin;
 }
 
@@ -128,7 +139,7 @@ class Probe {
 // The last line of `text` that parses as a JSON object (or null), and the
 // plugin file it was loading when it stopped.
 struct Report {
-  json done;
+  Json done;
   std::string loading;
 };
 
@@ -138,11 +149,13 @@ Report read_report(const std::string& text) {
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) break;  // a line cut short: the probe died writing it
-    json line = json::parse(text.substr(start, end - start), nullptr, false);
+    std::optional<Json> line = try_parse_json(std::string_view(text).substr(start, end - start));
     start = end + 1;
-    if (!line.is_object()) continue;
-    if (line.contains("loading") && line["loading"].is_string()) report.loading = line["loading"].get<std::string>();
-    if (line.value("done", false)) report.done = line;
+    if (!line || !line->is_object()) continue;
+    const Json* loading = line->find("loading");
+    if (loading != nullptr && loading->is_string()) report.loading = loading->as_string();
+    const Json* done = line->find("done");
+    if (done != nullptr && done->as_bool()) report.done = std::move(*line);
   }
   return report;
 }
@@ -176,11 +189,11 @@ void probe_plugins(const std::string& executable, const std::string& directory, 
                           "); a plugin must not exit or crash in its initialisation");
   }
   try {
-    for (const auto& doc : report.done.at("plugins")) into.adopt(metadata(doc), logger);
-    for (const auto& refusal : report.done.at("refusals")) {
-      into.adopt_refusal(refusal.at("path").get<std::string>(), refusal.at("reason").get<std::string>(), logger);
+    for (const Json& doc : report.done.at("plugins").as_array()) into.adopt(metadata(doc), logger);
+    for (const Json& refusal : report.done.at("refusals").as_array()) {
+      into.adopt_refusal(refusal.at("path").as_string(), refusal.at("reason").as_string(), logger);
     }
-  } catch (const json::exception& e) {
+  } catch (const JsonError& e) {
     throw PluginLoadError("the plugin probe's report is malformed: " + std::string(e.what()));
   }
 }
@@ -193,13 +206,16 @@ int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid) 
   Logger logger(quiet != nullptr ? quiet : stderr, Logger::Format::kJson, LogLevel::kError);
   PluginRegistry registry;
   registry.load_directory(directory, logger, [&](const std::string& path) {
-    write_all(out_fd, json{{"loading", path}}.dump() + "\n");
+    write_all(out_fd, Json::object({{"loading", path}}).dump() + "\n");
   });
-  json plugins = json::array();
+  Json plugins = Json::array();
   for (const auto& plugin : registry.plugins()) plugins.push_back(describe(*plugin));
-  json refusals = json::array();
-  for (const auto& [path, reason] : registry.refused()) refusals.push_back(json{{"path", path}, {"reason", reason}});
-  bool ok = write_all(out_fd, json{{"done", true}, {"plugins", plugins}, {"refusals", refusals}}.dump() + "\n");
+  Json refusals = Json::array();
+  for (const auto& [path, reason] : registry.refused()) {
+    refusals.push_back(Json::object({{"path", path}, {"reason", reason}}));
+  }
+  bool ok =
+      write_all(out_fd, Json::object({{"done", true}, {"plugins", plugins}, {"refusals", refusals}}).dump() + "\n");
   // Plugins' static destructors are not this probe's business: a plugin
   // that hangs or crashes on unload must not fail the load.
   std::fflush(nullptr);

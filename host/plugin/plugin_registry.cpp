@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 bool PluginRegistry::refuse(const std::string& path, const std::string& reason, Logger& logger) {
   refusals_.push_back(path + ": " + reason);
   refused_.emplace_back(path, reason);
-  logger.error("Plugin refused", {{"plugin_path", path}, {"reason", reason}});
+  logger.error("Plugin refused", Json::object({{"plugin_path", path}, {"reason", reason}}));
   return false;
 }
 
@@ -31,7 +31,7 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
     if (ec && ec != std::errc::no_such_file_or_directory) {
       refuse(directory, "cannot read the plugins folder: " + ec.message(), logger);  // e.g. a symlink loop
     } else {
-      logger.warn("Plugin directory not found", {{"directory", directory}});
+      logger.warn("Plugin directory not found", Json::object({{"directory", directory}}));
     }
     return;
   }
@@ -62,10 +62,11 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
 }
 
 void PluginRegistry::log_loaded(const LoadedPlugin& plugin, Logger& logger) {
-  logger.info("Plugin loaded", {{"plugin", plugin.name},
-                                {"version", plugin.version},
-                                {"plugin_path", plugin.path},
-                                {"steps", plugin.step_names}});
+  logger.info("Plugin loaded",
+              Json::object({{"plugin", plugin.name},
+                            {"version", plugin.version},
+                            {"plugin_path", plugin.path},
+                            {"steps", Json::Array(plugin.step_names.begin(), plugin.step_names.end())}}));
 }
 
 void PluginRegistry::adopt(std::unique_ptr<LoadedPlugin> plugin, Logger& logger) {

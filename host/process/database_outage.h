@@ -30,7 +30,7 @@ class DatabaseOutage {
     int failures = failures_.fetch_add(1) + 1;
     if (!down_.exchange(true)) {
       logger_.error("Database unreachable; retrying with backoff until it returns",
-                    {{"error_message", std::string(e.what())}});
+                    Json::object({{"error_message", std::string(e.what())}}));
     }
     double backoff = kFirstBackoffSeconds;
     for (int i = 1; i < failures && backoff < kMaxBackoffSeconds; ++i) backoff *= 2;
@@ -42,7 +42,7 @@ class DatabaseOutage {
   void succeeded() {
     if (!down_.load(std::memory_order_relaxed)) return;
     if (down_.exchange(false)) {
-      logger_.info("Database reachable again", {{"failed_attempts", failures_.load()}});
+      logger_.info("Database reachable again", Json::object({{"failed_attempts", failures_.load()}}));
       failures_.store(0);
     }
   }

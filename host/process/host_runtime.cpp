@@ -25,7 +25,8 @@ constexpr double kErrorBackoffSeconds = 0.5;
 }  // namespace
 
 void log_drained(Logger& logger, const Progress& totals) {
-  json fields{{"pipelines_total", totals.pipelines_total}, {"pipelines_dampened", totals.pipelines_dampened}};
+  Json fields =
+      Json::object({{"pipelines_total", totals.pipelines_total}, {"pipelines_dampened", totals.pipelines_dampened}});
   if (totals.pipelines_dampened > 0) {
     logger.info("Drained: no run in progress; " + std::to_string(totals.pipelines_dampened) +
                     " dampened pipeline(s) parked until `ductwork resume`",
@@ -62,7 +63,9 @@ void HostRuntime::start() {
   }
   process_id_ = new_uuid_v7();
   store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
-  logger_.info("Host started", {{"process_id", process_id_}, {"pipelines", pipelines_}, {"host_role", role_.name}});
+  logger_.info("Host started", Json::object({{"process_id", process_id_},
+                                             {"pipelines", Json::Array(pipelines_.begin(), pipelines_.end())},
+                                             {"host_role", role_.name}}));
   // Every tick slot exists before any thread starts: the heartbeat thread
   // reads them all, so the vector must not grow under it.
   // Advancer thread i serves the pipelines whose pipeline_advancer.count
@@ -97,7 +100,8 @@ void HostRuntime::start() {
 }
 
 void HostRuntime::end_expired_step(const StepWatch::Running& running) {
-  json fields{{"pipeline", running.job.pipeline}, {"job_id", running.job.job_id}, {"step", running.job.klass}};
+  Json fields =
+      Json::object({{"pipeline", running.job.pipeline}, {"job_id", running.job.job_id}, {"step", running.job.klass}});
   if (role_.supervised) {
     // The only way to end a step that will not return. The supervisor sees
     // the kill, reaps this process with force (its other in-flight steps
@@ -134,7 +138,8 @@ void HostRuntime::stop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (busy_workers_.load() > 0) {
-    logger_.warn("Shutdown timeout reached; cancelling in-flight steps", {{"in_flight", busy_workers_.load()}});
+    logger_.warn("Shutdown timeout reached; cancelling in-flight steps",
+                 Json::object({{"in_flight", busy_workers_.load()}}));
   }
   cancelled_.store(true);
   std::vector<std::pair<std::thread, LoopHealth*>> threads;
@@ -156,7 +161,7 @@ void HostRuntime::stop() {
   abandoned_running_ = left_running;
   if (left_running > 0) {
     logger_.warn("Abandoned worker threads are still running steps that ignored their timeout",
-                 {{"threads", left_running}});
+                 Json::object({{"threads", left_running}}));
   }
   if (watch_thread_.joinable()) {
     watch_stopping_.store(true);
@@ -165,9 +170,10 @@ void HostRuntime::stop() {
   try {
     stores_.open()->remove_process(process_id_);
   } catch (const std::exception& e) {
-    logger_.error("Could not remove the process row", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+    logger_.error("Could not remove the process row",
+                  Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
   }
-  logger_.info("Host stopped", {{"process_id", process_id_}});
+  logger_.info("Host stopped", Json::object({{"process_id", process_id_}}));
 }
 
 void HostRuntime::idle_wait(Waker& waker, uint64_t seen, double seconds) {
@@ -182,7 +188,7 @@ bool HostRuntime::stop_if_database_unusable(const std::exception& e) {
   // would only fail every iteration (1,142 failures a minute, forever).
   if (!database_unusable_.exchange(true)) {
     logger_.error("Database is not usable; this host stops claiming work and exits",
-                  {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+                  Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
   }
   stopping_.store(true);
   wakeups_.wake_everyone();
@@ -253,7 +259,9 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;  // its claim cannot be committed anywhere
       if (!outage_.failed(e, &idle)) {
-        logger_.error("Job worker iteration failed", {{"pipeline", pipeline}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        logger_.error("Job worker iteration failed", Json::object({{"pipeline", pipeline},
+                                                                   {"error_klass", demangled_type_name(e)},
+                                                                   {"error_message", e.what()}}));
         idle = kErrorBackoffSeconds;
       }
     }
@@ -283,7 +291,8 @@ void HostRuntime::advancer_loop(const std::vector<std::string>& pipelines, LoopH
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;
       if (!outage_.failed(e, &idle)) {
-        logger_.error("Pipeline advancer iteration failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        logger_.error("Pipeline advancer iteration failed",
+                      Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
         idle = kErrorBackoffSeconds;
       }
     }
@@ -315,7 +324,7 @@ void HostRuntime::heartbeat_loop() {
         logger_.error(role_.supervised
                           ? "Loop thread stuck; withholding heartbeat so the supervisor restarts this process"
                           : "Loop thread stuck; restart deferred (threads cannot be killed)",
-                      {{"stuck_seconds", stuck_for}});
+                      Json::object({{"stuck_seconds", stuck_for}}));
         if (role_.supervised) {
           stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
           continue;
@@ -326,7 +335,7 @@ void HostRuntime::heartbeat_loop() {
       store->check_storage();
       if (!store->heartbeat(process_id_)) {
         // Our row was reaped (e.g. after a suspend): adopt a fresh one.
-        logger_.warn("Process row was reaped; re-adopting", {{"process_id", process_id_}});
+        logger_.warn("Process row was reaped; re-adopting", Json::object({{"process_id", process_id_}}));
         store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
       }
       if (role_.reaper) reaper->tick(process_id_);
@@ -335,7 +344,8 @@ void HostRuntime::heartbeat_loop() {
       if (stop_if_database_unusable(e)) break;
       double backoff = 0;
       if (!outage_.failed(e, &backoff)) {
-        logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        logger_.error("Supervisor tick failed",
+                      Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
       }
     }
     stop_waker_.wait(seen, std::chrono::duration<double>(config_.supervisor.polling_timeout));
@@ -359,7 +369,8 @@ void HostRuntime::change_watch_loop() {
       if (stop_if_database_unusable(e)) break;
       double backoff = kErrorBackoffSeconds;
       if (!outage_.failed(e, &backoff)) {
-        logger_.error("Change watch failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        logger_.error("Change watch failed",
+                      Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
       }
       stop_waker_.wait(seen, std::chrono::duration<double>(backoff));
       continue;

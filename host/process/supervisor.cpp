@@ -132,12 +132,12 @@ void Supervisor::spawn(Child& child) {
   std::string error;
   pid_t pid = spawn_process(args, &error);
   if (pid < 0) {
-    logger_.error("Could not start child", {{"child", child.spec}, {"error_message", error}});
+    logger_.error("Could not start child", Json::object({{"child", child.spec}, {"error_message", error}}));
     child.pid = -1;
     return;
   }
   child.pid = pid;
-  logger_.info("Child started", {{"child", child.spec}, {"child_pid", pid}});
+  logger_.info("Child started", Json::object({{"child", child.spec}, {"child_pid", pid}}));
 }
 
 bool Supervisor::reap_child_row(pid_t pid, const char* why, Death death) {
@@ -151,7 +151,10 @@ bool Supervisor::reap_child_row(pid_t pid, const char* why, Death death) {
       return true;
     }
   } catch (const std::exception& e) {
-    logger_.error("Could not reap child row", {{"child_pid", pid}, {"reason", why}, {"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+    logger_.error("Could not reap child row", Json::object({{"child_pid", pid},
+                                                            {"reason", why},
+                                                            {"error_klass", demangled_type_name(e)},
+                                                            {"error_message", e.what()}}));
   }
   return false;
 }
@@ -170,7 +173,8 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
       int status = 0;
       pid_t done = ::waitpid(child.pid, &status, WNOHANG);
       if (done == child.pid) {
-        json fields = {{"child", child.spec}, {"child_pid", child.pid}, {"status", describe_status(status)}};
+        Json fields =
+            Json::object({{"child", child.spec}, {"child_pid", child.pid}, {"status", describe_status(status)}});
         if (child.reloading) {
           logger_.info("Child stopped for reload", fields);
         } else {
@@ -194,7 +198,8 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
       } else if (auto stale = check_heartbeats ? store_->heartbeat_stale(child.pid, machine_, child_stale_after())
                                                : std::nullopt;
                  stale && *stale) {
-        logger_.warn("Child heartbeat is stale; restarting it", {{"child", child.spec}, {"child_pid", child.pid}});
+        logger_.warn("Child heartbeat is stale; restarting it",
+                     Json::object({{"child", child.spec}, {"child_pid", child.pid}}));
         ::kill(child.pid, SIGKILL);
         ::waitpid(child.pid, &status, 0);
         reap_child_row(child.pid, "stale heartbeat",
@@ -240,7 +245,8 @@ void Supervisor::stop_children() {
   }
   for (auto& child : children_) {
     if (child.pid <= 0) continue;
-    logger_.warn("Child did not stop in time; killing it", {{"child", child.spec}, {"child_pid", child.pid}});
+    logger_.warn("Child did not stop in time; killing it",
+                 Json::object({{"child", child.spec}, {"child_pid", child.pid}}));
     ::kill(child.pid, SIGKILL);
     ::waitpid(child.pid, nullptr, 0);
     reap_child_row(child.pid, "killed at shutdown",
@@ -258,7 +264,9 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
   }
   process_id_ = new_uuid_v7();
   store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
-  logger_.info("Supervisor started", {{"process_id", process_id_}, {"pipelines", pipelines_}, {"host_role", config_.role}});
+  logger_.info("Supervisor started", Json::object({{"process_id", process_id_},
+                                                   {"pipelines", Json::Array(pipelines_.begin(), pipelines_.end())},
+                                                   {"host_role", config_.role}}));
   Reaper reaper(*store_, config_, logger_, nullptr);
   std::string results_cursor;
   auto next_tick = std::chrono::steady_clock::now();
@@ -276,13 +284,13 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     timespec wait{0, 100 * 1000 * 1000};
     int sig = sigtimedwait(&signals, nullptr, &wait);
     if (sig == SIGINT || sig == SIGTERM) {
-      logger_.info("Shutdown requested", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      logger_.info("Shutdown requested", Json::object({{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}}));
       break;
     }
     if (sig == SIGHUP) {
       // A hangup (a closed terminal, `systemctl reload`) never kills the
       // supervisor: its children restart gracefully and pick up changes.
-      logger_.info("Reload requested: restarting children gracefully", {{"signal", "SIGHUP"}});
+      logger_.info("Reload requested: restarting children gracefully", Json::object({{"signal", "SIGHUP"}}));
       if (systemd) systemd->notify("RELOADING=1");
       reload_children();
       if (systemd) systemd->notify("READY=1");
@@ -298,7 +306,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
                               std::chrono::duration<double>(config_.supervisor.polling_timeout));
         store_->check_storage();
         if (!store_->heartbeat(process_id_)) {
-          logger_.warn("Supervisor row was reaped; re-adopting", {{"process_id", process_id_}});
+          logger_.warn("Supervisor row was reaped; re-adopting", Json::object({{"process_id", process_id_}}));
           store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
         }
         reaper.tick(process_id_);
@@ -317,13 +325,14 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         // Children fail the same way and exit; restarting them, or going
         // on, would only spin. Stop everything and say so, exit 1.
         logger_.error("Database is not usable; stopping the host",
-                      {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+                      Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
         rc = kExitDatabaseUnusable;
         break;
       }
       double backoff = 0;  // the tick keeps its pace: it also watches the children
       if (!outage_.failed(e, &backoff)) {
-        logger_.error("Supervisor tick failed", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+        logger_.error("Supervisor tick failed",
+                      Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
       }
     }
   }
@@ -332,9 +341,10 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
   try {
     store_->remove_process(process_id_);
   } catch (const std::exception& e) {
-    logger_.error("Could not remove the process row", {{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}});
+    logger_.error("Could not remove the process row",
+                  Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
   }
-  logger_.info("Supervisor stopped", {{"process_id", process_id_}});
+  logger_.info("Supervisor stopped", Json::object({{"process_id", process_id_}}));
   if (drained) log_drained(logger_, *drained);
   return rc;
 }

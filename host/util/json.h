@@ -1,15 +1,43 @@
 #pragma once
 
-// The host's JSON type. The SDK ships its own dependency-free Json for step
-// authors; inside the host nlohmann::json is used, and only JSON text crosses
-// the plugin boundary.
-#include <nlohmann/json.hpp>
+// JSON in the host. Values are the SDK's ductwork::Json (the type step
+// authors use, so one value type exists in the project: sorted keys, exact
+// 64-bit integers, doubles written to read back as doubles). Text is parsed
+// by Poco::JSON's parser (json.cpp); only JSON text crosses the plugin
+// boundary.
+#include <ductwork/json.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace ductwork {
-using json = nlohmann::json;
+
+// Malformed JSON text; the message is the parser's reason alone
+// ("unexpected byte 'b' in value"), for the caller to put in context. A
+// JsonError, so `catch (const JsonError&)` also catches a value of the
+// wrong type met while reading a document.
+class JsonParseError : public JsonError {
+ public:
+  using JsonError::JsonError;
+};
+
+// One JSON value from `text` (surrounding whitespace allowed). Trailing
+// text, comments, trailing commas, raw control characters in strings,
+// invalid UTF-8 and lone surrogates are refused with a JsonParseError whose
+// message says what was wrong. A repeated key keeps its last value. An
+// integer literal outside INT64_MIN..UINT64_MAX becomes a double (as a step
+// reading it with the SDK would see it); parse_exact_json (json_limits.h)
+// refuses it instead.
+Json parse_json(std::string_view text);
+
+// parse_json, or nullopt when the text is not valid JSON.
+std::optional<Json> try_parse_json(std::string_view text);
+
+// Compact text of `value` even when a string in it is not valid UTF-8 (each
+// invalid byte becomes U+FFFD, NaN and infinity become null); for log
+// lines, which must never fail.
+std::string dump_json_lossy(const Json& value);
 
 // "[" + values + "]": a job's argument list from the JSON text of its
 // values. Built by appending: GCC 12 at -O3 reports a false -Wrestrict for
@@ -22,4 +50,51 @@ inline std::string json_list_text(std::string_view values) {
   out += ']';
   return out;
 }
+
+namespace json_detail {
+// Calls `on_literal(begin, length)` for each integer literal (no fraction,
+// no exponent) in `text` outside INT64_MIN..UINT64_MAX, counting only text
+// outside strings. The text need not be valid JSON.
+template <class F>
+void for_each_inexact_integer(std::string_view text, F&& on_literal);
+bool integer_literal_fits(std::string_view literal);
+}  // namespace json_detail
+
+template <class F>
+void json_detail::for_each_inexact_integer(std::string_view text, F&& on_literal) {
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    std::size_t end = i;
+    bool integer = true;
+    while (end < text.size()) {
+      const char d = text[end];
+      if (d == '.' || d == 'e' || d == 'E' || d == '+' || (d == '-' && end != i)) {
+        integer = false;  // a double, or malformed text the parser reports
+      } else if (d != '-' && (d < '0' || d > '9')) {
+        break;
+      }
+      ++end;
+    }
+    std::string_view literal = text.substr(i, end - i);
+    if (integer && !integer_literal_fits(literal)) on_literal(i, literal.size());
+    i = end - 1;
+  }
+}
+
 }  // namespace ductwork

@@ -6,46 +6,20 @@
 namespace ductwork {
 namespace {
 
-// A validating pass that only looks at numbers; the real parse follows.
-class ExactNumbers : public nlohmann::json_sax<json> {
- public:
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  // Every integer from INT64_MIN to UINT64_MAX is kept exactly (the SDK's
-  // Json holds the ones above INT64_MAX as uint64).
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t& text) override {
-    // An integer literal outside [INT64_MIN, UINT64_MAX] arrives here as a double.
-    if (text.find_first_of(".eE") == string_t::npos) refuse(text);
-    return true;
-  }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return true; }
-  bool key(string_t&) override { return true; }
-  bool end_object() override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  // Malformed text stops this pass; the real parse reports it.
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  [[noreturn]] static void refuse(const std::string& literal) {
-    std::string shown = literal.size() > 40 ? literal.substr(0, 37) + "..." : literal;
-    throw InexactNumber("the integer " + shown +
-                        " does not fit in 64 bits (from -9223372036854775808 to 18446744073709551615) and would not be kept "
-                        "exactly; pass it as a "
-                        "string (\"" + shown + "\")");
-  }
-};
+[[noreturn]] void refuse_inexact(std::string_view literal) {
+  std::string shown(literal.size() > 40 ? literal.substr(0, 37) : literal);
+  if (literal.size() > 40) shown += "...";
+  throw InexactNumber("the integer " + shown +
+                      " does not fit in 64 bits (from -9223372036854775808 to 18446744073709551615) and would not be kept "
+                      "exactly; pass it as a string (\"" + shown + "\")");
+}
 
 }  // namespace
 
-json parse_exact_json(std::string_view text) {
-  ExactNumbers check;
-  json::sax_parse(text, &check);
-  return json::parse(text);
+Json parse_exact_json(std::string_view text) {
+  json_detail::for_each_inexact_integer(
+      text, [&](std::size_t begin, std::size_t length) { refuse_inexact(text.substr(begin, length)); });
+  return parse_json(text);
 }
 
 int json_nesting_depth(std::string_view text, int stop_after) {

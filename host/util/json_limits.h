@@ -41,10 +41,10 @@ class InexactNumber : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// json::parse, but refusing integer literals outside INT64_MIN..UINT64_MAX
+// parse_json, but refusing integer literals outside INT64_MIN..UINT64_MAX
 // (InexactNumber naming the literal). Numbers with a fraction or an
 // exponent are doubles and are kept as such; one outside the double range
-// (1e309) is a json::exception, as for any malformed text.
-json parse_exact_json(std::string_view text);
+// (1e309) is a JsonParseError, as for any malformed text.
+Json parse_exact_json(std::string_view text);
 
 }  // namespace ductwork

@@ -37,9 +37,9 @@ std::string clock_local(Clock::time_point now) {
 // A value of a text line: bare when it is one plain word, JSON otherwise (a
 // quoted string, a list, an object), so a line always splits back into
 // key=value pairs.
-std::string text_value(const json& value) {
+std::string text_value(const Json& value) {
   if (value.is_string()) {
-    const std::string& s = value.get_ref<const std::string&>();
+    const std::string& s = value.as_string();
     bool plain = !s.empty();
     for (unsigned char c : s) {
       if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f) {
@@ -49,7 +49,7 @@ std::string text_value(const json& value) {
     }
     if (plain) return s;
   }
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump_json_lossy(value);
 }
 
 // The message of a text line on one line, whatever it holds.
@@ -110,26 +110,26 @@ void Logger::set_line_hooks(std::function<void()> before, std::function<void()> 
   after_line_ = std::move(after);
 }
 
-void Logger::log(LogLevel level, std::string_view msg, const json& fields) {
+void Logger::log(LogLevel level, std::string_view msg, const Json& fields) {
   if (!enabled(level)) return;
   const auto now = Clock::now();
   const long pid = static_cast<long>(::getpid());
   std::string line;
   if (format_ == Format::kJson) {
-    json record = json::object();
+    Json record = Json::object();
     record["ts"] = iso_utc(now);
     record["level"] = log_level_name(level);
     record["msg"] = msg;
     record["pid"] = pid;
     if (fields.is_object()) {
       // A caller's field never replaces a stable one (parsers rely on them).
-      for (auto it = fields.begin(); it != fields.end(); ++it) {
-        if (!is_stable_field(it.key())) record[it.key()] = it.value();
+      for (const auto& [key, value] : fields.as_object()) {
+        if (!is_stable_field(key)) record[key] = value;
       }
     }
     std::lock_guard<std::mutex> lock(mutex_);
     record["role"] = role_;
-    line = record.dump(-1, ' ', false, json::error_handler_t::replace);
+    line = dump_json_lossy(record);
     line.push_back('\n');
     write_line(line);
     return;
@@ -142,12 +142,12 @@ void Logger::log(LogLevel level, std::string_view msg, const json& fields) {
   std::string tail(1, ' ');
   tail += one_line(msg);
   if (fields.is_object()) {
-    for (auto it = fields.begin(); it != fields.end(); ++it) {
-      if (is_stable_field(it.key())) continue;
+    for (const auto& [key, value] : fields.as_object()) {
+      if (is_stable_field(key)) continue;
       tail += ' ';
-      tail += it.key();
+      tail += key;
       tail += '=';
-      tail += text_value(it.value());
+      tail += text_value(value);
     }
   }
   tail.push_back('\n');

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "util/json.h"
 
@@ -44,11 +46,20 @@ class Logger {
   void set_line_hooks(std::function<void()> before, std::function<void()> after);
 
   bool enabled(LogLevel level) const { return level >= min_level_; }
-  void log(LogLevel level, std::string_view msg, const json& fields = json::object());
-  void debug(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kDebug, msg, fields); }
-  void info(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kInfo, msg, fields); }
-  void warn(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kWarn, msg, fields); }
-  void error(std::string_view msg, const json& fields = json::object()) { log(LogLevel::kError, msg, fields); }
+  void log(LogLevel level, std::string_view msg, const Json& fields = Json::object());
+  // Fields written in place, `{{"signal", "SIGTERM"}, {"child_pid", 42}}`,
+  // are always an object. (Passed as a Json, a braced list of one pair with
+  // a string value would be read as the array ["signal", "SIGTERM"].)
+  using Fields = std::initializer_list<std::pair<const std::string, Json>>;
+  void log(LogLevel level, std::string_view msg, Fields fields) { log(level, msg, Json::object(fields)); }
+  void debug(std::string_view msg, Fields fields) { log(LogLevel::kDebug, msg, fields); }
+  void info(std::string_view msg, Fields fields) { log(LogLevel::kInfo, msg, fields); }
+  void warn(std::string_view msg, Fields fields) { log(LogLevel::kWarn, msg, fields); }
+  void error(std::string_view msg, Fields fields) { log(LogLevel::kError, msg, fields); }
+  void debug(std::string_view msg, const Json& fields = Json::object()) { log(LogLevel::kDebug, msg, fields); }
+  void info(std::string_view msg, const Json& fields = Json::object()) { log(LogLevel::kInfo, msg, fields); }
+  void warn(std::string_view msg, const Json& fields = Json::object()) { log(LogLevel::kWarn, msg, fields); }
+  void error(std::string_view msg, const Json& fields = Json::object()) { log(LogLevel::kError, msg, fields); }
 
   // Serialises access to the output stream for non-log writers (progress line).
   std::mutex& output_mutex() { return mutex_; }

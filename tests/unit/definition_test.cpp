@@ -36,7 +36,7 @@ std::string node_of(const Definition& d, const std::string& klass) {
 }
 
 Definition from_builder(const Pipeline& p) {
-  return Definition::from_json(json::parse(p.dump()), p.name(), "builder " + p.name());
+  return Definition::from_json(parse_json(p.dump()), p.name(), "builder " + p.name());
 }
 
 // A file and the builder give the same text and hash; the JSON round-trips
@@ -50,9 +50,9 @@ void expect_one_result(const std::string& yaml, const Pipeline& p) {
   EXPECT_EQ(from_file.nodes, built.nodes);
   Definition back = Definition::from_json(from_file.to_json(), from_file.pipeline, "snapshot");
   EXPECT_EQ(back.canonical_text(), from_file.canonical_text());
-  json sdk_doc = json::parse(p.dump());
-  EXPECT_EQ(sdk_doc["pipeline"], from_file.pipeline);
-  sdk_doc.erase("pipeline");
+  Json sdk_doc = parse_json(p.dump());
+  EXPECT_EQ(sdk_doc["pipeline"].as_string(), from_file.pipeline);
+  sdk_doc.as_object().erase("pipeline");
   EXPECT_EQ(sdk_doc.dump(), from_file.canonical_text());
 }
 
@@ -64,10 +64,10 @@ TEST(Definition, ChainCompilesToCanonicalJson) {
   EXPECT_EQ(d.nodes[0].rfind("A.", 0), 0u);
   EXPECT_EQ(d.nodes[0].size(), 10u);  // "A." + 8 hex
   EXPECT_NE(d.nodes[0], d.nodes[2]);  // same class twice: distinct nodes
-  json doc = d.to_json();
-  EXPECT_EQ(doc["edges"][d.nodes[0]]["type"], "chain");
-  EXPECT_EQ(doc["edges"][d.nodes[0]]["to"], json::array({d.nodes[1]}));
-  EXPECT_EQ(doc["edges"][d.nodes[2]], json({{"klass", "A"}}));
+  Json doc = d.to_json();
+  EXPECT_EQ(doc["edges"][d.nodes[0]]["type"].as_string(), "chain");
+  EXPECT_EQ(doc["edges"][d.nodes[0]]["to"], Json::array({d.nodes[1]}));
+  EXPECT_EQ(doc["edges"][d.nodes[2]], Json::object({{"klass", "A"}}));
   EXPECT_EQ(d.step_classes(), (std::vector<std::string>{"A", "B"}));
 }
 
@@ -100,49 +100,53 @@ TEST(Definition, JsonFilesUseTheSameGrammar) {
 TEST(Definition, DivideAndCombine) {
   Definition d = compile_definition_text(
       "pipeline: P\nsteps:\n  - start: A\n  - divide: [B, [C, D]]\n  - combine: E\n", "p.yml");
-  json doc = d.to_json()["edges"];
+  Json doc = d.to_json()["edges"];
   std::string a = node_of(d, "A"), b = node_of(d, "B"), c = node_of(d, "C"), dd = node_of(d, "D"),
               e = node_of(d, "E");
   EXPECT_EQ(d.nodes, (std::vector<std::string>{a, b, c, dd, e}));  // targets first, then the branch's chain
-  EXPECT_EQ(doc[a], json({{"klass", "A"}, {"type", "divide"}, {"to", {b, c}}}));
-  EXPECT_EQ(doc[c], json({{"klass", "C"}, {"type", "chain"}, {"to", {dd}}}));
+  EXPECT_EQ(doc[a], Json::object({{"klass", "A"}, {"type", "divide"}, {"to", Json::array({b, c})}}));
+  EXPECT_EQ(doc[c], Json::object({{"klass", "C"}, {"type", "chain"}, {"to", Json::array({dd})}}));
   // Every branch end joins the combine, naming the node that divided.
-  EXPECT_EQ(doc[b], json({{"klass", "B"}, {"type", "combine"}, {"to", {e}}, {"barrier_node", a}}));
-  EXPECT_EQ(doc[dd], json({{"klass", "D"}, {"type", "combine"}, {"to", {e}}, {"barrier_node", a}}));
-  EXPECT_EQ(doc[e], json({{"klass", "E"}}));
+  EXPECT_EQ(doc[b], Json::object({{"klass", "B"}, {"type", "combine"}, {"to", Json::array({e})},
+                                 {"barrier_node", a}}));
+  EXPECT_EQ(doc[dd], Json::object({{"klass", "D"}, {"type", "combine"}, {"to", Json::array({e})},
+                                  {"barrier_node", a}}));
+  EXPECT_EQ(doc[e], Json::object({{"klass", "E"}}));
   EXPECT_EQ(d.edge(b).barrier_nodes, std::vector<std::string>{a});
 }
 
 TEST(Definition, ExpandAndCollapse) {
   Definition d = compile_definition_text(
       "pipeline: P\nsteps:\n  - start: A\n  - expand: B\n  - chain: C\n  - collapse: D\n", "p.yml");
-  json doc = d.to_json()["edges"];
+  Json doc = d.to_json()["edges"];
   std::string a = node_of(d, "A"), b = node_of(d, "B"), c = node_of(d, "C"), dd = node_of(d, "D");
-  EXPECT_EQ(doc[a], json({{"klass", "A"}, {"type", "expand"}, {"to", {b}}}));
-  EXPECT_EQ(doc[b], json({{"klass", "B"}, {"type", "chain"}, {"to", {c}}}));
-  EXPECT_EQ(doc[c], json({{"klass", "C"}, {"type", "collapse"}, {"to", {dd}}, {"barrier_node", a}}));
+  EXPECT_EQ(doc[a], Json::object({{"klass", "A"}, {"type", "expand"}, {"to", Json::array({b})}}));
+  EXPECT_EQ(doc[b], Json::object({{"klass", "B"}, {"type", "chain"}, {"to", Json::array({c})}}));
+  EXPECT_EQ(doc[c], Json::object({{"klass", "C"}, {"type", "collapse"}, {"to", Json::array({dd})},
+                                  {"barrier_node", a}}));
 }
 
 TEST(Definition, DivertAndConverge) {
   Definition d = compile_definition_text(
       "pipeline: P\nsteps:\n  - start: A\n  - divert: {premium: Pr, otherwise: [St, Audit]}\n  - converge: Done\n",
       "p.yml");
-  json doc = d.to_json()["edges"];
+  Json doc = d.to_json()["edges"];
   std::string a = node_of(d, "A"), pr = node_of(d, "Pr"), st = node_of(d, "St"), audit = node_of(d, "Audit"),
               done = node_of(d, "Done");
   EXPECT_EQ(d.nodes, (std::vector<std::string>{a, pr, st, audit, done}));  // routes in file order
-  EXPECT_EQ(doc[a], json({{"klass", "A"}, {"type", "divert"}, {"to", {{"otherwise", st}, {"premium", pr}}}}));
+  EXPECT_EQ(doc[a], Json::object({{"klass", "A"}, {"type", "divert"},
+                                  {"to", Json::object({{"otherwise", st}, {"premium", pr}})}}));
   EXPECT_EQ(d.edge(a).routes, (std::map<std::string, std::string>{{"otherwise", st}, {"premium", pr}}));
   EXPECT_EQ(d.edge(a).to, (std::vector<std::string>{st, pr}));  // in key order
-  EXPECT_EQ(doc[pr], json({{"klass", "Pr"}, {"type", "converge"}, {"to", {done}}}));
-  EXPECT_EQ(doc[st], json({{"klass", "St"}, {"type", "chain"}, {"to", {audit}}}));
-  EXPECT_EQ(doc[audit], json({{"klass", "Audit"}, {"type", "converge"}, {"to", {done}}}));
+  EXPECT_EQ(doc[pr], Json::object({{"klass", "Pr"}, {"type", "converge"}, {"to", Json::array({done})}}));
+  EXPECT_EQ(doc[st], Json::object({{"klass", "St"}, {"type", "chain"}, {"to", Json::array({audit})}}));
+  EXPECT_EQ(doc[audit], Json::object({{"klass", "Audit"}, {"type", "converge"}, {"to", Json::array({done})}}));
 }
 
 TEST(Definition, OnHaltIsMetadataAndAStepClass) {
   Definition d = compile_definition_text("pipeline: P\non_halt: Notify\nsteps:\n  - start: A\n", "p.yml");
   EXPECT_EQ(d.on_halt, "Notify");
-  EXPECT_EQ(d.to_json()["metadata"], json({{"on_halt", {{"klass", "Notify"}}}}));
+  EXPECT_EQ(d.to_json()["metadata"], Json::object({{"on_halt", Json::object({{"klass", "Notify"}})}}));
   EXPECT_EQ(d.step_classes(), (std::vector<std::string>{"A", "Notify"}));
 }
 
@@ -437,14 +441,14 @@ TEST(DefinitionRules, OnHaltNamesOneStep) {
 // --- canonical JSON rules (plugin-exported definitions) --------------------
 
 // A valid canonical document (from the builder) to break one rule at a time.
-json sample() {
+Json sample() {
   Pipeline p("S");
   p.start("A").expand("B").divide({"C", "D"}).combine("E").collapse("F")
       .divert({{"k", "G"}, {"otherwise", "H"}}).converge("I").on_halt("Z");
-  return json::parse(p.dump());
+  return parse_json(p.dump());
 }
 
-std::string json_error_of(const json& doc, bool strict = true) {
+std::string json_error_of(const Json& doc, bool strict = true) {
   try {
     Definition::from_json(doc, "S", "plugin x (/p/x.so)", strict);
   } catch (const DefinitionError& e) {
@@ -454,29 +458,29 @@ std::string json_error_of(const json& doc, bool strict = true) {
 }
 
 // The node of class `klass` in a canonical document.
-std::string named(const json& doc, const std::string& klass) {
-  for (const auto& [node, edge] : doc["edges"].items()) {
-    if (edge["klass"] == klass) return node;
+std::string named(const Json& doc, const std::string& klass) {
+  for (const auto& [node, edge] : doc["edges"].as_object()) {
+    if (edge["klass"].as_string() == klass) return node;
   }
   ADD_FAILURE() << klass;
   return "";
 }
 
 TEST(DefinitionJson, SampleIsValidAndRoundTrips) {
-  json doc = sample();
+  Json doc = sample();
   Definition d = Definition::from_json(doc, "S", "plugin x");
-  doc.erase("pipeline");
+  doc.as_object().erase("pipeline");
   EXPECT_EQ(d.to_json(), doc);
   EXPECT_EQ(d.on_halt, "Z");
 }
 
 TEST(DefinitionJson, EdgeTypesAndTargets) {
   const std::string prefix = "plugin x (/p/x.so): pipeline S: ";
-  json doc = sample();
+  Json doc = sample();
   std::string a = named(doc, "A"), b = named(doc, "B"), c = named(doc, "C"), e = named(doc, "E"),
               f = named(doc, "F"), i = named(doc, "I");
 
-  json d = doc;
+  Json d = doc;
   d["edges"][a]["type"] = "jump";
   EXPECT_EQ(json_error_of(d), prefix + "node " + a +
                                   ": unknown edge type 'jump' (expected chain, divide, combine, expand, collapse, "
@@ -484,24 +488,24 @@ TEST(DefinitionJson, EdgeTypesAndTargets) {
   EXPECT_EQ(json_error_of(d, /*strict=*/false), "(no error)");  // snapshots: routing halts it instead
 
   d = doc;
-  d["edges"][a]["to"] = json::array({"Nope.00000000"});
+  d["edges"][a]["to"] = Json::array({"Nope.00000000"});
   EXPECT_EQ(json_error_of(d), prefix + "node " + a + ": targets Nope.00000000, which is not in \"nodes\"");
 
   d = doc;
-  d["edges"][i] = {{"klass", "I"}, {"type", "chain"}, {"to", {a}}};
+  d["edges"][i] = Json::object({{"klass", "I"}, {"type", "chain"}, {"to", Json::array({a})}});
   EXPECT_EQ(json_error_of(d),
             prefix + "node " + i + ": targets the start node " + a + " (nothing may lead back to nodes[0])");
 
   d = doc;
-  d["edges"][e]["to"] = json::array({f, i});
+  d["edges"][e]["to"] = Json::array({f, i});
   EXPECT_EQ(json_error_of(d), prefix + "node " + e + ": a 'collapse' edge has exactly one target");
 
   d = doc;
-  d["edges"][b]["to"] = json::array();
+  d["edges"][b]["to"] = Json::array();
   EXPECT_EQ(json_error_of(d), prefix + "edge of " + b + " must list its targets in \"to\"");
 
   d = doc;
-  d["edges"][i]["to"] = json::array({f});
+  d["edges"][i]["to"] = Json::array({f});
   EXPECT_EQ(json_error_of(d), prefix + "node " + i + ": \"to\" without a \"type\"");
 
   d = doc;
@@ -513,7 +517,7 @@ TEST(DefinitionJson, EdgeTypesAndTargets) {
   EXPECT_EQ(json_error_of(d), prefix + "node Extra.00000000 has no entry in \"edges\"");
 
   d = doc;
-  d["edges"]["Extra.00000000"] = {{"klass", "Extra"}};
+  d["edges"]["Extra.00000000"] = Json::object({{"klass", "Extra"}});
   EXPECT_EQ(json_error_of(d), prefix + "\"edges\" has an entry for Extra.00000000, which is not in \"nodes\"");
 
   d = doc;
@@ -522,30 +526,30 @@ TEST(DefinitionJson, EdgeTypesAndTargets) {
             prefix + "node " + c + ": step name 'Bad Name' may only contain letters, digits, '_', ':' and '-'");
 
   d = doc;
-  d["nodes"] = json::array();
+  d["nodes"] = Json::array();
   EXPECT_EQ(json_error_of(d), prefix + "\"nodes\" must be a non-empty list (nodes[0] is the start)");
 }
 
 TEST(DefinitionJson, DivertIsAMapWithOtherwise) {
   const std::string prefix = "plugin x (/p/x.so): pipeline S: ";
-  json doc = sample();
+  Json doc = sample();
   std::string f = named(doc, "F"), g = named(doc, "G"), h = named(doc, "H");
-  json d = doc;
-  d["edges"][f]["to"] = json::array({g, h});
+  Json d = doc;
+  d["edges"][f]["to"] = Json::array({g, h});
   EXPECT_EQ(json_error_of(d),
             prefix + "node " + f + ": a 'divert' edge's \"to\" must be an object of routing key -> node");
   d = doc;
-  d["edges"][f]["to"] = {{"k", g}, {"other", h}};
+  d["edges"][f]["to"] = Json::object({{"k", g}, {"other", h}});
   EXPECT_EQ(json_error_of(d), prefix + "node " + f + ": 'divert' needs an 'otherwise' target");
 }
 
 TEST(DefinitionJson, FanInsNameTheirFanOutNodes) {
   const std::string prefix = "plugin x (/p/x.so): pipeline S: ";
-  json doc = sample();
+  Json doc = sample();
   std::string a = named(doc, "A"), b = named(doc, "B"), c = named(doc, "C"), e = named(doc, "E");
 
-  json d = doc;
-  d["edges"][e].erase("barrier_node");  // E collapses A's expand (to F)
+  Json d = doc;
+  d["edges"][e].as_object().erase("barrier_node");  // E collapses A's expand (to F)
   EXPECT_EQ(json_error_of(d),
             prefix + "node " + e + ": a 'collapse' edge names the node(s) of its 'expand' in \"barrier_node\"");
   d = doc;
@@ -557,7 +561,7 @@ TEST(DefinitionJson, FanInsNameTheirFanOutNodes) {
   EXPECT_EQ(json_error_of(d), prefix + "node " + c + ": barrier_node " + a +
                                   " does not carry a 'divide' edge (a 'combine' closes a 'divide')");
   d = doc;
-  d["edges"][c]["barrier_node"] = json::array({b, "Nope.00000000"});
+  d["edges"][c]["barrier_node"] = Json::array({b, "Nope.00000000"});
   EXPECT_EQ(json_error_of(d), prefix + "node " + c + ": barrier_node Nope.00000000 is not in \"nodes\"");
   d = doc;
   d["edges"][a]["barrier_node"] = b;
@@ -569,10 +573,10 @@ TEST(DefinitionJson, FanInsNameTheirFanOutNodes) {
 
 TEST(DefinitionJson, OnHaltIsWellFormed) {
   const std::string prefix = "plugin x (/p/x.so): pipeline S: ";
-  json d = sample();
+  Json d = sample();
   d["metadata"]["on_halt"] = "Z";
   EXPECT_EQ(json_error_of(d), prefix + "metadata.on_halt must be {\"klass\": \"StepName\"}");
-  d["metadata"]["on_halt"] = {{"klass", "a b"}};
+  d["metadata"]["on_halt"] = Json::object({{"klass", "a b"}});
   EXPECT_EQ(json_error_of(d),
             prefix + "metadata.on_halt: step name 'a b' may only contain letters, digits, '_', ':' and '-'");
   d["metadata"] = 3;

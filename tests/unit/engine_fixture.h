@@ -34,19 +34,19 @@ class EngineFixture : public ::testing::Test, public StoreFixture {
   }
 
   // Triggers pipeline P (`steps_yaml` holds everything after its name) and drains.
-  TriggeredPipeline run(const std::string& steps_yaml, const json& args) {
+  TriggeredPipeline run(const std::string& steps_yaml, const Json& args) {
     auto t = trigger(compile("pipeline: P\n" + steps_yaml), args);
     drain();
     return t;
   }
 
-  json report(const TriggeredPipeline& t) { return *pipeline_report(*store, t.pipeline_id); }
+  Json report(const TriggeredPipeline& t) { return *pipeline_report(*store, t.pipeline_id); }
 
   // Steps of run `run_index` with class `klass`, in start order.
-  static std::vector<json> steps_of(const json& doc, const std::string& klass, size_t run_index = 0) {
-    std::vector<json> out;
-    for (const auto& s : doc["runs"][run_index]["steps"])
-      if (s["klass"] == klass) out.push_back(s);
+  static std::vector<Json> steps_of(const Json& doc, const std::string& klass, size_t run_index = 0) {
+    std::vector<Json> out;
+    for (const Json& s : doc["runs"][run_index]["steps"].as_array())
+      if (s["klass"].as_string() == klass) out.push_back(s);
     return out;
   }
 

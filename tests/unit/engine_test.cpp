@@ -18,88 +18,88 @@ class EngineTest : public test::EngineFixture {};
 TEST_F(EngineTest, TenStepChainCompletesWithEveryOutput) {
   std::string yaml = "pipeline: P\nsteps:\n  - start: Inc\n";
   for (int i = 0; i < 9; ++i) yaml += "  - chain: Inc\n";
-  auto t = trigger(compile(yaml), json::array({0}));
+  auto t = trigger(compile(yaml), Json::array({0}));
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "completed");
-  const json& run = doc["runs"][0];
-  EXPECT_EQ(run["status"], "completed");
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
+  const Json& run = doc["runs"][0];
+  EXPECT_EQ(run["status"].as_string(), "completed");
   EXPECT_TRUE(run["completed_at"].is_string());
   ASSERT_EQ(run["steps"].size(), 10u);
   for (int i = 0; i < 10; ++i) {
-    const json& step = run["steps"][i];
-    EXPECT_EQ(step["input"], json::array({i})) << i;
-    EXPECT_EQ(step["output"], i + 1) << i;
-    EXPECT_EQ(step["status"], "completed");
-    EXPECT_EQ(step["to_transition"], i == 0 ? "start" : "default");
+    const Json& step = run["steps"][i];
+    EXPECT_EQ(step["input"], Json::array({i})) << i;
+    EXPECT_EQ(step["output"].as_int(), i + 1) << i;
+    EXPECT_EQ(step["status"].as_string(), "completed");
+    EXPECT_EQ(step["to_transition"].as_string(), i == 0 ? "start" : "default");
     EXPECT_EQ(step["executions"].size(), 1u);
   }
-  EXPECT_EQ(run["branches"][0]["status"], "completed");
+  EXPECT_EQ(run["branches"][0]["status"].as_string(), "completed");
   EXPECT_EQ(stats.steps_succeeded.load(), 10u);
 }
 
 TEST_F(EngineTest, AnExceptionBecomesTheErrorAndExhaustsRetries) {
   configure("job_worker: {retry_delay: 0, max_retry: 2}");
-  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Fail\n  - chain: Inc\n"), json::array({1}));
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Fail\n  - chain: Inc\n"), Json::array({1}));
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
-  const json& run = doc["runs"][0];
-  EXPECT_EQ(run["status"], "halted");
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
+  const Json& run = doc["runs"][0];
+  EXPECT_EQ(run["status"].as_string(), "halted");
   EXPECT_TRUE(run["halted_at"].is_string());
-  EXPECT_EQ(run["branches"][0]["halt_reason"], "job_retries_exhausted");
+  EXPECT_EQ(run["branches"][0]["halt_reason"].as_string(), "job_retries_exhausted");
   ASSERT_EQ(run["steps"].size(), 1u);
-  EXPECT_EQ(run["steps"][0]["status"], "failed");
-  const json& executions = run["steps"][0]["executions"];
+  EXPECT_EQ(run["steps"][0]["status"].as_string(), "failed");
+  const Json& executions = run["steps"][0]["executions"];
   ASSERT_EQ(executions.size(), 3u);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(executions[i]["retry_count"], i);
-    EXPECT_EQ(executions[i]["result_type"], "failure");
-    EXPECT_NE(executions[i]["error_klass"].get<std::string>().find("IntentionalFailure"), std::string::npos)
-        << executions[i];
-    EXPECT_FALSE(executions[i]["error_message"].get<std::string>().empty());
+    EXPECT_EQ(executions[i]["retry_count"].as_int(), i);
+    EXPECT_EQ(executions[i]["result_type"].as_string(), "failure");
+    EXPECT_NE(executions[i]["error_klass"].as_string().find("IntentionalFailure"), std::string::npos)
+        << executions[i].dump();
+    EXPECT_FALSE(executions[i]["error_message"].as_string().empty());
   }
 }
 
 TEST_F(EngineTest, PerStepRetryBudgetOverridesThePipelineDefault) {
   configure("job_worker: {retry_delay: 0, max_retry: {default: 5, P: {Fail: 0}}}");
-  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Fail\n"), json::array({1}));
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Fail\n"), Json::array({1}));
   drain();
   EXPECT_EQ(report(t)["runs"][0]["steps"][0]["executions"].size(), 1u);
 }
 
 TEST_F(EngineTest, FailTimesSucceedsOnceRetriesCatchUp) {
   auto t = trigger(compile("pipeline: P\nsteps:\n  - start: FailTimes\n  - chain: Double\n"),
-                   json::array({json{{"times", 2}, {"value", 21}}}));
+                   Json::array({Json::object({{"times", 2}, {"value", 21}})}));
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "completed");
-  EXPECT_EQ(doc["runs"][0]["steps"][0]["output"], 21);
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["output"].as_int(), 21);
   EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 3u);
-  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 42);
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"].as_int(), 42);
 }
 
 TEST_F(EngineTest, AMissingStepClassHaltsTheRunInsteadOfCrashing) {
   configure("job_worker: {retry_delay: 0, max_retry: 0}");
-  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Ghost\n"), json::array());
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Ghost\n"), Json::array());
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
-  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"][0]["error_klass"], "ductwork::UnknownStep");
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"][0]["error_klass"].as_string(), "ductwork::UnknownStep");
 }
 
 TEST_F(EngineTest, AnEdgeTheAdvancerCannotTakeHaltsTransitionInvalid) {
   Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
   def.edges[def.nodes[0]].type = "teleport";  // not an edge type routing knows
-  auto t = trigger(def, json::array({1}));
+  auto t = trigger(def, Json::array({1}));
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
-  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "transition_invalid");
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"].as_string(), "transition_invalid");
 }
 
 TEST_F(EngineTest, CommitsWakeTheLoopThatCanTakeTheNextStep) {
-  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), Json::array({1}));
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
   Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id);
   uint64_t advancers_before = wakeups.advancers().generation();
@@ -112,16 +112,16 @@ TEST_F(EngineTest, CommitsWakeTheLoopThatCanTakeTheNextStep) {
 
 TEST_F(EngineTest, ContextStepsShareValuesWithinARun) {
   auto t = trigger(compile("pipeline: P\nsteps:\n  - start: ContextSet\n  - chain: ContextGet\n"),
-                   json::array({json{{"key", "k"}, {"value", json{{"deep", true}}}}}));
+                   Json::array({Json::object({{"key", "k"}, {"value", Json::object({{"deep", true}})}})}));
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "completed");
-  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], json({{"deep", true}}));
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], Json::object({{"deep", true}}));
 }
 
 TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) {
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_crash: 2}");
-  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), Json::array({1}));
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
   ASSERT_TRUE(worker.run_once());
   CrashPlanner policy = [](const ClaimedJob& job) {
@@ -141,9 +141,9 @@ TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) 
   }
   Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id);
   ASSERT_EQ(advancer.run_once(), BranchClaimResult::kClaimed);
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
-  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "advancer_crashes_exhausted");
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"].as_string(), "advancer_crashes_exhausted");
   EXPECT_EQ(doc["runs"][0]["steps"].size(), 1u) << "the next step was never created";
 }
 
@@ -155,7 +155,7 @@ TEST_F(EngineTest, ThreadedRuntimeCompletesManyChains) {
       "pipeline_advancer: {count: 3, polling_timeout: 0.05}\nsupervisor: {polling_timeout: 0.1}");
   Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n  - chain: Inc\n  - chain: Double\n");
   std::vector<TriggeredPipeline> runs;
-  for (int i = 0; i < 40; ++i) runs.push_back(trigger(def, json::array({i})));
+  for (int i = 0; i < 40; ++i) runs.push_back(trigger(def, Json::array({i})));
   HostRuntime runtime(config, *factory, registry, logger, {"P"});
   runtime.start();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -164,11 +164,11 @@ TEST_F(EngineTest, ThreadedRuntimeCompletesManyChains) {
   }
   runtime.stop();
   for (int i = 0; i < 40; ++i) {
-    json doc = report(runs[i]);
-    ASSERT_EQ(doc["status"], "completed") << i;
+    Json doc = report(runs[i]);
+    ASSERT_EQ(doc["status"].as_string(), "completed") << i;
     ASSERT_EQ(doc["runs"][0]["steps"].size(), 4u);
-    EXPECT_EQ(doc["runs"][0]["steps"][3]["output"], (i + 3) * 2);
-    for (const auto& step : doc["runs"][0]["steps"]) EXPECT_EQ(step["executions"].size(), 1u);
+    EXPECT_EQ(doc["runs"][0]["steps"][3]["output"].as_int(), (i + 3) * 2);
+    for (const Json& step : doc["runs"][0]["steps"].as_array()) EXPECT_EQ(step["executions"].size(), 1u);
   }
   EXPECT_FALSE(store->heartbeat(runtime.process_id())) << "a clean stop removes the process row";
 }

@@ -15,44 +15,44 @@ namespace {
 class FanoutTest : public test::EngineFixture {};
 
 TEST_F(FanoutTest, ExpandRunsOneChildPerItemAndCollapseGetsTheirOutputsInItemOrder) {
-  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({6}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", Json::array({6}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   auto doubles = steps_of(doc, "Double");
   ASSERT_EQ(doubles.size(), 6u);
-  for (const auto& d : doubles) EXPECT_EQ(d["to_transition"], "expand");
+  for (const auto& d : doubles) EXPECT_EQ(d["to_transition"].as_string(), "expand");
   auto sums = steps_of(doc, "Sum");
-  ASSERT_EQ(sums.size(), 1u) << doc.dump(1);
-  EXPECT_EQ(sums[0]["to_transition"], "collapse");
-  EXPECT_EQ(sums[0]["input"], json::array({json::array({0, 2, 4, 6, 8, 10})}));
-  EXPECT_EQ(sums[0]["output"], 30);
+  ASSERT_EQ(sums.size(), 1u) << doc.dump();
+  EXPECT_EQ(sums[0]["to_transition"].as_string(), "collapse");
+  EXPECT_EQ(sums[0]["input"], Json::array({Json::array({0, 2, 4, 6, 8, 10})}));
+  EXPECT_EQ(sums[0]["output"].as_int(), 30);
   // Start branch, six children, one fan-in branch; all completed; children
   // numbered by item, the fan-in branch linked from every child.
-  const json& branches = doc["runs"][0]["branches"];
+  const Json& branches = doc["runs"][0]["branches"];
   ASSERT_EQ(branches.size(), 8u);
-  for (const auto& b : branches) EXPECT_EQ(b["status"], "completed");
+  for (const Json& b : branches.as_array()) EXPECT_EQ(b["status"].as_string(), "completed");
   EXPECT_EQ(branches[7]["parent_ids"].size(), 6u);
   std::set<int64_t> positions;
-  for (int i = 1; i <= 6; ++i) positions.insert(branches[i]["fanout_index"].get<int64_t>());
+  for (int i = 1; i <= 6; ++i) positions.insert(branches[i]["fanout_index"].as_int());
   EXPECT_EQ(positions, (std::set<int64_t>{0, 1, 2, 3, 4, 5}));
 }
 
 TEST_F(FanoutTest, AnEmptyExpandFiresItsCollapseWithAnEmptyList) {
   auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n  - chain: Inc\n",
-               json::array({0}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+               Json::array({0}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   EXPECT_TRUE(steps_of(doc, "Double").empty());
   auto sums = steps_of(doc, "Sum");
-  ASSERT_EQ(sums.size(), 1u) << doc.dump(1);
-  EXPECT_EQ(sums[0]["input"], json::array({json::array()}));
-  EXPECT_EQ(steps_of(doc, "Inc")[0]["output"], 1) << "the rest of the pipeline runs";
+  ASSERT_EQ(sums.size(), 1u) << doc.dump();
+  EXPECT_EQ(sums[0]["input"], Json::array({Json::array()}));
+  EXPECT_EQ(steps_of(doc, "Inc")[0]["output"].as_int(), 1) << "the rest of the pipeline runs";
 }
 
 TEST_F(FanoutTest, AnEmptyExpandWithoutACollapseCompletesTheBranch) {
-  auto t = run("steps:\n  - start: Range\n  - expand: Double\n", json::array({0}));
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "completed");
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n", Json::array({0}));
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
   EXPECT_EQ(doc["runs"][0]["steps"].size(), 1u);
 }
 
@@ -62,21 +62,21 @@ TEST_F(FanoutTest, AnEmptyInnerExpandStillReachesTheOuterCollapse) {
   auto t = run(
       "steps:\n  - start: Range\n  - expand: Range\n  - expand: Double\n  - collapse: Sum\n"
       "  - collapse: Sum\n",
-      json::array({3}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+      Json::array({3}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   auto sums = steps_of(doc, "Sum");
-  ASSERT_EQ(sums.size(), 4u) << doc.dump(1);
-  EXPECT_EQ(sums.back()["input"], json::array({json::array({0, 0, 2})}));
-  EXPECT_EQ(sums.back()["output"], 2);
+  ASSERT_EQ(sums.size(), 4u) << doc.dump();
+  EXPECT_EQ(sums.back()["input"], Json::array({Json::array({0, 0, 2})}));
+  EXPECT_EQ(sums.back()["output"].as_int(), 2);
 }
 
 TEST_F(FanoutTest, ExpandOfANonListRetriesThenHaltsAdvancerRetriesExhausted) {
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_retry: 2}");
-  auto t = run("steps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n", json::array({5}));
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
-  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "advancer_retries_exhausted");
+  auto t = run("steps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n", Json::array({5}));
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"].as_string(), "advancer_retries_exhausted");
   EXPECT_EQ(count("SELECT COUNT(*) FROM advancements a JOIN transitions t ON t.id = a.transition_id "
                   "JOIN branches b ON b.id = t.branch_id WHERE b.run_id = ? AND a.error_klass IS NOT NULL",
                   t.run_id),
@@ -86,61 +86,61 @@ TEST_F(FanoutTest, ExpandOfANonListRetriesThenHaltsAdvancerRetriesExhausted) {
 TEST_F(FanoutTest, DivideBranchesOfDifferentLengthsCombineInTargetOrder) {
   auto t = run(
       "steps:\n  - start: Echo\n  - divide: [[Inc, Inc, Inc], Double, [Echo, Inc]]\n  - combine: Sum\n",
-      json::array({10}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+      Json::array({10}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   auto sums = steps_of(doc, "Sum");
-  ASSERT_EQ(sums.size(), 1u) << doc.dump(1);
-  EXPECT_EQ(sums[0]["to_transition"], "combine");
-  EXPECT_EQ(sums[0]["input"], json::array({json::array({13, 20, 11})}));
-  EXPECT_EQ(sums[0]["output"], 44);
+  ASSERT_EQ(sums.size(), 1u) << doc.dump();
+  EXPECT_EQ(sums[0]["to_transition"].as_string(), "combine");
+  EXPECT_EQ(sums[0]["input"], Json::array({Json::array({13, 20, 11})}));
+  EXPECT_EQ(sums[0]["output"].as_int(), 44);
   EXPECT_EQ(steps_of(doc, "Inc").size(), 4u);
 }
 
 TEST_F(FanoutTest, DivertRoutesOnTheOutputAndFallsBackToOtherwise) {
   std::string steps =
       "steps:\n  - start: Route\n  - divert: {a: Double, otherwise: [Echo, Echo]}\n  - converge: ContextGet\n";
-  auto a = run(steps, json::array({"a"}));
-  auto other = run(steps, json::array({"zzz"}));
-  json doc_a = report(a), doc_o = report(other);
-  ASSERT_EQ(doc_a["status"], "halted");  // Double("a") fails: ArgumentError
+  auto a = run(steps, Json::array({"a"}));
+  auto other = run(steps, Json::array({"zzz"}));
+  Json doc_a = report(a), doc_o = report(other);
+  ASSERT_EQ(doc_a["status"].as_string(), "halted");  // Double("a") fails: ArgumentError
   EXPECT_EQ(steps_of(doc_a, "Double").size(), 1u);
-  EXPECT_EQ(steps_of(doc_a, "Double")[0]["to_transition"], "divert");
-  ASSERT_EQ(doc_o["status"], "completed") << doc_o.dump(1);
+  EXPECT_EQ(steps_of(doc_a, "Double")[0]["to_transition"].as_string(), "divert");
+  ASSERT_EQ(doc_o["status"].as_string(), "completed") << doc_o.dump();
   auto echoes = steps_of(doc_o, "Echo");
   ASSERT_EQ(echoes.size(), 2u);
-  EXPECT_EQ(echoes[0]["to_transition"], "divert");
-  EXPECT_EQ(echoes[1]["to_transition"], "default");
+  EXPECT_EQ(echoes[0]["to_transition"].as_string(), "divert");
+  EXPECT_EQ(echoes[1]["to_transition"].as_string(), "default");
   auto conv = steps_of(doc_o, "ContextGet");
   ASSERT_EQ(conv.size(), 1u);
-  EXPECT_EQ(conv[0]["to_transition"], "converge");
-  EXPECT_EQ(conv[0]["input"], json::array({"zzz"}));
+  EXPECT_EQ(conv[0]["to_transition"].as_string(), "converge");
+  EXPECT_EQ(conv[0]["input"], Json::array({"zzz"}));
   EXPECT_EQ(doc_o["runs"][0]["branches"].size(), 1u) << "divert stays on its branch";
 }
 
 TEST_F(FanoutTest, DivertWithNoMatchAndNoOtherwiseHaltsConditionUnmatched) {
   Definition def = compile("pipeline: P\nsteps:\n  - start: Route\n  - divert: {a: Echo, otherwise: Echo}\n");
   def.edges[def.nodes[0]].routes.erase("otherwise");  // a snapshot that skipped validation
-  auto t = trigger(def, json::array({"b"}));
+  auto t = trigger(def, Json::array({"b"}));
   drain();
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
-  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "condition_unmatched");
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"].as_string(), "condition_unmatched");
 }
 
 TEST_F(FanoutTest, MaxDepthHaltsAFanOutThatIsTooWide) {
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: {default: 3, P: {Echo: 1}}}}");
-  auto wide = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({4}));
-  auto ok = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({3}));
-  auto divide = run("steps:\n  - start: Echo\n  - divide: [Inc, Double]\n  - combine: Sum\n", json::array({1}));
-  json w = report(wide);
-  EXPECT_EQ(w["status"], "halted");
-  EXPECT_EQ(w["runs"][0]["branches"][0]["halt_reason"], "max_fanout_exceeded");
+  auto wide = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", Json::array({4}));
+  auto ok = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", Json::array({3}));
+  auto divide = run("steps:\n  - start: Echo\n  - divide: [Inc, Double]\n  - combine: Sum\n", Json::array({1}));
+  Json w = report(wide);
+  EXPECT_EQ(w["status"].as_string(), "halted");
+  EXPECT_EQ(w["runs"][0]["branches"][0]["halt_reason"].as_string(), "max_fanout_exceeded");
   EXPECT_TRUE(steps_of(w, "Double").empty()) << "nothing fanned out";
-  EXPECT_EQ(report(ok)["status"], "completed");
-  json d = report(divide);
-  EXPECT_EQ(d["status"], "halted");
-  EXPECT_EQ(d["runs"][0]["branches"][0]["halt_reason"], "max_fanout_exceeded");
+  EXPECT_EQ(report(ok)["status"].as_string(), "completed");
+  Json d = report(divide);
+  EXPECT_EQ(d["status"].as_string(), "halted");
+  EXPECT_EQ(d["runs"][0]["branches"][0]["halt_reason"].as_string(), "max_fanout_exceeded");
 }
 
 TEST_F(FanoutTest, NestedExpandCollapseGroupsPerOuterItem) {
@@ -148,40 +148,40 @@ TEST_F(FanoutTest, NestedExpandCollapseGroupsPerOuterItem) {
   auto t = run(
       "steps:\n  - start: Range\n  - expand: Inc\n  - chain: Range\n  - expand: Double\n  - collapse: Sum\n"
       "  - collapse: Sum\n",
-      json::array({3}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+      Json::array({3}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   // Inner: n+1 = 1,2,3 -> Range -> [0],[0,1],[0,1,2] -> doubled sums 0, 2, 6.
   auto sums = steps_of(doc, "Sum");
   ASSERT_EQ(sums.size(), 4u);
-  EXPECT_EQ(sums.back()["input"], json::array({json::array({0, 2, 6})}));
-  EXPECT_EQ(sums.back()["output"], 8);
+  EXPECT_EQ(sums.back()["input"], Json::array({Json::array({0, 2, 6})}));
+  EXPECT_EQ(sums.back()["output"].as_int(), 8);
 }
 
 TEST_F(FanoutTest, ExpandThenDivideThenCombineThenCollapse) {
   auto t = run(
       "steps:\n  - start: Range\n  - expand: Echo\n  - divide: [Inc, Double]\n  - combine: Sum\n"
       "  - collapse: Sum\n",
-      json::array({3}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+      Json::array({3}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   // item i -> (i+1) + 2i = 3i + 1 -> 1, 4, 7.
   auto sums = steps_of(doc, "Sum");
   ASSERT_EQ(sums.size(), 4u);
-  EXPECT_EQ(sums.back()["input"], json::array({json::array({1, 4, 7})}));
-  EXPECT_EQ(sums.back()["output"], 12);
+  EXPECT_EQ(sums.back()["input"], Json::array({Json::array({1, 4, 7})}));
+  EXPECT_EQ(sums.back()["output"].as_int(), 12);
 }
 
 TEST_F(FanoutTest, DivertInsideAnExpand) {
   auto t = run(
       "steps:\n  - start: Range\n  - expand: Route\n  - divert: {\"0\": Echo, otherwise: [Echo, Echo]}\n"
       "  - converge: Echo\n  - collapse: Echo\n",
-      json::array({3}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+      Json::array({3}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   auto last = steps_of(doc, "Echo").back();
-  EXPECT_EQ(last["to_transition"], "collapse");
-  EXPECT_EQ(last["input"], json::array({json::array({"0", "1", "2"})}));
+  EXPECT_EQ(last["to_transition"].as_string(), "collapse");
+  EXPECT_EQ(last["input"], Json::array({Json::array({"0", "1", "2"})}));
   // Item "0" ran one Echo before converging, the others two: 1 + 2 + 2,
   // plus three converge Echos and the collapse Echo.
   EXPECT_EQ(steps_of(doc, "Echo").size(), 9u);
@@ -190,40 +190,40 @@ TEST_F(FanoutTest, DivertInsideAnExpand) {
 TEST_F(FanoutTest, AFailingBranchOfADivideHaltsTheRunWhileTheOthersFinish) {
   configure("job_worker: {retry_delay: 0, max_retry: 1}");
   auto t = run("steps:\n  - start: Echo\n  - divide: [Fail, [Inc, Inc], Double]\n  - combine: Sum\n",
-               json::array({1}));
-  json doc = report(t);
-  EXPECT_EQ(doc["status"], "halted");
+               Json::array({1}));
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "halted");
   std::map<std::string, int> statuses;
   std::string reason;
-  for (const auto& b : doc["runs"][0]["branches"]) {
-    statuses[b["status"]]++;
-    if (b["status"] == "halted") reason = b["halt_reason"];
+  for (const Json& b : doc["runs"][0]["branches"].as_array()) {
+    statuses[b["status"].as_string()]++;
+    if (b["status"].as_string() == "halted") reason = b["halt_reason"].as_string();
   }
   EXPECT_EQ(reason, "job_retries_exhausted");
   EXPECT_EQ(statuses["halted"], 1);
   EXPECT_EQ(statuses["completed"], 3);  // the start branch and the two siblings
   EXPECT_EQ(steps_of(doc, "Inc").size(), 2u);
-  EXPECT_EQ(steps_of(doc, "Double")[0]["status"], "completed");
+  EXPECT_EQ(steps_of(doc, "Double")[0]["status"].as_string(), "completed");
   EXPECT_TRUE(steps_of(doc, "Sum").empty()) << "combine never fires without every sibling";
 }
 
 TEST_F(FanoutTest, OnHaltRunsOnceWithTheHaltReasons) {
   configure("job_worker: {retry_delay: 0, max_retry: 0}");
   auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n  - divide: [Fail, Fail, Inc]\n  - combine: Sum\n",
-               json::array({1}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "halted");
+               Json::array({1}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "halted");
   auto recorded = store->context_get(t.run_id, "halt_reasons");
   ASSERT_TRUE(recorded.has_value()) << "on_halt did not run";
-  EXPECT_EQ(json::parse(*recorded), json::array({"job_retries_exhausted"}));
+  EXPECT_EQ(parse_json(*recorded), Json::array({"job_retries_exhausted"}));
   EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE id = ? AND on_halt_dispatched_at IS NOT NULL", t.run_id), 1);
   // A second dispatch attempt finds it taken.
   EXPECT_FALSE(store->take_on_halt(t.run_id).has_value());
 }
 
 TEST_F(FanoutTest, OnHaltDoesNotRunForACompletedRun) {
-  auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n", json::array({1}));
-  EXPECT_EQ(report(t)["status"], "completed");
+  auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n", Json::array({1}));
+  EXPECT_EQ(report(t)["status"].as_string(), "completed");
   EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value());
 }
 
@@ -233,7 +233,7 @@ struct RaceOutcome {
   int64_t fan_in_targets = 0;
   int64_t advancing_branches = 0;
   int64_t duplicated_steps = 0;
-  json target_input;
+  Json target_input;
 };
 
 class FanoutRaceTest : public FanoutTest {
@@ -241,7 +241,7 @@ class FanoutRaceTest : public FanoutTest {
   // Runs `definition` with 2 worker threads and 8 advancer threads: four
   // pairs of advancers each share one connection (contending in-process),
   // and the pairs contend with each other through the database's locks.
-  RaceOutcome race(const Definition& def, const json& args, const std::string& fan_in_klass) {
+  RaceOutcome race(const Definition& def, const Json& args, const std::string& fan_in_klass) {
     configure("job_worker: {retry_delay: 0}\npipeline_advancer: {count: 8}");
     auto t = trigger(def, args);
     std::vector<std::unique_ptr<StoreFactory>> factories;
@@ -282,10 +282,10 @@ class FanoutRaceTest : public FanoutTest {
         "SELECT COUNT(*) FROM (SELECT branch_id, node FROM steps WHERE run_id = ? GROUP BY branch_id, node "
         "HAVING COUNT(*) > 1) AS duplicated",
         t.run_id);
-    json doc = report(t);
-    for (const auto& s : doc["runs"][0]["steps"])
-      if (s["klass"] == fan_in_klass) out.target_input = s["input"];
-    EXPECT_EQ(doc["status"], "completed");
+    Json doc = report(t);
+    for (const Json& s : doc["runs"][0]["steps"].as_array())
+      if (s["klass"].as_string() == fan_in_klass) out.target_input = s["input"];
+    EXPECT_EQ(doc["status"].as_string(), "completed");
     return out;
   }
 };
@@ -298,13 +298,13 @@ int race_rounds() {
 TEST_F(FanoutRaceTest, EightAdvancersCollapseA2000WideExpandExactlyOnce) {
   Definition def = compile("pipeline: P\nsteps:\n  - start: Range\n  - expand: Echo\n  - collapse: Sum\n");
   for (int round = 0; round < race_rounds(); ++round) {
-    RaceOutcome out = race(def, json::array({2000}), "Sum");
+    RaceOutcome out = race(def, Json::array({2000}), "Sum");
     EXPECT_EQ(out.fan_in_targets, 1) << "round " << round;
     EXPECT_EQ(out.advancing_branches, 0) << "round " << round;
     EXPECT_EQ(out.duplicated_steps, 0) << "round " << round;
     ASSERT_EQ(out.target_input.size(), 1u);
     ASSERT_EQ(out.target_input[0].size(), 2000u) << "round " << round;
-    for (int i = 0; i < 2000; ++i) ASSERT_EQ(out.target_input[0][i], i) << "item order, round " << round;
+    for (int i = 0; i < 2000; ++i) ASSERT_EQ(out.target_input[0][i].as_int(), i) << "item order, round " << round;
   }
 }
 
@@ -314,13 +314,13 @@ TEST_F(FanoutRaceTest, EightAdvancersCombineSixtyFourSiblingsExactlyOnce) {
   yaml += "]\n  - combine: Sum\n";
   Definition def = compile(yaml);
   for (int round = 0; round < race_rounds(); ++round) {
-    RaceOutcome out = race(def, json::array({5}), "Sum");
+    RaceOutcome out = race(def, Json::array({5}), "Sum");
     EXPECT_EQ(out.fan_in_targets, 1) << "round " << round;
     EXPECT_EQ(out.advancing_branches, 0);
     EXPECT_EQ(out.duplicated_steps, 0);
     ASSERT_EQ(out.target_input.size(), 1u);
     ASSERT_EQ(out.target_input[0].size(), 64u);
-    for (int i = 0; i < 64; ++i) ASSERT_EQ(out.target_input[0][i], i % 2 ? 6 : 10) << "target order";
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(out.target_input[0][i].as_int(), i % 2 ? 6 : 10) << "target order";
   }
 }
 

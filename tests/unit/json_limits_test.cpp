@@ -35,17 +35,24 @@ TEST(JsonLimitProblem, NamesWhatAndWhy) {
 }
 
 TEST(ParseExactJson, KeepsSixtyFourBitIntegersAndDoubles) {
-  EXPECT_EQ(parse_exact_json("9223372036854775807").get<int64_t>(), INT64_MAX);
-  EXPECT_EQ(parse_exact_json("-9223372036854775808").get<int64_t>(), INT64_MIN);
-  EXPECT_EQ(parse_exact_json("18446744073709551615").get<uint64_t>(), UINT64_MAX);
+  EXPECT_EQ(parse_exact_json("9223372036854775807").as_int(), INT64_MAX);
+  EXPECT_EQ(parse_exact_json("-9223372036854775808").as_int(), INT64_MIN);
+  EXPECT_EQ(parse_exact_json("18446744073709551615").as_uint(), UINT64_MAX);
+  EXPECT_TRUE(parse_exact_json("18446744073709551615").is_int());
+  EXPECT_TRUE(parse_exact_json("-9223372036854775808").is_int());
   EXPECT_EQ(parse_exact_json("[1, {\"a\": 18446744073709551615}]").dump(), "[1,{\"a\":18446744073709551615}]");
   EXPECT_EQ(parse_exact_json("[0.5, 1e300]").dump(), "[0.5,1e+300]");
+  EXPECT_TRUE(parse_exact_json("1e300").is_double());
+  EXPECT_TRUE(parse_exact_json("20000000000000000000.0").is_double()) << "a fraction makes a double, not a refusal";
 }
 
 TEST(ParseExactJson, RefusesIntegersOutsideSixtyFourBits) {
   EXPECT_THROW(parse_exact_json("18446744073709551616"), InexactNumber);
   EXPECT_THROW(parse_exact_json("-9223372036854775809"), InexactNumber);
   EXPECT_THROW(parse_exact_json("-99999999999999999999"), InexactNumber);
+  EXPECT_THROW(parse_exact_json(R"([1, {"a": 18446744073709551616}])"), InexactNumber);
+  EXPECT_EQ(parse_exact_json(R"(["18446744073709551616"])")[0].as_string(), "18446744073709551616")
+      << "the same digits as a string are kept";
   try {
     parse_exact_json("99999999999999999999999");
     FAIL() << "accepted";
@@ -55,8 +62,9 @@ TEST(ParseExactJson, RefusesIntegersOutsideSixtyFourBits) {
 }
 
 TEST(ParseExactJson, MalformedTextIsAParseError) {
-  EXPECT_THROW(parse_exact_json("[1,"), json::parse_error);
-  EXPECT_THROW(parse_exact_json("1e309"), json::exception);
+  EXPECT_THROW(parse_exact_json("[1,"), JsonParseError);
+  EXPECT_THROW(parse_exact_json("1e309"), JsonParseError);
+  EXPECT_THROW(parse_exact_json("[1] x"), JsonParseError);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <regex>
 #include <string>
+#include <vector>
 
 namespace ductwork {
 namespace {
@@ -41,35 +42,57 @@ class CapturedLogger {
 TEST(Logger, JsonLineHasTheStableFieldsAndTheCallersOnes) {
   CapturedLogger out(Logger::Format::kJson);
   out.logger().warn("Job errored, will retry",
-                    {{"pipeline", "P"}, {"run_id", "r1"}, {"error_klass", "E"}, {"error_message", "a\nb"}});
+                    Json::object({{"pipeline", "P"}, {"run_id", "r1"}, {"error_klass", "E"},
+                                  {"error_message", "a\nb"}}));
   std::string text = out.text();
   ASSERT_EQ(text.back(), '\n');
   ASSERT_EQ(text.find('\n'), text.size() - 1) << "one line: " << text;
-  json line = json::parse(text);
-  EXPECT_EQ(line["level"], "warn");
-  EXPECT_EQ(line["msg"], "Job errored, will retry");
-  EXPECT_EQ(line["role"], "worker");
-  EXPECT_EQ(line["pid"], static_cast<long>(::getpid()));
-  EXPECT_TRUE(std::regex_match(line["ts"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
-  EXPECT_EQ(line["pipeline"], "P");
-  EXPECT_EQ(line["error_message"], "a\nb");
+  Json line = parse_json(text);
+  EXPECT_EQ(line["level"].as_string(), "warn");
+  EXPECT_EQ(line["msg"].as_string(), "Job errored, will retry");
+  EXPECT_EQ(line["role"].as_string(), "worker");
+  EXPECT_EQ(line["pid"].as_int(), static_cast<long>(::getpid()));
+  EXPECT_TRUE(std::regex_match(line["ts"].as_string(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)")));
+  EXPECT_EQ(line["pipeline"].as_string(), "P");
+  EXPECT_EQ(line["error_message"].as_string(), "a\nb");
 }
 
 TEST(Logger, ACallersFieldNeverReplacesAStableOne) {
   CapturedLogger out(Logger::Format::kJson);
-  out.logger().info("hello", {{"role", "impostor"}, {"pid", 1}, {"level", "error"}, {"msg", "x"}, {"ts", 0}});
-  json line = json::parse(out.text());
-  EXPECT_EQ(line["role"], "worker");
-  EXPECT_EQ(line["pid"], static_cast<long>(::getpid()));
-  EXPECT_EQ(line["level"], "info");
-  EXPECT_EQ(line["msg"], "hello");
+  out.logger().info("hello",
+                    Json::object({{"role", "impostor"}, {"pid", 1}, {"level", "error"}, {"msg", "x"}, {"ts", 0}}));
+  Json line = parse_json(out.text());
+  EXPECT_EQ(line["role"].as_string(), "worker");
+  EXPECT_EQ(line["pid"].as_int(), static_cast<long>(::getpid()));
+  EXPECT_EQ(line["level"].as_string(), "info");
+  EXPECT_EQ(line["msg"].as_string(), "hello");
   EXPECT_TRUE(line["ts"].is_string());
+}
+
+TEST(Logger, FieldsWrittenInPlaceAreAnObjectWhateverTheirValues) {
+  CapturedLogger out(Logger::Format::kJson);
+  const std::string address = "127.0.0.1:7420";
+  out.logger().info("HTTP server stopped", {{"address", address}});
+  out.logger().info("Shutdown requested", {{"signal", "SIGTERM"}});
+  out.logger().warn("Child exited", {{"child", std::string("worker:P")}, {"child_pid", 42}});
+  std::string text = out.text();
+  std::vector<Json> lines;
+  for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+    lines.push_back(parse_json(text.substr(at, end - at)));
+  }
+  ASSERT_EQ(lines.size(), 3u) << text;
+  EXPECT_EQ(lines[0]["address"].as_string(), address) << text;
+  EXPECT_EQ(lines[1]["signal"].as_string(), "SIGTERM") << text;
+  EXPECT_EQ(lines[2]["child"].as_string(), "worker:P") << text;
+  EXPECT_EQ(lines[2]["child_pid"].as_int(), 42) << text;
 }
 
 TEST(Logger, TextLineIsOneHumanLine) {
   CapturedLogger out(Logger::Format::kText);
-  out.logger().info("Job claimed", {{"pipeline", "P"}, {"step", "Inc"}, {"count", 3}, {"pipelines", {"A", "B"}}});
-  out.logger().error("Step failed\non two lines", {{"error_message", "no such file: a b"}, {"empty", ""}});
+  out.logger().info("Job claimed", Json::object({{"pipeline", "P"}, {"step", "Inc"}, {"count", 3},
+                                                 {"pipelines", Json::array({"A", "B"})}}));
+  out.logger().error("Step failed\non two lines",
+                     Json::object({{"error_message", "no such file: a b"}, {"empty", ""}}));
   std::string text = out.text();
   std::string pid = std::to_string(::getpid());
   std::smatch m;

@@ -17,9 +17,9 @@ class ReviveTest : public test::EngineFixture {
     return run_id;
   }
 
-  static std::string halt_reason(const json& run) {
-    for (const auto& b : run["branches"])
-      if (b["status"] == "halted") return b["halt_reason"];
+  static std::string halt_reason(const Json& run) {
+    for (const Json& b : run["branches"].as_array())
+      if (b["status"].as_string() == "halted") return b["halt_reason"].as_string();
     return "";
   }
 };
@@ -27,83 +27,85 @@ class ReviveTest : public test::EngineFixture {
 TEST_F(ReviveTest, JobRetriesExhaustedOnAChainFinishesWithCorrectOutputs) {
   configure("job_worker: {retry_delay: 0, max_retry: 1}");
   auto t = run("steps:\n  - start: Echo\n  - chain: FailTimes\n  - chain: Double\n",
-               json::array({json{{"times", 3}, {"value", 21}}}));
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "halted");
+               Json::array({Json::object({{"times", 3}, {"value", 21}})}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "halted");
   EXPECT_EQ(halt_reason(doc["runs"][0]), "job_retries_exhausted");
   configure("job_worker: {retry_delay: 0, max_retry: 5}");
   revive(t);
   doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
-  const json& run = doc["runs"][1];
-  EXPECT_EQ(run["status"], "completed");
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
+  const Json& run = doc["runs"][1];
+  EXPECT_EQ(run["status"].as_string(), "completed");
   ASSERT_EQ(run["steps"].size(), 3u);
-  EXPECT_EQ(run["steps"][0]["status"], "completed");
+  EXPECT_EQ(run["steps"][0]["status"].as_string(), "completed");
   EXPECT_TRUE(run["steps"][0]["executions"].empty()) << "completed steps are copied, not re-run";
-  EXPECT_EQ(run["steps"][1]["input"], json::array({json{{"times", 3}, {"value", 21}}})) << "original arguments";
+  EXPECT_EQ(run["steps"][1]["input"], Json::array({Json::object({{"times", 3}, {"value", 21}})}))
+      << "original arguments";
   EXPECT_EQ(run["steps"][1]["executions"].size(), 4u) << "fresh retry budget: retries 0..3";
-  EXPECT_EQ(run["steps"][2]["output"], 42);
-  EXPECT_EQ(doc["runs"][0]["status"], "halted");
+  EXPECT_EQ(run["steps"][2]["output"].as_int(), 42);
+  EXPECT_EQ(doc["runs"][0]["status"].as_string(), "halted");
 }
 
 TEST_F(ReviveTest, AFailedBranchOfADivideIsReRunAndTheCombineFiresWithOrderedOutputs) {
   configure("job_worker: {retry_delay: 0, max_retry: 1}");
   auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
-               json::array({json{{"times", 3}, {"value", "fixed"}}}));
-  ASSERT_EQ(report(t)["status"], "halted");
+               Json::array({Json::object({{"times", 3}, {"value", "fixed"}})}));
+  ASSERT_EQ(report(t)["status"].as_string(), "halted");
   configure("job_worker: {retry_delay: 0, max_retry: 5}");
   revive(t);
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   auto combined = steps_of(doc, "Echo", 1).back();
-  EXPECT_EQ(combined["to_transition"], "combine");
-  json obj = json{{"times", 3}, {"value", "fixed"}};
-  EXPECT_EQ(combined["input"], json::array({json::array({obj, "fixed", obj})}));
+  EXPECT_EQ(combined["to_transition"].as_string(), "combine");
+  Json obj = Json::object({{"times", 3}, {"value", "fixed"}});
+  EXPECT_EQ(combined["input"], Json::array({Json::array({obj, "fixed", obj})}));
   EXPECT_EQ(steps_of(doc, "FailTimes", 1).size(), 1u) << "only the failed branch re-ran";
   EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals a JOIN branches b ON b.id = a.barrier_branch_id "
                   "WHERE b.run_id = ?",
-                  doc["runs"][1]["id"]),
+                  doc["runs"][1]["id"].as_string()),
             3);
 }
 
 TEST_F(ReviveTest, AFailedChildOfAnExpandIsReRunAndTheCollapseGetsEveryItemInOrder) {
   configure("job_worker: {retry_delay: 0, max_retry: 1}");
-  json items = json::array({json{{"times", 0}, {"value", 1}}, json{{"times", 3}, {"value", 2}},
-                            json{{"times", 0}, {"value", 3}}});
-  auto t = run("steps:\n  - start: Echo\n  - expand: FailTimes\n  - collapse: Sum\n", json::array({items}));
-  ASSERT_EQ(report(t)["status"], "halted");
+  Json items = Json::array({Json::object({{"times", 0}, {"value", 1}}),
+                            Json::object({{"times", 3}, {"value", 2}}),
+                            Json::object({{"times", 0}, {"value", 3}})});
+  auto t = run("steps:\n  - start: Echo\n  - expand: FailTimes\n  - collapse: Sum\n", Json::array({items}));
+  ASSERT_EQ(report(t)["status"].as_string(), "halted");
   configure("job_worker: {retry_delay: 0, max_retry: 5}");
   revive(t);
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   auto sum = steps_of(doc, "Sum", 1);
   ASSERT_EQ(sum.size(), 1u);
-  EXPECT_EQ(sum[0]["input"], json::array({json::array({1, 2, 3})}));
-  EXPECT_EQ(sum[0]["output"], 6);
+  EXPECT_EQ(sum[0]["input"], Json::array({Json::array({1, 2, 3})}));
+  EXPECT_EQ(sum[0]["output"].as_int(), 6);
 }
 
 TEST_F(ReviveTest, MaxFanoutExceededRetriesTheTransitionOnceTheLimitIsRaised) {
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: 2}}");
-  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", json::array({4}));
+  auto t = run("steps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n", Json::array({4}));
   ASSERT_EQ(halt_reason(report(t)["runs"][0]), "max_fanout_exceeded");
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: 10}}");
   revive(t);
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
   EXPECT_EQ(steps_of(doc, "Range", 1)[0]["executions"].size(), 0u) << "the step was not re-run, only routed";
-  EXPECT_EQ(steps_of(doc, "Sum", 1)[0]["output"], 12);
+  EXPECT_EQ(steps_of(doc, "Sum", 1)[0]["output"].as_int(), 12);
 }
 
 TEST_F(ReviveTest, AdvancerRetriesExhaustedGetsAFreshRoutingBudget) {
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_retry: 2}");
-  auto t = run("steps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n", json::array({5}));
+  auto t = run("steps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n", Json::array({5}));
   ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_retries_exhausted");
   revive(t);
-  json doc = report(t);
+  Json doc = report(t);
   EXPECT_EQ(halt_reason(doc["runs"][1]), "advancer_retries_exhausted") << "the output is still not a list";
   EXPECT_EQ(count("SELECT COUNT(*) FROM advancements a JOIN transitions t ON t.id = a.transition_id "
                   "JOIN branches b ON b.id = t.branch_id WHERE b.run_id = ? AND a.error_klass IS NOT NULL",
-                  doc["runs"][1]["id"]),
+                  doc["runs"][1]["id"].as_string()),
             2);
 }
 
@@ -112,23 +114,23 @@ TEST_F(ReviveTest, ConditionUnmatchedAndTransitionInvalidRetryTheTransition) {
   unmatched.edges[unmatched.nodes[0]].routes.erase("otherwise");
   Definition invalid = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
   invalid.edges[invalid.nodes[0]].type = "teleport";
-  auto u = trigger(unmatched, json::array({"b"}));
-  auto v = trigger(invalid, json::array({1}));
+  auto u = trigger(unmatched, Json::array({"b"}));
+  auto v = trigger(invalid, Json::array({1}));
   drain();
   ASSERT_EQ(halt_reason(report(u)["runs"][0]), "condition_unmatched");
   ASSERT_EQ(halt_reason(report(v)["runs"][0]), "transition_invalid");
   revive(u);
   revive(v);
-  json du = report(u), dv = report(v);
+  Json du = report(u), dv = report(v);
   ASSERT_EQ(du["runs"].size(), 2u);
   EXPECT_EQ(halt_reason(du["runs"][1]), "condition_unmatched");
-  EXPECT_EQ(steps_of(du, "Route", 1)[0]["output"], "b") << "the step's output was carried over";
+  EXPECT_EQ(steps_of(du, "Route", 1)[0]["output"].as_string(), "b") << "the step's output was carried over";
   EXPECT_EQ(halt_reason(dv["runs"][1]), "transition_invalid");
 }
 
 TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBudget) {
   configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_crash: 1}");
-  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), json::array({1}));
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), Json::array({1}));
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
   ASSERT_TRUE(worker.run_once());
   store->register_process("doomed", 7, "m", "all");
@@ -142,15 +144,15 @@ TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBu
   drain();
   ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_crashes_exhausted");
   revive(t);
-  json doc = report(t);
-  ASSERT_EQ(doc["status"], "completed") << doc.dump(1);
-  EXPECT_EQ(doc["runs"][1]["steps"][1]["output"], 3);
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
+  EXPECT_EQ(doc["runs"][1]["steps"][1]["output"].as_int(), 3);
 }
 
 TEST_F(ReviveTest, ContextIsCopiedOnlyWhenAsked) {
   configure("job_worker: {retry_delay: 0, max_retry: 0}");
   std::string steps = "steps:\n  - start: ContextSet\n  - chain: Fail\n";
-  json arg = json::array({json{{"key", "k"}, {"value", 7}}});
+  Json arg = Json::array({Json::object({{"key", "k"}, {"value", 7}})});
   auto plain = run(steps, arg);
   auto copied = run(steps, arg);
   std::string plain_run = revive_pipeline(*store, plain.pipeline_id, false);
@@ -161,8 +163,8 @@ TEST_F(ReviveTest, ContextIsCopiedOnlyWhenAsked) {
 }
 
 TEST_F(ReviveTest, RefusesAPipelineThatIsNotHaltedOrUnknownAndWritesNothing) {
-  auto t = run("steps:\n  - start: Inc\n", json::array({1}));
-  ASSERT_EQ(report(t)["status"], "completed");
+  auto t = run("steps:\n  - start: Inc\n", Json::array({1}));
+  ASSERT_EQ(report(t)["status"].as_string(), "completed");
   // Every table a revive writes, counted before and after.
   auto counts = [&] {
     std::vector<int64_t> out;

@@ -31,7 +31,7 @@ class StoreFixture {
 
   static Definition compile(const std::string& yaml) { return compile_definition_text(yaml, "inline.yml"); }
 
-  TriggeredPipeline trigger(const Definition& def, const json& args) { return trigger_pipeline(*store, def, args); }
+  TriggeredPipeline trigger(const Definition& def, const Json& args) { return trigger_pipeline(*store, def, args); }
 
   testsupport::TempDir dir;
   std::unique_ptr<testsupport::PgDatabase> pg;  // outlives the stores below

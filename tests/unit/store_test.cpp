@@ -44,19 +44,19 @@ TEST_F(StoreTest, MigrateIsIncrementalAndIdempotent) {
 }
 
 TEST_F(StoreTest, TriggerCreatesTheWholeStartInOneGo) {
-  auto t = trigger(compile(kChain), json::array({5}));
+  auto t = trigger(compile(kChain), Json::array({5}));
   auto report = pipeline_report(*store, t.pipeline_id);
   ASSERT_TRUE(report);
-  EXPECT_EQ((*report)["status"], "in_progress");
+  EXPECT_EQ((*report)["status"].as_string(), "in_progress");
   ASSERT_EQ((*report)["runs"].size(), 1u);
-  const json& run = (*report)["runs"][0];
-  EXPECT_EQ(run["id"], t.run_id);
-  EXPECT_EQ(run["status"], "in_progress");
+  const Json& run = (*report)["runs"][0];
+  EXPECT_EQ(run["id"].as_string(), t.run_id);
+  EXPECT_EQ(run["status"].as_string(), "in_progress");
   ASSERT_EQ(run["branches"].size(), 1u);
   ASSERT_EQ(run["steps"].size(), 1u);
-  EXPECT_EQ(run["steps"][0]["status"], "pending");
-  EXPECT_EQ(run["steps"][0]["to_transition"], "start");
-  EXPECT_EQ(run["steps"][0]["input"], json::array({5}));
+  EXPECT_EQ(run["steps"][0]["status"].as_string(), "pending");
+  EXPECT_EQ(run["steps"][0]["to_transition"].as_string(), "start");
+  EXPECT_EQ(run["steps"][0]["input"], Json::array({5}));
   EXPECT_TRUE(run["steps"][0]["output"].is_null());
   ASSERT_EQ(run["steps"][0]["executions"].size(), 1u);
   EXPECT_TRUE(run["steps"][0]["executions"][0]["result_type"].is_null());
@@ -101,15 +101,15 @@ TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
     SCOPED_TRACE(i);
     auto report = pipeline_report(*store, made[static_cast<size_t>(i)].pipeline_id);
     ASSERT_TRUE(report);
-    EXPECT_EQ((*report)["pipeline"], i % 2 ? "Q" : "P");
-    EXPECT_EQ((*report)["status"], "in_progress");
-    const json& run = (*report)["runs"][0];
-    EXPECT_EQ(run["id"], made[static_cast<size_t>(i)].run_id);
+    EXPECT_EQ((*report)["pipeline"].as_string(), i % 2 ? "Q" : "P");
+    EXPECT_EQ((*report)["status"].as_string(), "in_progress");
+    const Json& run = (*report)["runs"][0];
+    EXPECT_EQ(run["id"].as_string(), made[static_cast<size_t>(i)].run_id);
     ASSERT_EQ(run["steps"].size(), 1u);
-    EXPECT_EQ(run["steps"][0]["klass"], i % 2 ? "Double" : "Inc");
-    EXPECT_EQ(run["steps"][0]["status"], "pending");
-    EXPECT_EQ(run["steps"][0]["to_transition"], "start");
-    EXPECT_EQ(run["steps"][0]["input"], json::parse("[" + std::to_string(i) + ", \"x\"]"));
+    EXPECT_EQ(run["steps"][0]["klass"].as_string(), i % 2 ? "Double" : "Inc");
+    EXPECT_EQ(run["steps"][0]["status"].as_string(), "pending");
+    EXPECT_EQ(run["steps"][0]["to_transition"].as_string(), "start");
+    EXPECT_EQ(run["steps"][0]["input"], parse_json("[" + std::to_string(i) + ", \"x\"]"));
     ASSERT_EQ(run["steps"][0]["executions"].size(), 1u);
     EXPECT_TRUE(run["steps"][0]["executions"][0]["result_type"].is_null());
   }
@@ -117,7 +117,7 @@ TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
   auto job = store->claim_job("Q", process_id);
   ASSERT_TRUE(job);
   EXPECT_EQ(job->klass, "Double");
-  EXPECT_EQ(json::parse(job->args_json)[0].get<int>() % 2, 1);
+  EXPECT_EQ(parse_json(job->args_json)[0].as_int() % 2, 1);
   int claimed = 1;
   while (store->claim_job("Q", process_id)) ++claimed;
   EXPECT_EQ(claimed, 550);
@@ -139,12 +139,12 @@ TEST_F(StoreTest, TriggerPipelinesCommitsAThousandAtATime) {
   for (size_t i : {size_t{0}, size_t{999}, size_t{1000}, size_t{2499}}) {
     auto report = pipeline_report(*store, made[i].pipeline_id);
     ASSERT_TRUE(report);
-    EXPECT_EQ((*report)["runs"][0]["steps"][0]["input"], json::array({static_cast<int>(i)})) << i;
+    EXPECT_EQ((*report)["runs"][0]["steps"][0]["input"], Json::array({static_cast<int>(i)})) << i;
   }
 }
 
 TEST_F(StoreTest, ClaimTakesEachAvailabilityOnce) {
-  auto t = trigger(compile(kChain), json::array({1}));
+  auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(job);
   EXPECT_EQ(job->klass, "Inc");
@@ -154,22 +154,22 @@ TEST_F(StoreTest, ClaimTakesEachAvailabilityOnce) {
   EXPECT_FALSE(store->claim_job("P", process_id));
   EXPECT_FALSE(store->claim_job("OtherPipeline", process_id));
   auto report = pipeline_report(*store, t.pipeline_id);
-  EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "in_progress");
+  EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"].as_string(), "in_progress");
 }
 
 TEST_F(StoreTest, SucceededIsFencedOnTheOwner) {
-  trigger(compile(kChain), json::array({1}));
+  trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(job);
   EXPECT_FALSE(store->job_succeeded(*job, "someone-else", "2"));  // CommitFailed: writes nothing
   EXPECT_TRUE(store->job_succeeded(*job, process_id, "2"));
   EXPECT_FALSE(store->job_succeeded(*job, process_id, "2"));  // already closed
   auto report = pipeline_report(*store, store->list_pipelines({}).front().id);
-  const json& step = (*report)["runs"][0]["steps"][0];
-  EXPECT_EQ(step["status"], "advancing");
-  EXPECT_EQ(step["output"], 2);
+  const Json& step = (*report)["runs"][0]["steps"][0];
+  EXPECT_EQ(step["status"].as_string(), "advancing");
+  EXPECT_EQ(step["output"].as_int(), 2);
   ASSERT_EQ(step["executions"].size(), 1u);
-  EXPECT_EQ(step["executions"][0]["result_type"], "success");
+  EXPECT_EQ(step["executions"][0]["result_type"].as_string(), "success");
 }
 
 CrashPlanner crash_policy(int max_crash) {
@@ -182,7 +182,7 @@ CrashPlanner crash_policy(int max_crash) {
 // successes committed in one; each fenced on its own.
 TEST_F(StoreTest, ClaimJobsTakesUpToTheBatchOldestFirstAndEachOnce) {
   std::vector<std::string> runs;
-  for (int i = 0; i < 5; ++i) runs.push_back(trigger(compile(kChain), json::array({i})).run_id);
+  for (int i = 0; i < 5; ++i) runs.push_back(trigger(compile(kChain), Json::array({i})).run_id);
   std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 3);
   ASSERT_EQ(first.size(), 3u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(first[static_cast<size_t>(i)].run_id, runs[static_cast<size_t>(i)]);
@@ -193,7 +193,7 @@ TEST_F(StoreTest, ClaimJobsTakesUpToTheBatchOldestFirstAndEachOnce) {
 }
 
 TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
-  for (int i = 0; i < 3; ++i) trigger(compile(kChain), json::array({i}));
+  for (int i = 0; i < 3; ++i) trigger(compile(kChain), Json::array({i}));
   std::vector<ClaimedJob> jobs = store->claim_jobs("P", process_id, 3);
   ASSERT_EQ(jobs.size(), 3u);
   // The reaper takes the second claim away (its owner looked dead).
@@ -211,11 +211,11 @@ TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
   EXPECT_TRUE(next.empty()) << "nothing else due";
   int successes = 0;
   for (const auto& summary : store->list_pipelines({})) {
-    json step = (*pipeline_report(*store, summary.id))["runs"][0]["steps"][0];
+    Json step = (*pipeline_report(*store, summary.id))["runs"][0]["steps"][0];
     if (step["executions"][0]["result_type"] == "success") {
       ++successes;
-      EXPECT_EQ(step["output"], 7);
-      EXPECT_EQ(step["status"], "advancing");
+      EXPECT_EQ(step["output"].as_int(), 7);
+      EXPECT_EQ(step["status"].as_string(), "advancing");
     } else {
       EXPECT_TRUE(step["executions"][0]["result_type"].is_null()) << "the stolen claim is untouched";
     }
@@ -225,8 +225,8 @@ TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
 }
 
 TEST_F(StoreTest, ReleasedClaimsOpenAgainWithNoTraceAndReapingReleasesUnstartedOnes) {
-  auto t = trigger(compile(kChain), json::array({1}));
-  trigger(compile(kChain), json::array({2}));
+  auto t = trigger(compile(kChain), Json::array({1}));
+  trigger(compile(kChain), Json::array({2}));
   store->register_process("dead", 99, "machine-a", "all");
   std::vector<ClaimedJob> jobs = store->claim_jobs("P", "dead", 2);
   ASSERT_EQ(jobs.size(), 2u);
@@ -248,12 +248,12 @@ TEST_F(StoreTest, ReleasedClaimsOpenAgainWithNoTraceAndReapingReleasesUnstartedO
       EXPECT_EQ(job.crash_count, 1);
     }
   }
-  json steps = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"];
+  Json steps = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"];
   ASSERT_EQ(steps[0]["executions"].size(), 2u) << "the started one crashed and was re-queued";
 }
 
 TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
-  trigger(compile(kChain), json::array({1}));
+  trigger(compile(kChain), Json::array({1}));
   ErrorInfo error{"Boom", "it broke", "frame"};
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_errored(*job, process_id, error, after_error(0, 0, RetryPolicy{1, 3600.0})));
@@ -262,7 +262,7 @@ TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
   ASSERT_TRUE(wait);
   EXPECT_GT(*wait, 3500.0);
 
-  trigger(compile(kChain), json::array({2}));
+  trigger(compile(kChain), Json::array({2}));
   auto second = store->claim_job("P", process_id);
   ASSERT_TRUE(second);
   ASSERT_TRUE(store->job_errored(*second, process_id, error, after_error(0, 0, RetryPolicy{1, 0.0})));
@@ -277,7 +277,7 @@ TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
 }
 
 TEST_F(StoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
-  auto t = trigger(compile(kChain), json::array({1}));
+  auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_crashed(*job, process_id, ErrorInfo{"ProcessCrash", "owner reaped", ""},
                                  after_crash(job->retry_count, job->crash_count, CrashPolicy{3, 10.0})));
@@ -286,13 +286,13 @@ TEST_F(StoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
   EXPECT_EQ(again->crash_count, 1);
   EXPECT_EQ(again->retry_count, 0);
   auto report = pipeline_report(*store, t.pipeline_id);
-  const json& first = (*report)["runs"][0]["steps"][0]["executions"][0];
-  EXPECT_EQ(first["result_type"], "process_crashed");
-  EXPECT_EQ(first["error_klass"], "ProcessCrash");
+  const Json& first = (*report)["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(first["result_type"].as_string(), "process_crashed");
+  EXPECT_EQ(first["error_klass"].as_string(), "ProcessCrash");
 }
 
 TEST_F(StoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
-  trigger(compile(kChain), json::array({1}));
+  trigger(compile(kChain), Json::array({1}));
   BranchClaim claim;
   EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kIdle);
   auto job = store->claim_job("P", process_id);
@@ -308,7 +308,7 @@ TEST_F(StoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
 }
 
 TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
-  trigger(compile(kChain), json::array({1}));
+  trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
@@ -325,7 +325,7 @@ TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
 }
 
 TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
-  auto t = trigger(compile(kChain), json::array({1}));
+  auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
@@ -337,11 +337,11 @@ TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
                                        }),
                std::runtime_error);
   auto report = pipeline_report(*store, t.pipeline_id);
-  EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"], "advancing");
+  EXPECT_EQ((*report)["runs"][0]["steps"][0]["status"].as_string(), "advancing");
 }
 
 TEST_F(StoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
-  auto t = trigger(compile(kChain), json::array({1}));
+  auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
@@ -354,12 +354,12 @@ TEST_F(StoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   }));
   EXPECT_EQ(state, RunState::kHalted);
   auto report = pipeline_report(*store, t.pipeline_id);
-  EXPECT_EQ((*report)["status"], "halted");
-  EXPECT_EQ((*report)["runs"][0]["branches"][0]["halt_reason"], "job_retries_exhausted");
+  EXPECT_EQ((*report)["status"].as_string(), "halted");
+  EXPECT_EQ((*report)["runs"][0]["branches"][0]["halt_reason"].as_string(), "job_retries_exhausted");
 }
 
 TEST_F(StoreTest, ContextIsSetOnceUnlessOverwritten) {
-  auto t = trigger(compile(kChain), json::array({1}));
+  auto t = trigger(compile(kChain), Json::array({1}));
   EXPECT_FALSE(store->context_get(t.run_id, "k"));
   EXPECT_TRUE(store->context_set(t.run_id, "k", "42", false));
   EXPECT_FALSE(store->context_set(t.run_id, "k", "43", false));
@@ -393,7 +393,7 @@ TEST_F(StoreTest, StaleProcessesNeverIncludesTheCaller) {
 }
 
 TEST_F(StoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
-  auto t = trigger(compile(kChain), json::array({1}));
+  auto t = trigger(compile(kChain), Json::array({1}));
   store->register_process("dead", 99, "machine-a", "all");
   auto job = store->claim_job("P", "dead");
   ASSERT_TRUE(job);
@@ -405,13 +405,13 @@ TEST_F(StoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->job_id, job->job_id);
   EXPECT_EQ(again->crash_count, 1);
-  json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
-  EXPECT_EQ(first["result_type"], "process_crashed");
-  EXPECT_EQ(first["error_klass"], "ProcessCrash");
+  Json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(first["result_type"].as_string(), "process_crashed");
+  EXPECT_EQ(first["error_klass"].as_string(), "ProcessCrash");
 }
 
 TEST_F(StoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
-  trigger(compile(kChain), json::array({1}));
+  trigger(compile(kChain), Json::array({1}));
   store->register_process("dead", 99, "machine-a", "all");
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
@@ -433,17 +433,17 @@ TEST_F(StoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
 }
 
 TEST_F(StoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
-  auto t = trigger(compile(kChain), json::array({1}));
-  auto queued = trigger(compile(kChain), json::array({2}));
+  auto t = trigger(compile(kChain), Json::array({1}));
+  auto queued = trigger(compile(kChain), Json::array({2}));
   auto job = store->claim_job("P", "ghost");  // no processes row: an orphaned claim
   ASSERT_TRUE(job);
   EXPECT_EQ(store->sweep_orphans(3600.0, crash_policy(3)).executions, 0) << "too young to be an orphan";
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   RecoveryCounts swept = store->sweep_orphans(0.001, crash_policy(3));
   EXPECT_EQ(swept.executions, 1);
-  json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
-  EXPECT_EQ(first["error_klass"], "OrphanedClaim");
-  json untouched = (*pipeline_report(*store, queued.pipeline_id))["runs"][0]["steps"][0]["executions"];
+  Json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(first["error_klass"].as_string(), "OrphanedClaim");
+  Json untouched = (*pipeline_report(*store, queued.pipeline_id))["runs"][0]["steps"][0]["executions"];
   ASSERT_EQ(untouched.size(), 1u) << "unclaimed queued work is not an orphan";
   EXPECT_TRUE(untouched[0]["result_type"].is_null());
 }

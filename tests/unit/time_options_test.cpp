@@ -32,7 +32,7 @@ std::string builder_error(const std::function<void()>& build) {
 }
 
 Definition from_builder(const Pipeline& p) {
-  return Definition::from_json(json::parse(p.dump()), p.name(), "builder " + p.name());
+  return Definition::from_json(parse_json(p.dump()), p.name(), "builder " + p.name());
 }
 
 // The one node of class `klass`.
@@ -64,8 +64,8 @@ TEST(TimeOptions, FileAndBuilderGiveTheSameTextAndHash) {
   Definition built = from_builder(p);
   EXPECT_EQ(file.canonical_text(), built.canonical_text());
   EXPECT_EQ(file.sha1(), built.sha1());
-  json sdk_doc = json::parse(p.dump());
-  sdk_doc.erase("pipeline");
+  Json sdk_doc = parse_json(p.dump());
+  sdk_doc.as_object().erase("pipeline");
   EXPECT_EQ(sdk_doc.dump(), file.canonical_text()) << "the SDK writes the canonical text itself";
 
   EXPECT_EQ(edge_of(file, "Upload").delay_seconds, 2);
@@ -144,7 +144,7 @@ TEST(TimeOptions, BuilderRefusesMisuse) {
 }
 
 TEST(TimeOptions, AStoredSnapshotWithABadOptionReadsLeniently) {
-  json doc = json::parse(R"({"metadata":{},"nodes":["A.1"],"edges":{"A.1":{"klass":"A","timeout":"x"}}})");
+  Json doc = parse_json(R"({"metadata":{},"nodes":["A.1"],"edges":{"A.1":{"klass":"A","timeout":"x"}}})");
   EXPECT_THROW(Definition::from_json(doc, "P", "plugin"), DefinitionError);
   Definition lenient = Definition::from_json(doc, "P", "run", /*strict=*/false);
   EXPECT_EQ(lenient.edge("A.1").timeout_seconds, 0);

@@ -1,0 +1,188 @@
+#include "util/json.h"
+
+#include <Poco/Exception.h>
+#include <Poco/JSON/Handler.h>
+#include <Poco/JSON/Parser.h>
+
+#include <cctype>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace ductwork {
+namespace {
+
+// Builds a Json from the parser's events: open arrays and objects on a
+// stack, each finished one moved into its parent.
+class JsonBuilder : public Poco::JSON::Handler {
+ public:
+  Json take() { return std::move(result_); }
+
+  void reset() override {
+    open_.clear();
+    keys_.clear();
+    result_ = Json();
+  }
+  // Built in place in the stack (moving a fresh Json into it trips GCC 12's
+  // -Wmaybe-uninitialized on std::variant at -O2).
+  void startObject() override {
+    open_.emplace_back(Json::Object());
+    keys_.emplace_back();
+  }
+  void endObject() override { close(); }
+  void startArray() override {
+    open_.emplace_back(Json::Array());
+    keys_.emplace_back();
+  }
+  void endArray() override { close(); }
+  void key(const std::string& k) override { keys_.back() = k; }
+  void null() override { add(Json()); }
+  void value(int v) override { add(Json(v)); }
+  void value(unsigned v) override { add(Json(v)); }
+  void value(Poco::Int64 v) override { add(Json(static_cast<std::int64_t>(v))); }
+  void value(Poco::UInt64 v) override { add(Json(static_cast<std::uint64_t>(v))); }
+  void value(const std::string& v) override { add(Json(v)); }
+  void value(double v) override { add(Json(v)); }
+  void value(bool v) override { add(Json(v)); }
+
+ private:
+  void close() {
+    Json done = std::move(open_.back());
+    open_.pop_back();
+    keys_.pop_back();
+    add(std::move(done));
+  }
+  void add(Json value) {
+    if (open_.empty()) {
+      result_ = std::move(value);
+    } else if (open_.back().is_array()) {
+      open_.back().as_array().push_back(std::move(value));
+    } else {
+      open_.back().as_object().insert_or_assign(std::move(keys_.back()), std::move(value));
+    }
+  }
+
+  std::vector<Json> open_;
+  std::vector<std::string> keys_;  // the pending key of each open object
+  Json result_;
+};
+
+// Deeper than anything the engine accepts (json_limits.h allows 510 levels);
+// the parser recurses per level, so text from elsewhere is bounded too.
+constexpr int kParserDepth = 1024;
+
+// The parser's reason ("unexpected byte 'b' in value"), with the end of
+// the text named as such (it reports it as a byte of value -1).
+std::string parse_problem(const Poco::Exception& e) {
+  std::string why = e.message().empty() ? e.displayText() : e.message();
+  // The grammar was checked before the number was converted: only its
+  // size can be wrong.
+  const std::string not_float = "Not a valid floating-point number: ";
+  if (why.rfind(not_float, 0) == 0) return "number overflow: " + why.substr(not_float.size()) + " does not fit in a double";
+  for (std::size_t at = why.find("byte '"); at != std::string::npos; at = why.find("byte '", at + 1)) {
+    const std::size_t quote = why.find('\'', at + 6);
+    if (quote == std::string::npos) break;
+    bool printable = quote > at + 6;
+    for (std::size_t i = at + 6; i < quote; ++i) printable = printable && std::isprint(static_cast<unsigned char>(why[i]));
+    if (!printable) why.replace(at, quote + 1 - at, "the end of the text");
+  }
+  return why;
+}
+
+Json parse_with_poco(const std::string& text) {
+  Poco::SharedPtr<JsonBuilder> builder(new JsonBuilder);
+  Poco::JSON::Parser parser(builder);
+  parser.setDepth(kParserDepth);
+  try {
+    parser.parse(text);
+  } catch (const Poco::Exception& e) {
+    throw JsonParseError(parse_problem(e));
+  }
+  return builder->take();
+}
+
+// Appends U+FFFD for a byte that does not start a valid UTF-8 sequence.
+std::string utf8_replacing_invalid(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    std::size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    bool valid = len != 0 && i + len <= s.size();
+    for (std::size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (valid && len > 1) {
+      // Overlong forms, surrogates and code points above U+10FFFF are invalid too.
+      std::uint32_t cp = b & (0xFF >> (len + 1));
+      for (std::size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      const std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+      valid = cp >= least[len] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+    }
+    if (valid) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+Json with_invalid_utf8_replaced(const Json& value) {
+  if (value.is_string()) return Json(utf8_replacing_invalid(value.as_string()));
+  if (value.is_array()) {
+    Json::Array items;
+    items.reserve(value.size());
+    for (const Json& item : value.as_array()) items.push_back(with_invalid_utf8_replaced(item));
+    return Json(std::move(items));
+  }
+  if (value.is_object()) {
+    Json::Object members;
+    for (const auto& [key, member] : value.as_object()) members.emplace(utf8_replacing_invalid(key), with_invalid_utf8_replaced(member));
+    return Json(std::move(members));
+  }
+  if (value.is_double() && !std::isfinite(value.as_double())) return Json();
+  return value;
+}
+
+}  // namespace
+
+bool json_detail::integer_literal_fits(std::string_view literal) {
+  const bool negative = !literal.empty() && literal.front() == '-';
+  std::string_view digits = negative ? literal.substr(1) : literal;
+  while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+  const std::string_view limit = negative ? "9223372036854775808" : "18446744073709551615";
+  return digits.size() < limit.size() || (digits.size() == limit.size() && digits <= limit);
+}
+
+Json parse_json(std::string_view text) {
+  std::string owned;
+  std::size_t inserted = 0;
+  // Poco's parser wraps an integer outside the 64-bit range silently; such a
+  // literal is read as a double instead by giving it a fraction.
+  json_detail::for_each_inexact_integer(text, [&](std::size_t begin, std::size_t length) {
+    if (owned.empty()) owned.assign(text);
+    owned.insert(begin + length + inserted, ".0");
+    inserted += 2;
+  });
+  return parse_with_poco(inserted == 0 ? std::string(text) : owned);
+}
+
+std::optional<Json> try_parse_json(std::string_view text) {
+  try {
+    return parse_json(text);
+  } catch (const JsonParseError&) {
+    return std::nullopt;
+  }
+}
+
+std::string dump_json_lossy(const Json& value) {
+  try {
+    return value.dump();
+  } catch (const JsonError&) {
+    return with_invalid_utf8_replaced(value).dump();
+  }
+}
+
+}  // namespace ductwork
