@@ -2,6 +2,7 @@
 // plugin exports, or a run's stored snapshot) through strict validation.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/definition.h"
@@ -10,11 +11,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   if (ductwork::json_nesting_depth(text) > ductwork::kMaxJsonDepth) return 0;  // refused at every door
-  ductwork::json doc = ductwork::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) return 0;
-  std::string name = doc.is_object() && doc.contains("pipeline") && doc["pipeline"].is_string()
-                         ? doc["pipeline"].get<std::string>()
-                         : "P";
+  std::optional<ductwork::Json> parsed = ductwork::try_parse_json(text);
+  if (!parsed) return 0;
+  const ductwork::Json& doc = *parsed;
+  const ductwork::Json* pipeline = doc.find("pipeline");
+  std::string name = pipeline && pipeline->is_string() ? pipeline->as_string() : "P";
   for (bool strict : {true, false}) {
     try {
       ductwork::Definition definition = ductwork::Definition::from_json(doc, name, "fuzz.json", strict);

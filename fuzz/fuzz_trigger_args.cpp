@@ -1,7 +1,8 @@
 // fuzz_trigger_args: one command-line argument of `ductwork trigger` through
 // the door checks (size, depth, exact numbers) and the parse the CLI does.
 // A refused argument is one of the named errors; what is accepted must be
-// readable by a step (the SDK parser) inside its argument list.
+// readable by a step (the SDK parser) inside its argument list: the host's
+// parser (Poco's) is never more lenient than the SDK's.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,10 +14,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
   if (ductwork::json_limit_problem(text, 1 << 20, "argument 1")) return 0;
-  ductwork::json value;
+  ductwork::Json value;
   try {
     value = ductwork::parse_exact_json(text);
-  } catch (const ductwork::json::exception&) {
+  } catch (const ductwork::JsonParseError&) {
     return 0;
   } catch (const ductwork::InexactNumber&) {
     return 0;

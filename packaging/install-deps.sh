@@ -5,7 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake g++
-  libpoco-dev libboost-dev libyaml-cpp-dev nlohmann-json3-dev
+  libpoco-dev libboost-dev libyaml-cpp-dev
+  # the integration tests read what the binary prints with a JSON parser of their own
+  nlohmann-json3-dev
   libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev
   jq
