@@ -49,20 +49,6 @@ Json arguments_from_command_line(const std::vector<std::string>& positionals, si
   return trigger_args;
 }
 
-// The type of `value` as an error message names it.
-const char* type_word(const Json& value) {
-  switch (value.type()) {
-    case Json::Type::kNull: return "null";
-    case Json::Type::kBool: return "boolean";
-    case Json::Type::kInt:
-    case Json::Type::kDouble: return "number";
-    case Json::Type::kString: return "string";
-    case Json::Type::kArray: return "array";
-    case Json::Type::kObject: return "object";
-  }
-  return "value";
-}
-
 bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
 
 // The argument array of one line of a --from file, as the JSON text to
@@ -87,7 +73,7 @@ std::string line_arguments(const std::string& line, const std::string& where, si
     throw BadInput(where + ": " + e.what());
   }
   if (!value.is_array()) {
-    throw BadInput(where + " ('" + shown(line, 60) + "') is a JSON " + type_word(value) +
+    throw BadInput(where + " ('" + shown(line, 60) + "') is a JSON " + json_kind(value) +
                    ", not an array of arguments: write one array per line, e.g. [1, \"x\"] ([] for none)");
   }
   return value.dump();

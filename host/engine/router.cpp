@@ -22,26 +22,6 @@ std::string routing_key(const std::string& output_json) {
   return output_json;
 }
 
-// The kind of a JSON value as the advancer's messages name it.
-const char* kind_name(const Json& value) {
-  switch (value.type()) {
-    case Json::Type::kNull:
-      return "null";
-    case Json::Type::kBool:
-      return "boolean";
-    case Json::Type::kInt:
-    case Json::Type::kDouble:
-      return "number";
-    case Json::Type::kString:
-      return "string";
-    case Json::Type::kArray:
-      return "array";
-    case Json::Type::kObject:
-      return "object";
-  }
-  return "unknown";
-}
-
 bool exceeds_max_depth(const Config& config, const BranchClaim& claim, size_t width) {
   int max_depth = config.pipeline_advancer.max_depth.get(claim.pipeline, claim.step_klass);
   return max_depth >= 0 && width > static_cast<size_t>(max_depth);
@@ -205,7 +185,7 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     std::optional<Json> parsed = try_parse_json(tx.step_output_json(claim.step_id));
     if (!parsed || !parsed->is_array()) {
       throw AdvanceError("expand: step " + claim.step_klass + " must return a list, got " +
-                         (!parsed ? std::string("invalid JSON") : std::string(kind_name(*parsed))));
+                         (!parsed ? std::string("invalid JSON") : std::string(json_kind(*parsed))));
     }
     const Json::Array& items = parsed->as_array();
     if (items.empty()) {

@@ -20,20 +20,6 @@ namespace {
 [[noreturn]] void bad_request(const std::string& message) { throw HttpError(400, "bad_request", message); }
 [[noreturn]] void unprocessable(const std::string& message) { throw HttpError(422, "unprocessable", message); }
 
-// The type of `value` as an error message names it.
-const char* type_word(const Json& value) {
-  switch (value.type()) {
-    case Json::Type::kNull: return "null";
-    case Json::Type::kBool: return "boolean";
-    case Json::Type::kInt:
-    case Json::Type::kDouble: return "number";
-    case Json::Type::kString: return "string";
-    case Json::Type::kArray: return "array";
-    case Json::Type::kObject: return "object";
-  }
-  return "value";
-}
-
 Json string_array(const std::vector<std::string>& items) {
   Json out = Json::array();
   for (const auto& item : items) out.push_back(item);
@@ -57,7 +43,7 @@ Json body_object(const Request& request, std::initializer_list<const char*> allo
   } catch (const InexactNumber& e) {
     unprocessable(std::string("the body: ") + e.what());
   }
-  if (!body.is_object()) bad_request(std::string("the body must be a JSON object, not a ") + type_word(body));
+  if (!body.is_object()) bad_request(std::string("the body must be a JSON object, not a ") + json_kind(body));
   for (const auto& [key, _] : body.as_object()) {
     bool known = false;
     std::string list;
@@ -239,7 +225,7 @@ Response ApiV1::trigger(const std::string& name, const Request& request) {
   Json args = Json::array();
   if (body.contains("args")) {
     args = body["args"];
-    if (!args.is_array()) unprocessable(std::string("args must be a JSON array, not a ") + type_word(args));
+    if (!args.is_array()) unprocessable(std::string("args must be a JSON array, not a ") + json_kind(args));
   }
   const auto max_bytes = static_cast<size_t>(context_.config.job_worker.max_output_bytes);
   if (std::string text = args.dump(); text.size() > max_bytes) {

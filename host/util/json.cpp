@@ -169,6 +169,19 @@ Json parse_json(std::string_view text) {
   return parse_with_poco(inserted == 0 ? std::string(text) : owned);
 }
 
+const char* json_kind(const Json& value) {
+  switch (value.type()) {
+    case Json::Type::kNull: return "null";
+    case Json::Type::kBool: return "boolean";
+    case Json::Type::kInt:
+    case Json::Type::kDouble: return "number";
+    case Json::Type::kString: return "string";
+    case Json::Type::kArray: return "array";
+    case Json::Type::kObject: return "object";
+  }
+  return "value";
+}
+
 std::optional<Json> try_parse_json(std::string_view text) {
   try {
     return parse_json(text);

@@ -39,6 +39,10 @@ std::optional<Json> try_parse_json(std::string_view text);
 // lines, which must never fail.
 std::string dump_json_lossy(const Json& value);
 
+// The kind of a value as messages name it: null, boolean, number, string,
+// array or object.
+const char* json_kind(const Json& value);
+
 // "[" + values + "]": a job's argument list from the JSON text of its
 // values. Built by appending: GCC 12 at -O3 reports a false -Wrestrict for
 // `"[" + std::string` (GCC bug 105329), which breaks -Werror builds.
@@ -58,28 +62,38 @@ namespace json_detail {
 template <class F>
 void for_each_inexact_integer(std::string_view text, F&& on_literal);
 bool integer_literal_fits(std::string_view literal);
+
+// Fed JSON text one byte at a time, says whether the byte lies outside
+// every string (a quote counts as inside), for the passes over text that
+// run before the parser.
+class OutsideStrings {
+ public:
+  bool operator()(char c) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      return false;
+    }
+    in_string_ = c == '"';
+    return !in_string_;
+  }
+
+ private:
+  bool in_string_ = false, escaped_ = false;
+};
 }  // namespace json_detail
 
 template <class F>
 void json_detail::for_each_inexact_integer(std::string_view text, F&& on_literal) {
-  bool in_string = false, escaped = false;
+  OutsideStrings outside;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
-    if (c != '-' && (c < '0' || c > '9')) continue;
+    if (!outside(c) || (c != '-' && (c < '0' || c > '9'))) continue;
     std::size_t end = i;
     bool integer = true;
     while (end < text.size()) {

@@ -24,21 +24,10 @@ Json parse_exact_json(std::string_view text) {
 
 int json_nesting_depth(std::string_view text, int stop_after) {
   int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
+  json_detail::OutsideStrings outside;
   for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (!outside(c)) continue;
+    if (c == '[' || c == '{') {
       if (++depth > deepest) deepest = depth;
       if (deepest > stop_after) return deepest;
     } else if ((c == ']' || c == '}') && depth > 0) {
