@@ -206,7 +206,7 @@ int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid) 
   Logger logger(quiet != nullptr ? quiet : stderr, Logger::Format::kJson, LogLevel::kError);
   PluginRegistry registry;
   registry.load_directory(directory, logger, [&](const std::string& path) {
-    write_all(out_fd, Json::object({{"loading", path}}).dump() + "\n");
+    write_all(out_fd, dump_json_lossy(Json::object({{"loading", path}})) + "\n");
   });
   Json plugins = Json::array();
   for (const auto& plugin : registry.plugins()) plugins.push_back(describe(*plugin));
@@ -214,8 +214,9 @@ int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid) 
   for (const auto& [path, reason] : registry.refused()) {
     refusals.push_back(Json::object({{"path", path}, {"reason", reason}}));
   }
-  bool ok =
-      write_all(out_fd, Json::object({{"done", true}, {"plugins", plugins}, {"refusals", refusals}}).dump() + "\n");
+  // Lossy: a plugin's name or version that is not UTF-8 must not stop the report.
+  bool ok = write_all(out_fd,
+                      dump_json_lossy(Json::object({{"done", true}, {"plugins", plugins}, {"refusals", refusals}})) + "\n");
   // Plugins' static destructors are not this probe's business: a plugin
   // that hangs or crashes on unload must not fail the load.
   std::fflush(nullptr);
