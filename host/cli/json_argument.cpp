@@ -2,15 +2,11 @@
 
 #include "cli/cli.h"
 #include "util/json_limits.h"
+#include "util/text.h"
 
 namespace ductwork::cli {
 
-std::string shown(const std::string& text, size_t limit) {
-  if (text.size() <= limit) return text;
-  size_t cut = limit - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
-}
+std::string shown(const std::string& text, size_t limit) { return shortened(text, limit); }
 
 Json parse_json_argument(const std::string& text, const std::string& what, size_t max_bytes) {
   if (auto problem = json_limit_problem(text, max_bytes, what)) throw BadInput(*problem);

@@ -20,6 +20,7 @@
 
 #include "config/config.h"
 #include "util/suggest.h"
+#include "util/text.h"
 
 namespace ductwork::config_internal {
 
@@ -33,7 +34,7 @@ inline std::string describe_value(const std::string& text) {
   char* end = nullptr;
   std::strtod(text.c_str(), &end);
   bool number = !text.empty() && end == text.c_str() + text.size();
-  std::string shown = text.size() > 60 ? text.substr(0, 57) + "..." : text;
+  std::string shown = shortened(text, 60);
   return number ? shown : "\"" + shown + "\"";
 }
 

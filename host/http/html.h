@@ -2,6 +2,9 @@
 
 // Small helpers for the dashboard's server-rendered HTML.
 #include <string>
+#include <string_view>
+
+#include "util/text.h"
 
 namespace ductwork::http {
 
@@ -25,10 +28,8 @@ inline std::string escape_html(const std::string& text) {
 // At most `limit` bytes of `text` (cut at a UTF-8 character boundary), with
 // "…" when cut.
 inline std::string truncated(const std::string& text, std::size_t limit) {
-  if (text.size() <= limit) return text;
-  std::size_t cut = limit;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "\u2026";
+  const std::string_view ellipsis = "\u2026";
+  return shortened(text, limit + ellipsis.size(), ellipsis);
 }
 
 // "1,234,567".

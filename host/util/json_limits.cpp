@@ -3,12 +3,13 @@
 #include <cstdint>
 #include <limits>
 
+#include "util/text.h"
+
 namespace ductwork {
 namespace {
 
 [[noreturn]] void refuse_inexact(std::string_view literal) {
-  std::string shown(literal.size() > 40 ? literal.substr(0, 37) : literal);
-  if (literal.size() > 40) shown += "...";
+  const std::string shown = shortened(literal, 40);
   throw InexactNumber("the integer " + shown +
                       " does not fit in 64 bits (from -9223372036854775808 to 18446744073709551615) and would not be kept "
                       "exactly; pass it as a string (\"" + shown + "\")");
