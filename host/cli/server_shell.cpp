@@ -29,7 +29,10 @@ class PidFile {
       throw BadInput("--pidfile " + path + ": names process " + std::to_string(other) +
                      ", which is running (remove the file if that process is not a ductwork host)");
     }
-    const std::string temporary = path + ".tmp";
+    // A temporary file of this process's own, renamed over the pidfile: a
+    // reader sees the old content or the new, and two hosts started at
+    // once never write into one file.
+    const std::string temporary = path + "." + std::to_string(me) + ".tmp";
     std::FILE* file = std::fopen(temporary.c_str(), "w");
     if (!file) throw BadInput("--pidfile " + path + ": cannot write it: " + std::strerror(errno));
     const bool written = std::fprintf(file, "%ld\n", me) > 0;
@@ -63,11 +66,11 @@ class ServerShell : public Poco::Util::ServerApplication {
  public:
   ServerShell(std::string name, const ServerCommand& command) : command_(command) {
     args_.command = std::move(name);
-    // Poco's Application installs handlers that turn SIGSEGV, SIGBUS and
-    // SIGILL into abort() outside its own try blocks. A crash must keep its
-    // own signal: the crash report and the supervisor's "Child exited"
-    // name it.
-    for (int sig : {SIGSEGV, SIGBUS, SIGILL}) ::signal(sig, SIG_DFL);
+    // Poco's Application installs handlers that turn SIGSEGV, SIGBUS,
+    // SIGILL and SIGSYS into abort() outside its own try blocks. A crash
+    // must keep its own signal: the crash report and the supervisor's
+    // "Child exited" name it.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGSYS}) ::signal(sig, SIG_DFL);
   }
 
   int run_command(int argc, char** argv) {

@@ -5,23 +5,33 @@
 #include <Poco/JSON/Parser.h>
 
 #include <cctype>
+#include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <utility>
 #include <vector>
+
+#include "util/text.h"
 
 namespace ductwork {
 namespace {
 
 // Builds a Json from the parser's events: open arrays and objects on a
-// stack, each finished one moved into its parent.
+// stack, each finished one moved into its parent. Numbers are read from
+// their own literals (`literals`, in document order): Poco converts a
+// negative integer through a double (-9007199254740993 arrives as
+// ...992) and wraps one beyond 64 bits silently.
 class JsonBuilder : public Poco::JSON::Handler {
  public:
+  explicit JsonBuilder(const std::vector<std::string_view>& literals) : literals_(literals) {}
+
   Json take() { return std::move(result_); }
 
   void reset() override {
     open_.clear();
     keys_.clear();
     result_ = Json();
+    next_literal_ = 0;
   }
   // Built in place in the stack (moving a fresh Json into it trips GCC 12's
   // -Wmaybe-uninitialized on std::variant at -O2).
@@ -37,15 +47,35 @@ class JsonBuilder : public Poco::JSON::Handler {
   void endArray() override { close(); }
   void key(const std::string& k) override { keys_.back() = k; }
   void null() override { add(Json()); }
-  void value(int v) override { add(Json(v)); }
-  void value(unsigned v) override { add(Json(v)); }
-  void value(Poco::Int64 v) override { add(Json(static_cast<std::int64_t>(v))); }
-  void value(Poco::UInt64 v) override { add(Json(static_cast<std::uint64_t>(v))); }
+  void value(int v) override { add(number(Json(v))); }
+  void value(unsigned v) override { add(number(Json(v))); }
+  void value(Poco::Int64 v) override { add(number(Json(static_cast<std::int64_t>(v)))); }
+  void value(Poco::UInt64 v) override { add(number(Json(static_cast<std::uint64_t>(v)))); }
   void value(const std::string& v) override { add(Json(v)); }
-  void value(double v) override { add(Json(v)); }
+  void value(double v) override { add(number(Json(v))); }
   void value(bool v) override { add(Json(v)); }
 
  private:
+  // The number the next literal says; Poco's value for a fraction or an
+  // exponent (its conversion is exact to the nearest double).
+  Json number(Json from_poco) {
+    if (next_literal_ >= literals_.size()) return from_poco;
+    const std::string_view literal = literals_[next_literal_++];
+    if (!json_detail::is_integer_literal(literal)) return from_poco;
+    const char* first = literal.data();
+    const char* last = first + literal.size();
+    if (literal.front() == '-') {
+      std::int64_t n = 0;
+      if (auto [end, error] = std::from_chars(first, last, n); error == std::errc() && end == last) return Json(n);
+    } else {
+      std::uint64_t n = 0;
+      if (auto [end, error] = std::from_chars(first, last, n); error == std::errc() && end == last) return Json(n);
+    }
+    // Beyond 64 bits: a double, as a step reading it with the SDK sees it.
+    const double d = std::strtod(std::string(literal).c_str(), nullptr);
+    if (!std::isfinite(d)) throw JsonParseError("number overflow: " + shortened(literal, 40) + " does not fit in a double");
+    return Json(d);
+  }
   void close() {
     Json done = std::move(open_.back());
     open_.pop_back();
@@ -62,6 +92,8 @@ class JsonBuilder : public Poco::JSON::Handler {
     }
   }
 
+  const std::vector<std::string_view>& literals_;
+  std::size_t next_literal_ = 0;
   std::vector<Json> open_;
   std::vector<std::string> keys_;  // the pending key of each open object
   Json result_;
@@ -89,12 +121,32 @@ std::string parse_problem(const Poco::Exception& e) {
   return why;
 }
 
-Json parse_with_poco(const std::string& text) {
-  Poco::SharedPtr<JsonBuilder> builder(new JsonBuilder);
+// The text Poco's parser is given: an integer literal beyond 64 bits gets
+// a fraction (Poco wraps a large one and refuses a very negative one); the
+// builder then reads it from the original literal as a double.
+std::string text_for_poco(std::string_view text, const std::vector<std::string_view>& literals) {
+  std::string out;
+  std::size_t copied = 0;
+  for (std::string_view literal : literals) {
+    if (!json_detail::is_integer_literal(literal) || json_detail::integer_literal_fits(literal)) continue;
+    const std::size_t end = static_cast<std::size_t>(literal.data() - text.data()) + literal.size();
+    out.append(text, copied, end - copied);
+    out += ".0";
+    copied = end;
+  }
+  if (copied == 0) return std::string(text);
+  out.append(text, copied, std::string_view::npos);
+  return out;
+}
+
+Json parse_with_poco(std::string_view text) {
+  std::vector<std::string_view> literals;
+  json_detail::for_each_number_literal(text, [&](std::string_view literal) { literals.push_back(literal); });
+  Poco::SharedPtr<JsonBuilder> builder(new JsonBuilder(literals));
   Poco::JSON::Parser parser(builder);
   parser.setDepth(kParserDepth);
   try {
-    parser.parse(text);
+    parser.parse(text_for_poco(text, literals));
   } catch (const Poco::Exception& e) {
     throw JsonParseError(parse_problem(e));
   }
@@ -148,6 +200,15 @@ Json with_invalid_utf8_replaced(const Json& value) {
 
 }  // namespace
 
+bool json_detail::is_integer_literal(std::string_view literal) {
+  const std::string_view digits = !literal.empty() && literal.front() == '-' ? literal.substr(1) : literal;
+  if (digits.empty()) return false;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
 bool json_detail::integer_literal_fits(std::string_view literal) {
   const bool negative = !literal.empty() && literal.front() == '-';
   std::string_view digits = negative ? literal.substr(1) : literal;
@@ -156,18 +217,7 @@ bool json_detail::integer_literal_fits(std::string_view literal) {
   return digits.size() < limit.size() || (digits.size() == limit.size() && digits <= limit);
 }
 
-Json parse_json(std::string_view text) {
-  std::string owned;
-  std::size_t inserted = 0;
-  // Poco's parser wraps an integer outside the 64-bit range silently; such a
-  // literal is read as a double instead by giving it a fraction.
-  json_detail::for_each_inexact_integer(text, [&](std::size_t begin, std::size_t length) {
-    if (owned.empty()) owned.assign(text);
-    owned.insert(begin + length + inserted, ".0");
-    inserted += 2;
-  });
-  return parse_with_poco(inserted == 0 ? std::string(text) : owned);
-}
+Json parse_json(std::string_view text) { return parse_with_poco(text); }
 
 const char* json_kind(const Json& value) {
   switch (value.type()) {

@@ -56,13 +56,6 @@ inline std::string json_list_text(std::string_view values) {
 }
 
 namespace json_detail {
-// Calls `on_literal(begin, length)` for each integer literal (no fraction,
-// no exponent) in `text` outside INT64_MIN..UINT64_MAX, counting only text
-// outside strings. The text need not be valid JSON.
-template <class F>
-void for_each_inexact_integer(std::string_view text, F&& on_literal);
-bool integer_literal_fits(std::string_view literal);
-
 // Fed JSON text one byte at a time, says whether the byte lies outside
 // every string (a quote counts as inside), for the passes over text that
 // run before the parser.
@@ -86,29 +79,31 @@ class OutsideStrings {
  private:
   bool in_string_ = false, escaped_ = false;
 };
-}  // namespace json_detail
 
+// Calls `on_literal(literal)` for each number literal of `text` outside
+// strings, in order (for valid JSON, exactly the numbers the parser
+// reports). The text need not be valid JSON.
 template <class F>
-void json_detail::for_each_inexact_integer(std::string_view text, F&& on_literal) {
+void for_each_number_literal(std::string_view text, F&& on_literal) {
   OutsideStrings outside;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (!outside(c) || (c != '-' && (c < '0' || c > '9'))) continue;
-    std::size_t end = i;
-    bool integer = true;
+    std::size_t end = i + 1;
     while (end < text.size()) {
       const char d = text[end];
-      if (d == '.' || d == 'e' || d == 'E' || d == '+' || (d == '-' && end != i)) {
-        integer = false;  // a double, or malformed text the parser reports
-      } else if (d != '-' && (d < '0' || d > '9')) {
-        break;
-      }
+      if ((d < '0' || d > '9') && d != '.' && d != 'e' && d != 'E' && d != '+' && d != '-') break;
       ++end;
     }
-    std::string_view literal = text.substr(i, end - i);
-    if (integer && !integer_literal_fits(literal)) on_literal(i, literal.size());
+    on_literal(text.substr(i, end - i));
     i = end - 1;
   }
 }
+
+// An optional '-' and digits: no fraction, no exponent.
+bool is_integer_literal(std::string_view literal);
+// An integer literal within INT64_MIN..UINT64_MAX.
+bool integer_literal_fits(std::string_view literal);
+}  // namespace json_detail
 
 }  // namespace ductwork

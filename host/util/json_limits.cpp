@@ -18,8 +18,9 @@ namespace {
 }  // namespace
 
 Json parse_exact_json(std::string_view text) {
-  json_detail::for_each_inexact_integer(
-      text, [&](std::size_t begin, std::size_t length) { refuse_inexact(text.substr(begin, length)); });
+  json_detail::for_each_number_literal(text, [](std::string_view literal) {
+    if (json_detail::is_integer_literal(literal) && !json_detail::integer_literal_fits(literal)) refuse_inexact(literal);
+  });
   return parse_json(text);
 }
 

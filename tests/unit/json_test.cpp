@@ -126,6 +126,26 @@ TEST(ParseJson, SixtyFourBitIntegersAreKeptExactly) {
   EXPECT_EQ(parse_json("9223372036854775808").as_uint(), 9223372036854775808u);
 }
 
+TEST(ParseJson, LargeNegativeIntegersAreNotRoundedThroughADouble) {
+  // Poco converts a negative integer through a double: these came back as
+  // -9007199254740992 and INT64_MIN.
+  EXPECT_EQ(parse_json("-9007199254740993").as_int(), -9007199254740993LL);
+  EXPECT_EQ(parse_json("-9223372036854775807").as_int(), -9223372036854775807LL);
+  Json mixed = parse_json(R"({"a": [-9007199254740993, 1.5, "-7", 9007199254740993], "b": -1e2, "c": -0})");
+  EXPECT_EQ(mixed["a"][0].as_int(), -9007199254740993LL);
+  EXPECT_EQ(mixed["a"][1].as_double(), 1.5);
+  EXPECT_EQ(mixed["a"][2].as_string(), "-7");
+  EXPECT_EQ(mixed["a"][3].as_int(), 9007199254740993LL);
+  EXPECT_TRUE(mixed["b"].is_double());
+  EXPECT_EQ(mixed["b"].as_double(), -100.0);
+  EXPECT_TRUE(mixed["c"].is_int64());
+  EXPECT_EQ(mixed.dump(), R"({"a":[-9007199254740993,1.5,"-7",9007199254740993],"b":-100.0,"c":0})");
+}
+
+TEST(ParseJson, AnIntegerBeyondADoubleIsAParseError) {
+  EXPECT_THROW(parse_json("[1" + std::string(400, '0') + "]"), JsonParseError);
+}
+
 TEST(ParseJson, IntegerLiteralsOutsideSixtyFourBitsBecomeDoubles) {
   Json above = parse_json("18446744073709551616");
   EXPECT_TRUE(above.is_double()) << "not wrapped to an integer";
