@@ -139,7 +139,29 @@ std::string text_for_poco(std::string_view text, const std::vector<std::string_v
   return out;
 }
 
+// Whether an object key in `text` holds \u0000: Poco's parser cuts a key
+// there ({"a\u0000b": 1} would become {"a": 1}, and two keys could merge).
+bool key_holds_nul(std::string_view text) {
+  if (text.find("\\u0000") == std::string_view::npos) return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    bool nul = false;
+    std::size_t j = i + 1;
+    for (; j < text.size() && text[j] != '"'; ++j) {
+      if (text[j] != '\\') continue;
+      if (text.compare(j, 6, "\\u0000") == 0) nul = true;
+      ++j;  // the escaped character
+    }
+    std::size_t after = j + 1;
+    while (after < text.size() && std::isspace(static_cast<unsigned char>(text[after]))) ++after;
+    if (nul && after < text.size() && text[after] == ':') return true;
+    i = j;
+  }
+  return false;
+}
+
 Json parse_with_poco(std::string_view text) {
+  if (key_holds_nul(text)) throw JsonParseError("an object key holds a NUL character (\\u0000), which is not supported");
   std::vector<std::string_view> literals;
   json_detail::for_each_number_literal(text, [&](std::string_view literal) { literals.push_back(literal); });
   Poco::SharedPtr<JsonBuilder> builder(new JsonBuilder(literals));

@@ -142,6 +142,14 @@ TEST(ParseJson, LargeNegativeIntegersAreNotRoundedThroughADouble) {
   EXPECT_EQ(mixed.dump(), R"({"a":[-9007199254740993,1.5,"-7",9007199254740993],"b":-100.0,"c":0})");
 }
 
+TEST(ParseJson, AKeyWithANulIsRefusedAValueWithOneIsKept) {
+  EXPECT_THROW(parse_json(R"({"a\u0000b": 1, "a": 2})"), JsonParseError);
+  EXPECT_THROW(parse_json(R"([{"x": {"k\u0000" : 1}}])"), JsonParseError);
+  Json value = parse_json(R"({"a": "x\u0000y", "b\\u0000": "\\u0000"})");
+  EXPECT_EQ(value["a"].as_string(), std::string("x\0y", 3));
+  EXPECT_EQ(value["b\\u0000"].as_string(), "\\u0000") << "an escaped backslash, then text";
+}
+
 TEST(ParseJson, AnIntegerBeyondADoubleIsAParseError) {
   EXPECT_THROW(parse_json("[1" + std::string(400, '0') + "]"), JsonParseError);
 }
