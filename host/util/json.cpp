@@ -47,34 +47,42 @@ class JsonBuilder : public Poco::JSON::Handler {
   void endArray() override { close(); }
   void key(const std::string& k) override { keys_.back() = k; }
   void null() override { add(Json()); }
-  void value(int v) override { add(number(Json(v))); }
-  void value(unsigned v) override { add(number(Json(v))); }
-  void value(Poco::Int64 v) override { add(number(Json(static_cast<std::int64_t>(v)))); }
-  void value(Poco::UInt64 v) override { add(number(Json(static_cast<std::uint64_t>(v)))); }
+  void value(int v) override { add_number(v); }
+  void value(unsigned v) override { add_number(v); }
+  void value(Poco::Int64 v) override { add_number(static_cast<double>(v)); }
+  void value(Poco::UInt64 v) override { add_number(static_cast<double>(v)); }
   void value(const std::string& v) override { add(Json(v)); }
-  void value(double v) override { add(number(Json(v))); }
+  void value(double v) override { add_number(v); }
   void value(bool v) override { add(Json(v)); }
 
  private:
-  // The number the next literal says; Poco's value for a fraction or an
-  // exponent (its conversion is exact to the nearest double).
-  Json number(Json from_poco) {
-    if (next_literal_ >= literals_.size()) return from_poco;
-    const std::string_view literal = literals_[next_literal_++];
-    if (!json_detail::is_integer_literal(literal)) return from_poco;
+  // The number the next literal says. Poco's value is used only for a
+  // fraction or an exponent (its conversion to the nearest double is exact).
+  void add_number(double from_poco) {
+    const std::string_view literal = next_literal_ < literals_.size() ? literals_[next_literal_++] : "";
+    if (!json_detail::is_integer_literal(literal)) {
+      add(Json(from_poco));
+      return;
+    }
     const char* first = literal.data();
     const char* last = first + literal.size();
     if (literal.front() == '-') {
       std::int64_t n = 0;
-      if (auto [end, error] = std::from_chars(first, last, n); error == std::errc() && end == last) return Json(n);
+      if (auto [end, error] = std::from_chars(first, last, n); error == std::errc() && end == last) {
+        add(Json(n));
+        return;
+      }
     } else {
       std::uint64_t n = 0;
-      if (auto [end, error] = std::from_chars(first, last, n); error == std::errc() && end == last) return Json(n);
+      if (auto [end, error] = std::from_chars(first, last, n); error == std::errc() && end == last) {
+        add(Json(n));
+        return;
+      }
     }
     // Beyond 64 bits: a double, as a step reading it with the SDK sees it.
     const double d = std::strtod(std::string(literal).c_str(), nullptr);
     if (!std::isfinite(d)) throw JsonParseError("number overflow: " + shortened(literal, 40) + " does not fit in a double");
-    return Json(d);
+    add(Json(d));
   }
   void close() {
     Json done = std::move(open_.back());
