@@ -27,12 +27,6 @@ std::vector<std::string> exported_pipeline_names(const LoadedPlugin& plugin) {
   return names;
 }
 
-Json string_array(const std::vector<std::string>& items) {
-  Json out = Json::array();
-  for (const auto& item : items) out.push_back(item);
-  return out;
-}
-
 }  // namespace
 
 int cmd_migrate(const Args& args) {
@@ -104,10 +98,10 @@ int cmd_validate(const Args& args) {
     Json plugins = Json::array();
     for (const auto& p : boot.plugins().plugins()) {
       plugins.push_back(Json::object({{"name", p->name}, {"version", p->version}, {"path", p->path},
-                                      {"pipelines", string_array(exported_pipeline_names(*p))}}));
+                                      {"pipelines", json_strings(exported_pipeline_names(*p))}}));
     }
-    Json out = Json::object({{"ok", problems.empty()}, {"pipelines", string_array(pipelines)},
-                             {"problems", string_array(problems)}, {"plugins", plugins}});
+    Json out = Json::object({{"ok", problems.empty()}, {"pipelines", json_strings(pipelines)},
+                             {"problems", json_strings(problems)}, {"plugins", plugins}});
     std::printf("%s\n", out.dump().c_str());
   } else if (!problems.empty()) {
     // Nothing on stdout: a failed validation prints its problems alone.

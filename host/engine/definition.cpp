@@ -29,11 +29,6 @@ Json seconds_json(double seconds) {
   return static_cast<double>(whole) == seconds ? Json(whole) : Json(seconds);
 }
 
-Json string_list(const std::vector<std::string>& items) {
-  Json::Array out(items.begin(), items.end());
-  return Json(std::move(out));
-}
-
 Json string_map(const std::map<std::string, std::string>& items) {
   Json::Object out;
   for (const auto& [key, value] : items) out.emplace(key, value);
@@ -263,15 +258,15 @@ Json Definition::to_json() const {
     if (e.delay_seconds > 0) entry["delay"] = seconds_json(e.delay_seconds);
     if (!e.type.empty()) {
       entry["type"] = e.type;
-      entry["to"] = e.routes.empty() ? string_list(e.to) : string_map(e.routes);
+      entry["to"] = e.routes.empty() ? json_strings(e.to) : string_map(e.routes);
       if (!e.barrier_nodes.empty()) {
         entry["barrier_node"] =
-            e.barrier_nodes.size() == 1 ? Json(e.barrier_nodes.front()) : string_list(e.barrier_nodes);
+            e.barrier_nodes.size() == 1 ? Json(e.barrier_nodes.front()) : json_strings(e.barrier_nodes);
       }
     }
     edge_doc[node] = entry;
   }
-  return Json::object({{"metadata", metadata}, {"nodes", string_list(nodes)}, {"edges", edge_doc}});
+  return Json::object({{"metadata", metadata}, {"nodes", json_strings(nodes)}, {"edges", edge_doc}});
 }
 
 std::string Definition::canonical_text() const { return to_json().dump(); }

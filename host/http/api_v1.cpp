@@ -20,12 +20,6 @@ namespace {
 [[noreturn]] void bad_request(const std::string& message) { throw HttpError(400, "bad_request", message); }
 [[noreturn]] void unprocessable(const std::string& message) { throw HttpError(422, "unprocessable", message); }
 
-Json string_array(const std::vector<std::string>& items) {
-  Json out = Json::array();
-  for (const auto& item : items) out.push_back(item);
-  return out;
-}
-
 // The request body as a JSON object ({} when empty), its members checked
 // against `allowed`. Nested at most as deep as an argument may be, inside
 // an object and a list.
@@ -164,7 +158,7 @@ Response ApiV1::readiness() {
   if (!pending.empty()) {
     return json_response(503, Json::object({{"status", "unavailable"},
                                             {"reason", "migrations not applied: " + std::to_string(pending.size())},
-                                            {"pending_migrations", string_array(pending)}}));
+                                            {"pending_migrations", json_strings(pending)}}));
   }
   return json_response(200, Json::object({{"status", "ready"}}));
 }

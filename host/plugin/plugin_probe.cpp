@@ -34,8 +34,6 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-Json string_list(const std::vector<std::string>& items) { return Json(Json::Array(items.begin(), items.end())); }
-
 std::vector<std::string> strings_of(const Json& list) {
   std::vector<std::string> out;
   for (const Json& item : list.as_array()) out.push_back(item.as_string());
@@ -47,8 +45,8 @@ Json describe(const LoadedPlugin& plugin) {
                        {"name", plugin.name},
                        {"version", plugin.version},
                        {"abi_version", plugin.abi_version},
-                       {"steps", string_list(plugin.step_names)},
-                       {"pipelines", string_list(plugin.pipelines_json)}});
+                       {"steps", json_strings(plugin.step_names)},
+                       {"pipelines", json_strings(plugin.pipelines_json)}});
 }
 
 std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ductwork {
 
@@ -38,6 +39,9 @@ std::optional<Json> try_parse_json(std::string_view text);
 // invalid byte becomes U+FFFD, NaN and infinity become null); for log
 // lines, which must never fail.
 std::string dump_json_lossy(const Json& value);
+
+// A JSON array of strings.
+inline Json json_strings(const std::vector<std::string>& items) { return Json(Json::Array(items.begin(), items.end())); }
 
 // The kind of a value as messages name it: null, boolean, number, string,
 // array or object.
