@@ -368,8 +368,12 @@ class StoreFactory {
 };
 
 struct DatabaseConfig;
-// Builds the factory for the configured adapter. Throws StoreError.
-std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config);
+class DbClock;
+// Builds the factory for the configured adapter. Throws StoreError. The
+// stores read the time from `clock` when one is given (db_clock.h; tests),
+// else from the database's own clock.
+std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config,
+                                                 std::shared_ptr<const DbClock> clock = nullptr);
 // How messages name the configured database: the SQLite file's path, or the
 // server's URL without its password.
 std::string database_name(const DatabaseConfig& config);

@@ -5,11 +5,11 @@
 
 namespace ductwork {
 
-std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config) {
-  if (config.adapter == "sqlite") return std::make_unique<sqlite::SqliteStoreFactory>(config.path);
+std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config, std::shared_ptr<const DbClock> clock) {
+  if (config.adapter == "sqlite") return std::make_unique<sqlite::SqliteStoreFactory>(config.path, std::move(clock));
   if (config.adapter == "postgresql") {
     if (config.url.empty()) throw StoreError("database.url: required with database.adapter postgresql");
-    return std::make_unique<pg::PgStoreFactory>(config.url, config.pool);
+    return std::make_unique<pg::PgStoreFactory>(config.url, config.pool, std::move(clock));
   }
   throw StoreError("database adapter " + config.adapter + " is not supported");
 }

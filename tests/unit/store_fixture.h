@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "engine/definition_loader.h"
 #include "engine/trigger.h"
+#include "store/db_clock.h"
 #include "store/store.h"
 #include "temp_dir.h"
 #include "test_database.h"
@@ -24,7 +25,7 @@ class StoreFixture {
       database.adapter = "postgresql";
       database.url = pg->url();
     }
-    factory = make_store_factory(database);
+    factory = make_store_factory(database, clock);
     store = factory->open();
     store->migrate();
   }
@@ -36,6 +37,9 @@ class StoreFixture {
   testsupport::TempDir dir;
   std::unique_ptr<testsupport::PgDatabase> pg;  // outlives the stores below
   DatabaseConfig database;                       // what factory connects to
+  // The database clock of every store the factory opens: advance() it
+  // instead of waiting for a delay.
+  std::shared_ptr<DbClock> clock = std::make_shared<DbClock>();
   std::unique_ptr<StoreFactory> factory;
   std::unique_ptr<Store> store;
 };

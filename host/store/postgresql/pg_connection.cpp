@@ -215,7 +215,8 @@ std::string to_dollar_placeholders(const std::string& sql, int* count) {
   return out;
 }
 
-Connection::Connection(const ConnectionTarget& target) : display_(target.display) {
+Connection::Connection(const ConnectionTarget& target, std::shared_ptr<const DbClock> clock)
+    : display_(target.display), clock_(std::move(clock)) {
   // libpq directly, not Poco::Data's session: Poco 1.11's PostgreSQL session
   // handle loses its libpq handle when a connect fails, and when the
   // connection is already broken as it is closed (LeakSanitizer, in the
@@ -229,6 +230,7 @@ Connection::Connection(const ConnectionTarget& target) : display_(target.display
     throw StoreError("database " + display_ + ": cannot connect: " + why, StoreFault::kUnavailable);
   }
   run("SET client_min_messages = warning");
+  sync_clock();
 }
 
 Connection::~Connection() {
@@ -237,7 +239,10 @@ Connection::~Connection() {
 }
 
 void Connection::ensure_open() {
-  if (PQstatus(conn_) == CONNECTION_OK) return;
+  if (PQstatus(conn_) == CONNECTION_OK) {
+    if (!in_transaction_) sync_clock();
+    return;
+  }
   if (in_transaction_) {
     // A new session would run the rest of the transaction's statements
     // outside it: the transaction is lost, and says so.
@@ -252,6 +257,8 @@ void Connection::ensure_open() {
   }
   ++epoch_;
   run("SET client_min_messages = warning");
+  session_clock_offset_ = 0;  // a new session starts without the setting
+  sync_clock();
   if (listener_) listener_->own_backend(PQbackendPID(conn_));
 }
 
@@ -319,6 +326,19 @@ void Connection::run(const char* sql) {
   ExecStatusType status = PQresultStatus(r);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) fail_result(r, sql);
   PQclear(r);
+}
+
+void Connection::sync_clock() {
+  if (!clock_) return;
+  const int64_t offset = clock_->offset_micros();
+  if (offset == session_clock_offset_) return;
+  // Seconds with exactly six decimals (no locale, no exponent).
+  const long long magnitude = std::llabs(offset);
+  char seconds[48];
+  std::snprintf(seconds, sizeof seconds, "%s%lld.%06lld", offset < 0 ? "-" : "", magnitude / 1000000,
+                magnitude % 1000000);
+  run((std::string("SET ductwork.clock_offset = '") + seconds + "'").c_str());
+  session_clock_offset_ = offset;
 }
 
 std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql) {

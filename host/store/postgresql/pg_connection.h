@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "store/db_clock.h"
 #include "store/sql/sql_connection.h"
 #include "store/sql/sql_store.h"
 
@@ -35,7 +36,9 @@ std::string to_dollar_placeholders(const std::string& sql, int* count);
 // prepared again.
 class Connection final : public sql::Connection {
  public:
-  explicit Connection(const ConnectionTarget& target);
+  // dw_now() reads the server's clock, moved by `clock` when one is given
+  // (tests): the session setting ductwork.clock_offset carries its offset.
+  explicit Connection(const ConnectionTarget& target, std::shared_ptr<const DbClock> clock = nullptr);
   ~Connection() override;
 
   void exec_script(const std::string& sql) override;
@@ -83,8 +86,12 @@ class Connection final : public sql::Connection {
 
  private:
   void run(const char* sql);
+  // Outside a transaction: passes a moved DbClock's offset to the session.
+  void sync_clock();
 
   std::string display_;
+  std::shared_ptr<const DbClock> clock_;
+  int64_t session_clock_offset_ = 0;  // what the session's ductwork.clock_offset says
   PGconn* conn_ = nullptr;
   uint64_t epoch_ = 1;
   bool in_transaction_ = false;

@@ -97,20 +97,21 @@ void Listener::own_backend(int backend_pid) {
   own_backends_.insert(backend_pid);
 }
 
-PgStoreFactory::PgStoreFactory(const std::string& url, int pool)
+PgStoreFactory::PgStoreFactory(const std::string& url, int pool, std::shared_ptr<const DbClock> clock)
     : target_(parse_target(url)),
       pool_(static_cast<size_t>(pool < 1 ? 1 : pool)),
-      listener_(std::make_shared<Listener>(target_.conninfo)) {
+      listener_(std::make_shared<Listener>(target_.conninfo)),
+      clock_(std::move(clock)) {
   // The first session is opened now, so a wrong URL, password or database
   // fails the command that asked for it, with the server's reason.
-  sessions_.push_back(std::make_shared<Shared>(target_, listener_));
+  sessions_.push_back(std::make_shared<Shared>(target_, listener_, clock_));
 }
 
 std::unique_ptr<Store> PgStoreFactory::open() {
   std::shared_ptr<Shared> session;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (next_ < pool_ && next_ >= sessions_.size()) sessions_.push_back(std::make_shared<Shared>(target_, listener_));
+    if (next_ < pool_ && next_ >= sessions_.size()) sessions_.push_back(std::make_shared<Shared>(target_, listener_, clock_));
     session = sessions_[next_ % sessions_.size()];
     next_ = (next_ + 1) % pool_;
   }

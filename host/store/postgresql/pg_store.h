@@ -73,12 +73,14 @@ class Listener {
 // sql::SharedConnection when there are more stores than sessions).
 class PgStoreFactory final : public StoreFactory {
  public:
-  PgStoreFactory(const std::string& url, int pool);
+  PgStoreFactory(const std::string& url, int pool, std::shared_ptr<const DbClock> clock = nullptr);
   std::unique_ptr<Store> open() override;
 
  private:
   struct Shared final : sql::SharedConnection {
-    Shared(const ConnectionTarget& target, const std::shared_ptr<Listener>& listener) : conn(target) {
+    Shared(const ConnectionTarget& target, const std::shared_ptr<Listener>& listener,
+           const std::shared_ptr<const DbClock>& clock)
+        : conn(target, clock) {
       conn.attach(listener);
     }
     sql::Connection& connection() override { return conn; }
@@ -91,6 +93,7 @@ class PgStoreFactory final : public StoreFactory {
   std::vector<std::shared_ptr<Shared>> sessions_;
   size_t next_ = 0;
   std::shared_ptr<Listener> listener_;
+  std::shared_ptr<const DbClock> clock_;
 };
 
 }  // namespace ductwork::pg

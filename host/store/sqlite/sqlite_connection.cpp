@@ -26,10 +26,13 @@ std::once_flag register_once;
 
 // dw_now([offset_seconds]): the database clock as sortable UTC text with
 // microseconds. For an embedded database the database server's clock is this
-// machine's clock; SQLite's own 'now' only has millisecond resolution, which
-// is too coarse to measure sub-millisecond step latencies.
+// machine's clock (moved by the connection's DbClock, when it has one);
+// SQLite's own 'now' only has millisecond resolution, which is too coarse to
+// measure sub-millisecond step latencies.
 void dw_now(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   auto now = std::chrono::system_clock::now();
+  if (const auto* clock = static_cast<const DbClock*>(sqlite3_user_data(ctx)))
+    now += std::chrono::microseconds(clock->offset_micros());
   if (argc == 1 && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
     double offset = sqlite3_value_double(argv[0]);
     now += std::chrono::microseconds(static_cast<int64_t>(std::llround(offset * 1e6)));
@@ -151,7 +154,8 @@ std::string json_each_list(const std::string& param) { return "SELECT value FROM
 
 }  // namespace
 
-Connection::Connection(std::string path) : path_(std::move(path)) {
+Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
+    : path_(std::move(path)), clock_(std::move(clock)) {
   std::call_once(register_once, [] { Poco::Data::SQLite::Connector::registerConnector(); });
   ensure_parent_folder(path_);
   create_private_file(path_);
@@ -170,8 +174,9 @@ Connection::Connection(std::string path) : path_(std::move(path)) {
   // database before the process may exit (seconds after a wide fan-out).
   // Left in the WAL, it is checkpointed by the next host in the background.
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  sqlite3_create_function(db_, "dw_now", 0, SQLITE_UTF8, nullptr, dw_now, nullptr, nullptr);
-  sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, nullptr, dw_now, nullptr, nullptr);
+  void* clock_data = const_cast<DbClock*>(clock_.get());
+  sqlite3_create_function(db_, "dw_now", 0, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
+  sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
   // journal_mode is the first statement to read the file, so a path that is
   // not a SQLite database fails here with a message naming it.
   exec_script(
@@ -307,7 +312,8 @@ constexpr int kForceBackoffSeconds = 5;
 
 }  // namespace
 
-SharedDatabase::SharedDatabase(std::string path) : conn(std::move(path)) {
+SharedDatabase::SharedDatabase(std::string path, std::shared_ptr<const DbClock> clock)
+    : conn(std::move(path), std::move(clock)) {
   sqlite3_wal_autocheckpoint(conn.handle(), 0);
   sqlite3_wal_hook(
       conn.handle(),

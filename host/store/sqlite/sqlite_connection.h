@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "store/db_clock.h"
 #include "store/sql/sql_connection.h"
 #include "store/sql/sql_store.h"
 
@@ -28,8 +29,9 @@ namespace ductwork::sqlite {
 class Connection final : public sql::Connection {
  public:
   // Opens (creating if needed) the file. Throws StoreError naming the path
-  // when it cannot be opened or is not a SQLite database.
-  explicit Connection(std::string path);
+  // when it cannot be opened or is not a SQLite database. dw_now() reads
+  // `clock` when one is given (tests), else this machine's clock.
+  explicit Connection(std::string path, std::shared_ptr<const DbClock> clock = nullptr);
   ~Connection() override;
 
   void exec_script(const std::string& sql) override;
@@ -59,6 +61,7 @@ class Connection final : public sql::Connection {
 
  private:
   std::string path_;
+  std::shared_ptr<const DbClock> clock_;  // dw_now()'s user data: outlives the handle
   // The database file this connection opened (0/0 for ":memory:" and URIs).
   dev_t device_ = 0;
   ino_t inode_ = 0;
@@ -74,7 +77,7 @@ class Connection final : public sql::Connection {
 // waiting writers sleep in SQLite's busy handler in millisecond steps instead
 // of queueing on a mutex. Other processes are arbitrated by the busy timeout.
 struct SharedDatabase final : sql::SharedConnection {
-  explicit SharedDatabase(std::string path);
+  SharedDatabase(std::string path, std::shared_ptr<const DbClock> clock);
   ~SharedDatabase() override;
   SharedDatabase(const SharedDatabase&) = delete;
   SharedDatabase& operator=(const SharedDatabase&) = delete;

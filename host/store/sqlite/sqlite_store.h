@@ -11,7 +11,8 @@ namespace ductwork::sqlite {
 // connection (SharedDatabase explains why).
 class SqliteStoreFactory final : public StoreFactory {
  public:
-  explicit SqliteStoreFactory(std::string path) : shared_(std::make_shared<SharedDatabase>(std::move(path))) {}
+  explicit SqliteStoreFactory(std::string path, std::shared_ptr<const DbClock> clock = nullptr)
+      : shared_(std::make_shared<SharedDatabase>(std::move(path), std::move(clock))) {}
   std::unique_ptr<Store> open() override { return std::make_unique<sql::SqlStore>(shared_); }
 
  private:

@@ -1,0 +1,105 @@
+// Rules that wait, tested by moving the database clock (store/db_clock.h)
+// instead of waiting: the crash backoff of SPEC §4, a retry's delay, a
+// step's `delay:` and the reaper's heartbeat timeout. Runs on both dialects.
+#include <gtest/gtest.h>
+
+#include "engine/reaper.h"
+#include "engine_fixture.h"
+
+namespace ductwork::test {
+namespace {
+
+class ClockTest : public EngineFixture {
+ protected:
+  // Seconds until pipeline P's next job is due (negative or zero: due now).
+  double due_in() {
+    std::optional<double> seconds = store->seconds_until_next_job("P");
+    EXPECT_TRUE(seconds.has_value()) << "no job queued";
+    return seconds.value_or(1e9);
+  }
+
+  // A process that claims P's job and dies; the reaper crashes the claim.
+  void claim_and_die(Reaper& reaper) {
+    store->register_process("doomed", 7, "m", "all");
+    ASSERT_TRUE(store->claim_job("P", "doomed").has_value()) << "the job was not due";
+    ASSERT_TRUE(reaper.reap("doomed", true));
+  }
+};
+
+TEST_F(ClockTest, AMovedClockMovesWhatTheStoreCallsNow) {
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n    delay: 100\n"), Json::array({1}));
+  EXPECT_NEAR(due_in(), 100.0, 5.0);
+  clock->advance(60);
+  EXPECT_NEAR(due_in(), 40.0, 5.0);
+  clock->advance(-30);
+  EXPECT_NEAR(due_in(), 70.0, 5.0);
+}
+
+// SPEC §4: a crashed execution is retried at once while its crash count is
+// within the first third of the budget, then after crash_count × retry_delay.
+TEST_F(ClockTest, CrashesAreRetriedAtOnceForAThirdOfTheBudgetThenAfterALinearDelay) {
+  configure("job_worker: {max_crash: 6, retry_delay: 60}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n"), Json::array({1}));
+  Reaper reaper(*store, config, logger, nullptr);
+
+  claim_and_die(reaper);  // crash 1 of 6
+  EXPECT_LE(due_in(), 0.5) << "the first third of the crash budget retries at once";
+  claim_and_die(reaper);  // crash 2: still within 6 / 3
+  EXPECT_LE(due_in(), 0.5);
+  claim_and_die(reaper);  // crash 3: delayed 3 × 60 s
+  EXPECT_NEAR(due_in(), 180.0, 5.0);
+  EXPECT_FALSE(store->claim_job("P", process_id).has_value()) << "claimed before its backoff was over";
+
+  clock->advance(170);
+  EXPECT_FALSE(store->claim_job("P", process_id).has_value()) << "claimed 10 s before its backoff was over";
+  clock->advance(15);
+  claim_and_die(reaper);  // crash 4: delayed 4 × 60 s from the moment it was reaped
+  EXPECT_NEAR(due_in(), 240.0, 5.0);
+
+  clock->advance(245);
+  drain();
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
+  const Json& executions = doc["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(executions[i]["result_type"].as_string(), "process_crashed") << i;
+  EXPECT_EQ(executions[4]["result_type"].as_string(), "success");
+}
+
+TEST_F(ClockTest, AFailedStepIsRetriedAfterRetryDelay) {
+  configure("job_worker: {retry_delay: 30}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: FailTimes\n"),
+                   Json::array({Json::object({{"times", 1}, {"value", 5}})}));
+  drain();
+  EXPECT_EQ(report(t)["status"].as_string(), "in_progress");
+  EXPECT_NEAR(due_in(), 30.0, 5.0);
+  clock->advance(31);
+  drain();
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"].size(), 2u);
+}
+
+TEST_F(ClockTest, TheReaperTakesAProcessWhoseHeartbeatIsOlderThanItsTimeout) {
+  configure("job_worker: {retry_delay: 0}\nsupervisor: {reaper_timeout: 300}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n"), Json::array({1}));
+  store->register_process("silent", 9, "m", "all");
+  ASSERT_TRUE(store->claim_job("P", "silent").has_value());
+  Reaper reaper(*store, config, logger, nullptr);
+
+  clock->advance(290);
+  store->heartbeat(process_id);
+  reaper.tick(process_id);
+  EXPECT_FALSE(store->claim_job("P", process_id).has_value()) << "reaped before its heartbeat was stale";
+
+  clock->advance(20);
+  store->heartbeat(process_id);
+  reaper.tick(process_id);
+  drain();
+  Json doc = report(t);
+  EXPECT_EQ(doc["status"].as_string(), "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"][0]["result_type"].as_string(), "process_crashed");
+}
+
+}  // namespace
+}  // namespace ductwork::test
