@@ -43,6 +43,11 @@ namespace {
 constexpr auto kQuickStep = std::chrono::milliseconds(2);
 // A success held longer than this is committed before the next step starts.
 constexpr auto kFlushAfter = std::chrono::milliseconds(5);
+// A batch holds about this much work, by the mean step time of the last
+// one: quick steps are claimed in hundreds (few commits), steps of a
+// millisecond a dozen at a time, so none waits long behind its batch while
+// another thread or host could have run it.
+constexpr auto kBatchWork = std::chrono::milliseconds(20);
 
 }  // namespace
 
@@ -79,7 +84,7 @@ bool JobWorker::run_once() {
     if (stopping) return false;  // nothing held, and no new claims
     log_steps_settled();  // nothing of this thread's is running or uncommitted now
     std::vector<ClaimedJob> claimed = store_.claim_jobs(pipeline_, process_id_, batch_);
-    slowest_ = {};
+    reset_step_times();
     for (auto& job : claimed) queue_.push_back(std::move(job));
   }
   if (queue_.empty()) return false;
@@ -125,6 +130,8 @@ bool JobWorker::run_once() {
       outcome = invoke_step(registry_, *job, scope);
       const auto took = std::chrono::steady_clock::now() - started;
       slowest_ = std::max(slowest_, took);
+      ran_ += took;
+      ++ran_count_;
       ran_seconds = std::chrono::duration<double>(took).count();
       timed_out = timeout > 0 && took >= std::chrono::duration<double>(timeout);
       if (watched) watched->returned.store(true);
@@ -223,7 +230,7 @@ void JobWorker::flush(bool claim_next) {
   };
   // The next claim may take more jobs while the steps stay quick; one slow
   // step brings it back to one, so a slow step never holds others back.
-  batch_ = slowest_ < kQuickStep ? std::min(batch_ * 2, std::max(config_.job_worker.batch.get(pipeline_), 1)) : 1;
+  batch_ = next_batch();
   std::vector<ClaimedJob> next;
   std::vector<bool> committed;
   try {
@@ -283,7 +290,18 @@ void JobWorker::flush(bool claim_next) {
   }
   if (succeeded > advanced.size()) wakeups_.advancers().notify_one();
   for (auto& job : next) queue_.push_back(std::move(job));
-  slowest_ = {};
+  reset_step_times();
+}
+
+int JobWorker::next_batch() const {
+  if (slowest_ >= kQuickStep) return 1;
+  int most = std::max(config_.job_worker.batch.get(pipeline_), 1);
+  if (ran_count_ > 0 && ran_.count() > 0) {
+    const double mean = std::chrono::duration<double>(ran_).count() / ran_count_;
+    const double fits = std::chrono::duration<double>(kBatchWork).count() / mean;
+    if (fits < most) most = std::max(1, static_cast<int>(fits));
+  }
+  return std::min(batch_ * 2, most);
 }
 
 NextExecution JobWorker::after_crash_of(const ClaimedJob& job) const {

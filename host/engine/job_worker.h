@@ -73,6 +73,9 @@ class JobWorker {
   BranchAdvance::JobNode node_of(const ClaimedJob& job) const;
   // The engine's crash rule (job_policy.h) with this step's configuration.
   NextExecution after_crash_of(const ClaimedJob& job) const;
+  // The next claim's size: twice the last while its steps were quick, at
+  // most job_worker.batch and about kBatchWork of them; 1 after a slow step.
+  int next_batch() const;
   // crashed! for a claim this iteration could not finish. When even that
   // write fails (a full disk), the claim is kept in unclosed_.
   void abandon(const ClaimedJob& job, const ErrorInfo& cause);
@@ -106,9 +109,16 @@ class JobWorker {
   std::vector<Done> done_;
   std::chrono::steady_clock::time_point first_done_at_;
   // Jobs the next claim may take (grows while steps are quick), and the
-  // longest step since the last claim.
+  // longest and total time of the steps run since the last claim.
   int batch_ = 1;
   std::chrono::steady_clock::duration slowest_{};
+  std::chrono::steady_clock::duration ran_{};
+  int ran_count_ = 0;
+  // Starts a new batch's step timings.
+  void reset_step_times() {
+    slowest_ = ran_ = {};
+    ran_count_ = 0;
+  }
   // Step results whose commit met an unreachable database server, retried
   // (fenced as always) before anything else once it answers again.
   std::vector<std::pair<ClaimedJob, StepOutcome>> unsettled_;

@@ -24,6 +24,18 @@ namespace {
 
 std::once_flag register_once;
 
+// Once, before the process's first connection. Each connection is used by
+// one thread at a time (SharedDatabase's mutex; the checkpointer's own
+// connection stays on its thread), so SQLite's per-connection mutexes
+// (serialized mode) only cost: with the allocator's statistics mutex they
+// were a tenth of a chained step's CPU samples (docs/PERFORMANCE.md).
+void configure_sqlite_library() {
+  sqlite3_shutdown();  // no connection is open yet: configuration is allowed again
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  Poco::Data::SQLite::Utility::setThreadMode(SQLITE_CONFIG_MULTITHREAD);  // re-initialises the library
+  sqlite3_initialize();
+}
+
 // dw_now([offset_seconds]): the database clock as sortable UTC text with
 // microseconds. For an embedded database the database server's clock is this
 // machine's clock (moved by the connection's DbClock, when it has one);
@@ -156,7 +168,10 @@ std::string json_each_list(const std::string& param) { return "SELECT value FROM
 
 Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
     : path_(std::move(path)), clock_(std::move(clock)) {
-  std::call_once(register_once, [] { Poco::Data::SQLite::Connector::registerConnector(); });
+  std::call_once(register_once, [] {
+    configure_sqlite_library();
+    Poco::Data::SQLite::Connector::registerConnector();
+  });
   ensure_parent_folder(path_);
   create_private_file(path_);
   try {
