@@ -12,8 +12,9 @@
 //     (getrusage(RUSAGE_CHILDREN) after waiting for it).
 //
 //   ductwork_fanout_bench [--items N] [--repeat R] [--workers W] [--advancers A] [--modes fork,none]
-//                         [--database-url postgresql://USER@HOST:PORT/DB]
-// (with a URL each run gets a fresh database on that PostgreSQL server)
+//                         [--database-url postgresql://USER@HOST:PORT/DB] [--binary PATH]
+// (with a URL each run gets a fresh database on that PostgreSQL server;
+// --binary runs another build's `ductwork`, for a before/after pair)
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
     else if (flag == "--workers") o.workers = std::atoi(value.c_str());
     else if (flag == "--advancers") o.advancers = std::atoi(value.c_str());
     else if (flag == "--database-url") o.database_url = value;
+    else if (flag == "--binary") o.binary = value;  // e.g. an older build, for a before/after pair
     else if (flag == "--modes") {
       o.modes.clear();
       std::stringstream list(value);

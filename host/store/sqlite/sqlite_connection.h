@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <condition_variable>
@@ -66,6 +67,7 @@ class Connection final : public sql::Connection {
   dev_t device_ = 0;
   ino_t inode_ = 0;
   bool wal_ = false;  // the file is in WAL mode (it has a -wal while open)
+  std::chrono::steady_clock::time_point busy_since_;  // the busy handler's first try
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
 };
