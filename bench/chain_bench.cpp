@@ -12,8 +12,9 @@
 // binary in its default forking mode (supervisor + advancer child + worker
 // child, separate processes and connections, cross-process wake-ups).
 //
-//   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A]
+//   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A] [--batch B]
 //                  [--database-url postgresql://USER@HOST:PORT/DB] [--scrape-every SECONDS]
+//                  [--binary PATH]   (--batch: job_worker.batch; --binary: the `ductwork` of the forking runs)
 // With --database-url every run gets a fresh database on that PostgreSQL
 // server (created and dropped through the URL's database); without, a
 // fresh SQLite file.
@@ -66,6 +67,7 @@ struct Options {
   int repeat = 3;
   int workers = 2;
   int advancers = 2;
+  int batch = 0;  // job_worker.batch; 0: the default
   int light_chains = 30;
   std::string database_url;  // PostgreSQL server; empty: SQLite files
   // > 0: also run the forking workload with /metrics scraped this often
@@ -96,9 +98,12 @@ std::vector<double> latencies(sql::Connection& conn) {
   return out;
 }
 
+// ", batch: N" when --batch was given.
+std::string batch_yaml(const Options& o) { return o.batch > 0 ? ", batch: " + std::to_string(o.batch) : ""; }
+
 Config bench_config(const Options& o, const BenchDatabase& db) {
-  std::string yaml = "pipelines: '*'\n" + db.yaml() +
-                     "job_worker: {count: " + std::to_string(o.workers) + ", polling_timeout: 1}\n" +
+  std::string yaml = "pipelines: '*'\n" + db.yaml() + "job_worker: {count: " + std::to_string(o.workers) +
+                     ", polling_timeout: 1" + batch_yaml(o) + "}\n" +
                      "pipeline_advancer: {count: " + std::to_string(o.advancers) + ", polling_timeout: 1}\n" +
                      "logger: {level: error}\n";
   return parse_config(yaml, "bench", "/");
@@ -186,9 +191,10 @@ std::string write_host_files(const Options& o, const fs::path& dir, const BenchD
     std::FILE* f = std::fopen(config_path.c_str(), "w");
     std::fprintf(f,
                  "%splugins: {directory: %s}\ndefinitions: {directory: %s}\n"
-                 "pipelines: '*'\njob_worker: {count: %d, polling_timeout: 1}\n"
+                 "pipelines: '*'\njob_worker: {count: %d, polling_timeout: 1%s}\n"
                  "pipeline_advancer: {count: %d, polling_timeout: 1}\nlogger: {level: error}\n",
-                 db.yaml().c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers, o.advancers);
+                 db.yaml().c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers,
+                 batch_yaml(o).c_str(), o.advancers);
     std::fputs(extra_yaml.c_str(), f);
     std::fclose(f);
     fs::create_directories(dir / "defs");
@@ -354,6 +360,7 @@ int main(int argc, char** argv) {
     else if (k == "--repeat") o.repeat = v;
     else if (k == "--workers") o.workers = v;
     else if (k == "--advancers") o.advancers = v;
+    else if (k == "--batch") o.batch = v;
     else if (k == "--light-chains") o.light_chains = v;
     else if (k == "--binary") o.binary = argv[i + 1];
     else if (k == "--database-url") o.database_url = argv[i + 1];
