@@ -284,13 +284,16 @@ void JobWorker::flush(bool claim_next) {
   done_.clear();
   if (queue_.empty()) log_steps_settled();  // every step this thread started has its result committed
   stats_.steps_succeeded.fetch_add(succeeded, std::memory_order_relaxed);
+  // The jobs the commit claimed are queued before anything below can throw:
+  // an error there must leave them to be run (or released), not held by
+  // this process with nobody to run them.
+  for (auto& job : next) queue_.push_back(std::move(job));
+  reset_step_times();
+  if (succeeded > advanced.size()) wakeups_.advancers().notify_one();
   for (auto& [claim, effects] : advanced) {
     advance_->after_commit(claim, effects);
     fault_point("after_branch_advancement");
   }
-  if (succeeded > advanced.size()) wakeups_.advancers().notify_one();
-  for (auto& job : next) queue_.push_back(std::move(job));
-  reset_step_times();
 }
 
 int JobWorker::next_batch() const {

@@ -21,7 +21,7 @@ class SqlBranchTx final : public BranchTx {
   std::string step_output_json(const std::string& step_id) override;
   LastResult last_result(const std::string& step_id) override;
   void complete_step(const std::string& step_id) override;
-  std::string create_step(const NewStep& step) override { return store_.insert_step(step, "pending"); }
+  std::string create_step(const NewStep& step) override { return store_.insert_step(step, "pending", now_); }
   void complete_transition(const std::string& transition_id, const std::string& out_step_id) override;
   void complete_advancement(const std::string& advancement_id) override;
   void fail_advancement(const std::string& advancement_id, const ErrorInfo& error) override;

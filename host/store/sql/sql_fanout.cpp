@@ -161,7 +161,7 @@ std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewSt
   links.flush();
   step.branch_id = branch_id;
   step.args_json = json_list_text(outputs);
-  return store_.insert_step(step, "pending");
+  return store_.insert_step(step, "pending", now_);
 }
 
 }  // namespace ductwork::sql

@@ -65,8 +65,7 @@ std::vector<std::string> SqlStore::pending_migrations() {
   return pending;
 }
 
-std::string SqlStore::insert_step(const NewStep& step, const std::string& status) {
-  const std::string now = db_now(conn_);
+std::string SqlStore::insert_step(const NewStep& step, const std::string& status, const std::string& now) {
   std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
   conn_.prepare(
            "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
@@ -160,7 +159,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
       .exec_deferred();
   insert_step(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
                       request.args_json, request.start_delay_seconds},
-              "pending");
+              "pending", now);
   tx.commit();
   out.pipeline = request.pipeline;
   return out;

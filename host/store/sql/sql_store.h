@@ -133,8 +133,11 @@ class SqlStore final : public Store {
   // False when nothing of it stayed (the claim was lost, or it threw).
   bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
                           const AdvanceInClaim& advance);
-  // Inserts step + job + execution + availability (inside an open transaction).
-  std::string insert_step(const NewStep& step, const std::string& status);
+  // Inserts step + job + execution + availability (inside an open
+  // transaction), stamped with the transaction's instant `now`: a job the
+  // transaction creates is due at that instant, so the same transaction can
+  // claim it (a worker advancing its own chain runs the next step at once).
+  std::string insert_step(const NewStep& step, const std::string& status, const std::string& now);
 
   friend class SqlBranchTx;
   std::shared_ptr<SharedConnection> shared_;
