@@ -76,6 +76,11 @@ class JobWorker {
   // The next claim's size: twice the last while its steps were quick, at
   // most job_worker.batch and about kBatchWork of them; 1 after a slow step.
   int next_batch() const;
+  // Starts a new batch's step timings.
+  void reset_step_times() {
+    slowest_ = ran_ = {};
+    ran_count_ = 0;
+  }
   // crashed! for a claim this iteration could not finish. When even that
   // write fails (a full disk), the claim is kept in unclosed_.
   void abandon(const ClaimedJob& job, const ErrorInfo& cause);
@@ -114,11 +119,6 @@ class JobWorker {
   std::chrono::steady_clock::duration slowest_{};
   std::chrono::steady_clock::duration ran_{};
   int ran_count_ = 0;
-  // Starts a new batch's step timings.
-  void reset_step_times() {
-    slowest_ = ran_ = {};
-    ran_count_ = 0;
-  }
   // Step results whose commit met an unreachable database server, retried
   // (fenced as always) before anything else once it answers again.
   std::vector<std::pair<ClaimedJob, StepOutcome>> unsettled_;

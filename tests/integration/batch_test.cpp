@@ -64,6 +64,30 @@ TEST(BatchTest, QuickStepsAreCommittedManyPerTransactionAndBatchOneTurnsItOff) {
   }
 }
 
+// With the default maximum (256), a batch of millisecond steps stops
+// growing at about 20 ms of work: 1, 2, 4, 8, 16, then about 20 — never 32,
+// so a claimed step never waits long behind its batch. The claims of a
+// batch share their attempts' started_at (one transaction, one instant).
+TEST(BatchTest, ABatchHoldsAboutTwentyMillisecondsOfWork) {
+  ConfigOptions options;
+  options.job_workers = 1;
+  Workspace ws(options);
+  ws.define("nap.yml", chain_definition("Nap", {"Sleep"}));
+  std::string path = ws.file("args.jsonl");
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 120; ++i) out << "[1]\n";
+  }
+  testsupport::ProcessResult triggered = ws.run({"trigger", "Nap", "--from", path});
+  ASSERT_EQ(triggered.exit_code, 0) << triggered.describe() << triggered.err;
+  testsupport::ProcessResult r = ws.run({"start", "--drain"}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM pipelines WHERE status = 'completed'"), "120\n");
+  int largest = number(ws.sql("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM attempts GROUP BY started_at)"));
+  EXPECT_GT(largest, 1) << "quick steps are claimed several at a time";
+  EXPECT_LE(largest, 20) << "a batch of 1 ms steps holds at most 20 ms of them";
+}
+
 // The worker thread is killed while running the 5th job of its run; its
 // claims are then: finished but uncommitted (crash), running (crash), and
 // still queued (released: run again later with no crash recorded). Batches
