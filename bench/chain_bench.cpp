@@ -4,9 +4,9 @@
 // all complete, and reports
 //   * throughput: steps/s over the drain (median of --repeat runs, each on a
 //     fresh database), and
-//   * latency: job completed → next job completed (see latencies()), from the stored
-//     timestamps (µs resolution), p50/p99 under load and at light load (one
-//     chain at a time).
+//   * latency: job completed → next job completed (see latencies()), from
+//     the stored timestamps (µs resolution), p50/p99 under load and at light
+//     load (one chain at a time).
 //
 // It also runs the same workload through the real `ductwork start --drain`
 // binary in its default forking mode (supervisor + advancer child + worker
@@ -84,8 +84,6 @@ double percentile(std::vector<double> values, double p) {
 
 double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
 
-// Step-to-step latencies in microseconds: previous job completed → this
-// job's attempt started.
 // Step-to-step time of every chained step: from the instant the previous
 // step's result was recorded (its job's completed_at, the start of the
 // transaction that committed it) to the instant this step's result was
@@ -407,7 +405,8 @@ int main(int argc, char** argv) {
 
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::vector<double> two_hosts = hosts_light_run(o, dir, "two_hosts", {{"bench-a", "worker"}, {"bench-b", "advancer"}});
+  std::vector<double> two_hosts =
+      hosts_light_run(o, dir, "two_hosts", {{"bench-a", "worker"}, {"bench-b", "advancer"}});
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::vector<double> one_host = hosts_light_run(o, dir, "one_host", {{"bench-a", "all"}});
@@ -455,7 +454,8 @@ int main(int argc, char** argv) {
   std::printf("latency at light load across two hosts (worker host + advancer host, %zu transitions): p50 %.0f us, "
               "p99 %.0f us\n",
               two_hosts.size(), percentile(two_hosts, 0.5), percentile(two_hosts, 0.99));
-  std::printf("latency at light load, one forking host (`ductwork start`, %zu transitions): p50 %.0f us, p99 %.0f us\n",
+  std::printf("latency at light load, one forking host (`ductwork start`, %zu transitions): p50 %.0f us, "
+              "p99 %.0f us\n",
               one_host.size(), percentile(one_host, 0.5), percentile(one_host, 0.99));
   return 0;
 }

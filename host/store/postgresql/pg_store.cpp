@@ -111,7 +111,9 @@ std::unique_ptr<Store> PgStoreFactory::open() {
   std::shared_ptr<Shared> session;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (next_ < pool_ && next_ >= sessions_.size()) sessions_.push_back(std::make_shared<Shared>(target_, listener_, clock_));
+    if (next_ < pool_ && next_ >= sessions_.size()) {
+      sessions_.push_back(std::make_shared<Shared>(target_, listener_, clock_));
+    }
     session = sessions_[next_ % sessions_.size()];
     next_ = (next_ + 1) % pool_;
   }
