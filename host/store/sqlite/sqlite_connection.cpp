@@ -33,8 +33,9 @@ std::once_flag register_once;
 void configure_sqlite_library() {
   sqlite3_shutdown();  // no connection is open yet: configuration is allowed again
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-  Poco::Data::SQLite::Utility::setThreadMode(SQLITE_CONFIG_MULTITHREAD);  // re-initialises the library
-  sqlite3_initialize();
+  // Sets the mode and initialises the library again (the first open would
+  // initialise it anyway).
+  Poco::Data::SQLite::Utility::setThreadMode(SQLITE_CONFIG_MULTITHREAD);
 }
 
 // dw_now([offset_seconds]): the database clock as sortable UTC text with
