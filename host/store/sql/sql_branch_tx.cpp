@@ -5,7 +5,43 @@
 
 namespace ductwork::sql {
 
+void SqlBranchTx::flush_inline() {
+  InlineAdvance* rows = pending();
+  if (!rows) return;
+  rows->written = true;
+  conn_.prepare(
+           "INSERT INTO transitions (id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, "
+           "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?7)")
+      .bind(1, rows->transition_id)
+      .bind(2, rows->branch_id)
+      .bind(3, rows->step_id)
+      .bind_optional(4, rows->out_step_id.empty() ? std::nullopt : std::optional<std::string>(rows->out_step_id))
+      .bind(5, rows->started_at)
+      .bind_optional(6, rows->transition_completed ? std::optional<std::string>(now_) : std::nullopt)
+      .bind(7, now_)
+      .exec_deferred();
+  const bool completed = rows->advancement_completed || rows->advancement_error;
+  auto advancement = conn_.prepare(
+      "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, completed_at, error_klass, "
+      "error_message, error_backtrace, created_at, updated_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?4, ?9)");
+  advancement.bind(1, rows->advancement_id)
+      .bind(2, rows->transition_id)
+      .bind(3, rows->process_id)
+      .bind(4, rows->started_at)
+      .bind_optional(5, completed ? std::optional<std::string>(now_) : std::nullopt)
+      .bind(9, now_);
+  if (rows->advancement_error) {
+    advancement.bind(6, rows->advancement_error->klass)
+        .bind(7, rows->advancement_error->message)
+        .bind(8, rows->advancement_error->backtrace);
+  } else {
+    advancement.bind_null(6).bind_null(7).bind_null(8);
+  }
+  advancement.exec_deferred();
+}
+
 std::string SqlBranchTx::step_output_json(const std::string& step_id) {
+  if (inline_ && step_id == inline_->step_id) return inline_->output_json;  // read with the claim
   auto stmt = conn_.prepare("SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?");
   stmt.bind(1, step_id);
   if (!stmt.step() || stmt.is_null(0)) return "null";
@@ -31,6 +67,8 @@ void SqlBranchTx::complete_step(const std::string& step_id) {
       .bind(1, now_)
       .bind(2, step_id)
       .exec_deferred();
+  // An inline advance's branch was never made advanceable.
+  if (inline_ && step_id == inline_->step_id) return;
   // The branch's latest step is no longer advanceable; a step created
   // next on it starts pending.
   conn_.prepare("UPDATE branches SET advanceable = 0 WHERE id = (SELECT branch_id FROM steps WHERE id = ?)")
@@ -39,6 +77,11 @@ void SqlBranchTx::complete_step(const std::string& step_id) {
 }
 
 void SqlBranchTx::complete_transition(const std::string& transition_id, const std::string& out_step_id) {
+  if (InlineAdvance* rows = pending(); rows && transition_id == rows->transition_id) {
+    rows->transition_completed = true;
+    rows->out_step_id = out_step_id;
+    return;
+  }
   conn_.prepare("UPDATE transitions SET out_step_id = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
       .bind_optional(1, out_step_id.empty() ? std::nullopt : std::optional<std::string>(out_step_id))
       .bind(2, now_)
@@ -47,6 +90,10 @@ void SqlBranchTx::complete_transition(const std::string& transition_id, const st
 }
 
 void SqlBranchTx::complete_advancement(const std::string& advancement_id) {
+  if (InlineAdvance* rows = pending(); rows && advancement_id == rows->advancement_id) {
+    rows->advancement_completed = true;
+    return;
+  }
   conn_.prepare("UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, advancement_id)
@@ -54,6 +101,10 @@ void SqlBranchTx::complete_advancement(const std::string& advancement_id) {
 }
 
 void SqlBranchTx::fail_advancement(const std::string& advancement_id, const ErrorInfo& error) {
+  if (InlineAdvance* rows = pending(); rows && advancement_id == rows->advancement_id) {
+    rows->advancement_error = error;
+    return;
+  }
   conn_.prepare(
            "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = ?2, error_message = ?3, "
            "error_backtrace = ?4 WHERE id = ?5")
@@ -66,6 +117,7 @@ void SqlBranchTx::fail_advancement(const std::string& advancement_id, const Erro
 }
 
 int64_t SqlBranchTx::errored_advancements(const std::string& transition_id) {
+  flush_inline();
   auto stmt = conn_.prepare(std::string("SELECT COUNT(*) FROM advancements WHERE transition_id = ? AND "
                                         "error_klass IS NOT NULL AND error_klass NOT IN ") +
                             kCrashMarkersSql);
@@ -75,6 +127,9 @@ int64_t SqlBranchTx::errored_advancements(const std::string& transition_id) {
 }
 
 void SqlBranchTx::release_branch(const std::string& branch_id) {
+  // An inline advance's claim changed nothing but last_advanced_at, which
+  // it wrote; its next step is pending, not advanceable.
+  if (inline_ && branch_id == inline_->branch_id) return;
   conn_.prepare(
            "UPDATE branches SET status = 'in_progress', claim_token = NULL, claimed_for_advancing_at = NULL, "
            "last_advanced_at = ?1, updated_at = ?1 WHERE id = ?2")

@@ -4,6 +4,7 @@
 // sql_fanout.cpp (fan-out children, barriers and fan-in).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "store/sql/sql_store.h"
@@ -14,9 +15,29 @@ namespace ductwork::sql {
 // the advancer, not a routing error, and counts against the crash budget.
 inline constexpr const char* kCrashMarkersSql = "('ProcessCrash', 'ThreadCrash', 'AbandonedClaim', 'OrphanedClaim')";
 
+// The rows a job worker's own advance (SqlStore::advance_in_success) writes
+// once, in their final state, when the advance ends, instead of inserting
+// them at the claim and updating them as it goes: the transition and the
+// advancement. Its branch claim writes nothing but the branch's
+// last_advanced_at, and the step's output is the one the claim read.
+struct InlineAdvance {
+  std::string branch_id, step_id, process_id, started_at;
+  std::string output_json;  // the step's output, as step_output_json reads it
+  std::string transition_id, out_step_id;
+  bool transition_completed = false;
+  std::string advancement_id;
+  bool advancement_completed = false;
+  std::optional<ErrorInfo> advancement_error;
+  bool written = false;  // flushed: later changes are updates, as for any claim
+};
+
 class SqlBranchTx final : public BranchTx {
  public:
-  SqlBranchTx(SqlStore& store, std::string now) : store_(store), conn_(store.conn_), now_(std::move(now)) {}
+  SqlBranchTx(SqlStore& store, std::string now, InlineAdvance* inline_advance = nullptr)
+      : store_(store), conn_(store.conn_), now_(std::move(now)), inline_(inline_advance) {}
+  // Writes the transition and advancement of an inline advance as they stand
+  // (at the end of the advance, or before anything reads them back).
+  void flush_inline();
 
   std::string step_output_json(const std::string& step_id) override;
   LastResult last_result(const std::string& step_id) override;
@@ -44,6 +65,9 @@ class SqlBranchTx final : public BranchTx {
   SqlStore& store_;
   Connection& conn_;
   std::string now_;
+  InlineAdvance* inline_;
+  // The inline advance's rows not yet written, or nullptr.
+  InlineAdvance* pending() const { return inline_ && !inline_->written ? inline_ : nullptr; }
 };
 
 }  // namespace ductwork::sql

@@ -24,6 +24,7 @@ namespace {
 
 void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& to_transition,
                                      const std::vector<NewChild>& children) {
+  flush_inline();  // the inline rows exist before anything reads them back
   BatchInsert branches(conn_,
                        "INSERT INTO branches (id, run_id, pipeline_klass, status, fanout_index, last_advanced_at, "
                        "started_at, created_at, updated_at) VALUES ",
@@ -64,6 +65,7 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
 
 std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id,
                                                     const std::vector<std::string>& nodes) {
+  flush_inline();  // the inline rows exist before anything reads them back
   const std::string wanted = json_string_list(nodes);
   std::string current = branch_id;
   // A definition is acyclic and a branch has at least one step, so the walk
@@ -98,6 +100,7 @@ std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id,
 
 ArrivalCount SqlBranchTx::arrive(const Barrier& barrier, const std::string& branch_id,
                                     const std::string& step_id) {
+  flush_inline();  // the inline rows exist before anything reads them back
   conn_.prepare(
            "INSERT INTO fan_in_arrivals (id, barrier_branch_id, ordinal, branch_id, step_id, created_at, updated_at) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)")
@@ -120,6 +123,7 @@ ArrivalCount SqlBranchTx::arrive(const Barrier& barrier, const std::string& bran
 }
 
 std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewStep step) {
+  flush_inline();  // the inline rows exist before anything reads them back
   const std::string branch_id = new_uuid_v7();
   int won = conn_.prepare(
                      "UPDATE branches SET fanin_branch_id = ?1, updated_at = ?2 WHERE id = ?3 AND "

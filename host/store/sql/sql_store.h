@@ -16,6 +16,8 @@ namespace ductwork::sql {
 inline std::string args_document(const std::string& args_json) { return "{\"args\":" + args_json + "}"; }
 inline std::string payload_document(const std::string& value_json) { return "{\"payload\":" + value_json + "}"; }
 
+struct InlineAdvance;  // sql_branch_tx.h
+
 // A connection and the mutex that serialises the threads sharing it.
 struct SharedConnection {
   virtual ~SharedConnection() = default;
@@ -133,6 +135,11 @@ class SqlStore final : public Store {
   // False when nothing of it stayed (the claim was lost, or it threw).
   bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
                           const AdvanceInClaim& advance);
+  // advance_in_success's claim of the job's own branch (InlineAdvance in
+  // sql_branch_tx.h): nullopt when the branch is taken, locked by another
+  // transaction, or no longer as the job left it.
+  std::optional<BranchClaim> claim_inline_in_tx(const ClaimedJob& job, const std::string& process_id,
+                                                const std::string& now, InlineAdvance* rows);
   // Inserts step + job + execution + availability (inside an open
   // transaction), stamped with the transaction's instant `now`: a job the
   // transaction creates is due at that instant, so the same transaction can
