@@ -43,13 +43,16 @@ StoreFault classify(const char* sqlstate, bool connection_bad) {
 std::string json_elements(const std::string& param) {
   return "SELECT json_array_elements_text(CAST(" + param + " AS json))";
 }
+std::string any_of_json_elements(const std::string& param) { return " = ANY(ARRAY(" + json_elements(param) + "))"; }
 
-// A statement prepared on the server under a generated name; parameters
-// travel as text, results come back as text.
+// A statement prepared on the server under a generated name, or (planned
+// each run) sent with its text as the unnamed statement; parameters travel
+// as text, results come back as text.
 class PgStatement final : public sql::StatementBackend {
  public:
-  PgStatement(Connection* conn, std::string sql, int params)
+  PgStatement(Connection* conn, std::string sql, int params, bool plan_each_run)
       : conn_(conn), sql_(std::move(sql)), values_(static_cast<size_t>(params)) {
+    if (plan_each_run) return;  // name_ stays empty
     static std::atomic<uint64_t> counter{0};
     name_ = "dw_" + std::to_string(++counter);
     prepare();
@@ -58,7 +61,7 @@ class PgStatement final : public sql::StatementBackend {
     reset();
     // A statement of a live session is deallocated; one of a session that
     // is gone went with it.
-    if (epoch_ == conn_->epoch() && PQstatus(conn_->handle()) == CONNECTION_OK &&
+    if (!name_.empty() && epoch_ == conn_->epoch() && PQstatus(conn_->handle()) == CONNECTION_OK &&
         PQtransactionStatus(conn_->handle()) == PQTRANS_IDLE) {
       PQclear(PQexec(conn_->handle(), ("DEALLOCATE " + name_).c_str()));
     }
@@ -86,7 +89,7 @@ class PgStatement final : public sql::StatementBackend {
   void exec_deferred() override {
     conn_->ensure_open();
     if (epoch_ != conn_->epoch()) prepare();
-    conn_->send_deferred(name_, values(), &sql_);
+    conn_->send_deferred(name_, values(), &sql_);  // an empty name_ sends sql_ itself
   }
 
   std::string text(int column) const override {
@@ -122,8 +125,9 @@ class PgStatement final : public sql::StatementBackend {
   }
 
   void prepare() {
-    conn_->drain();
     epoch_ = conn_->epoch();
+    if (name_.empty()) return;  // planned each run: nothing kept on the server
+    conn_->drain();
     PGresult* r = PQprepare(conn_->handle(), name_.c_str(), sql_.c_str(), static_cast<int>(values_.size()), nullptr);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) conn_->fail_result(r, "prepare: " + sql_);
     PQclear(r);
@@ -134,8 +138,10 @@ class PgStatement final : public sql::StatementBackend {
     if (epoch_ != conn_->epoch()) prepare();  // the session was re-established
     conn_->drain();  // what was sent deferred runs first, and its errors surface here
     std::vector<const char*> params = values();
-    PGresult* r = PQexecPrepared(conn_->handle(), name_.c_str(), static_cast<int>(params.size()), params.data(),
-                                 nullptr, nullptr, 0);
+    PGresult* r = name_.empty() ? PQexecParams(conn_->handle(), sql_.c_str(), static_cast<int>(params.size()),
+                                               nullptr, params.data(), nullptr, nullptr, 0)
+                                : PQexecPrepared(conn_->handle(), name_.c_str(), static_cast<int>(params.size()),
+                                                 params.data(), nullptr, nullptr, 0);
     ExecStatusType status = PQresultStatus(r);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) conn_->fail_result(r, "statement: " + sql_);
     result_ = r;
@@ -277,8 +283,11 @@ void Connection::send_deferred(const std::string& name, const std::vector<const 
   if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF && PQenterPipelineMode(conn_) != 1) {
     fail_result(nullptr, "cannot enter pipeline mode");
   }
-  if (PQsendQueryPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr,
-                          0) != 1) {
+  const int params = static_cast<int>(values.size());
+  const int sent = name.empty() ? PQsendQueryParams(conn_, sql->c_str(), params, nullptr, values.data(), nullptr,
+                                                    nullptr, 0)
+                                : PQsendQueryPrepared(conn_, name.c_str(), params, values.data(), nullptr, nullptr, 0);
+  if (sent != 1) {
     fail_result(nullptr, "statement: " + *sql);
   }
   deferred_.push_back(sql);
@@ -341,11 +350,11 @@ void Connection::sync_clock() {
   session_clock_offset_ = offset;
 }
 
-std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql) {
+std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql, Planning planning) {
   ensure_open();
   int params = 0;
   std::string text = to_dollar_placeholders(sql, &params);
-  return std::make_unique<PgStatement>(this, std::move(text), params);
+  return std::make_unique<PgStatement>(this, std::move(text), params, planning == Planning::kEachRun);
 }
 
 void Connection::exec_script(const std::string& sql) {
@@ -415,7 +424,7 @@ const sql::Dialect& Connection::dialect() const {
   // FOR NO KEY UPDATE: the claim changes no key, and a stronger lock would
   // also block the foreign-key checks of rows that reference the claimed one.
   static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE", true,
-                                       json_elements};
+                                       json_elements, any_of_json_elements};
   return postgresql;
 }
 

@@ -71,7 +71,8 @@ class Connection final : public sql::Connection {
   // server process id (now and after each reconnect) so that the
   // notifications this process sends do not wake it.
   void attach(std::shared_ptr<Listener> listener);
-  // Sends a prepared statement in libpq's pipeline mode without waiting for
+  // Sends a prepared statement (with an empty name: `sql` itself, planned
+  // for this run) in libpq's pipeline mode without waiting for
   // its result (Statement::exec_deferred): the statements of a transaction
   // whose results nobody reads travel together instead of one round trip
   // each.
@@ -82,7 +83,7 @@ class Connection final : public sql::Connection {
   void drain();
 
  protected:
-  std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
+  std::unique_ptr<sql::StatementBackend> compile(const std::string& sql, Planning planning) override;
 
  private:
   void run(const char* sql);

@@ -64,7 +64,7 @@ void BatchInsert::write(size_t first_row, size_t rows) {
       }
     }
   }
-  stmt.exec();
+  stmt.exec_deferred();  // nobody reads the row count
 }
 
 }  // namespace ductwork::sql

@@ -5,41 +5,6 @@
 
 namespace ductwork::sql {
 
-void SqlBranchTx::flush_inline() {
-  InlineAdvance* rows = pending();
-  if (!rows) return;
-  rows->written = true;
-  conn_.prepare(
-           "INSERT INTO transitions (id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, "
-           "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5, ?7)")
-      .bind(1, rows->transition_id)
-      .bind(2, rows->branch_id)
-      .bind(3, rows->step_id)
-      .bind_optional(4, rows->out_step_id.empty() ? std::nullopt : std::optional<std::string>(rows->out_step_id))
-      .bind(5, rows->started_at)
-      .bind_optional(6, rows->transition_completed ? std::optional<std::string>(now_) : std::nullopt)
-      .bind(7, now_)
-      .exec_deferred();
-  const bool completed = rows->advancement_completed || rows->advancement_error;
-  auto advancement = conn_.prepare(
-      "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, completed_at, error_klass, "
-      "error_message, error_backtrace, created_at, updated_at) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?4, ?9)");
-  advancement.bind(1, rows->advancement_id)
-      .bind(2, rows->transition_id)
-      .bind(3, rows->process_id)
-      .bind(4, rows->started_at)
-      .bind_optional(5, completed ? std::optional<std::string>(now_) : std::nullopt)
-      .bind(9, now_);
-  if (rows->advancement_error) {
-    advancement.bind(6, rows->advancement_error->klass)
-        .bind(7, rows->advancement_error->message)
-        .bind(8, rows->advancement_error->backtrace);
-  } else {
-    advancement.bind_null(6).bind_null(7).bind_null(8);
-  }
-  advancement.exec_deferred();
-}
-
 std::string SqlBranchTx::step_output_json(const std::string& step_id) {
   if (inline_ && step_id == inline_->step_id) return inline_->output_json;  // read with the claim
   auto stmt = conn_.prepare("SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?");
@@ -63,6 +28,10 @@ LastResult SqlBranchTx::last_result(const std::string& step_id) {
 }
 
 void SqlBranchTx::complete_step(const std::string& step_id) {
+  if (InlineAdvance* rows = pending(); rows && step_id == rows->step_id) {
+    rows->step_completed = true;
+    return;
+  }
   conn_.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, step_id)
@@ -74,6 +43,13 @@ void SqlBranchTx::complete_step(const std::string& step_id) {
   conn_.prepare("UPDATE branches SET advanceable = 0 WHERE id = (SELECT branch_id FROM steps WHERE id = ?)")
       .bind(1, step_id)
       .exec_deferred();
+}
+
+std::string SqlBranchTx::create_step(const NewStep& step) {
+  InlineAdvance* rows = pending();
+  if (!rows) return store_.insert_step(step, "pending", now_);
+  rows->new_steps.push_back(step_rows(step, "pending", now_));
+  return rows->new_steps.back().step_id;
 }
 
 void SqlBranchTx::complete_transition(const std::string& transition_id, const std::string& out_step_id) {

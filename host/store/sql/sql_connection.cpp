@@ -7,9 +7,9 @@
 
 namespace ductwork::sql {
 
-Statement Connection::prepare(const std::string& sql) {
+Statement Connection::prepare(const std::string& sql, Planning planning) {
   auto it = cache_.find(sql);
-  if (it == cache_.end()) it = cache_.emplace(sql, compile(sql)).first;
+  if (it == cache_.end()) it = cache_.emplace(sql, compile(sql, planning)).first;
   StatementBackend* backend = it->second.get();
   if (backend->in_use) {
     throw std::logic_error("database " + name() + ": statement already in use (a nested use of the same SQL would "

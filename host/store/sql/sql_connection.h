@@ -125,6 +125,12 @@ struct Dialect {
   // A subquery yielding the strings of the JSON array bound at `param`
   // (e.g. "?2"), for `x IN (...)`.
   std::string (*json_text_list)(const std::string& param) = nullptr;
+  // The test, appended to a unique column, that it is one of the strings
+  // of the JSON array bound at `param`, so that a batch's rows are read or
+  // written by one statement (PostgreSQL: `= ANY(ARRAY(...))`, an index
+  // condition on the column; prepare such statements with
+  // Planning::kEachRun, docs/decisions.md).
+  std::string (*id_in)(const std::string& param) = nullptr;
 };
 
 // One database connection with a cache of prepared statements. Not
@@ -136,8 +142,17 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // The cached prepared statement for `sql` (compiled on first use).
-  Statement prepare(const std::string& sql);
+  // How the server plans a statement. kCached: once, and the plan is kept
+  // (PostgreSQL may settle on a generic plan made without the parameters).
+  // kEachRun: with its parameters, every time it runs — for the few
+  // set-based statements of a batch, whose best plan depends on how big the
+  // tables are now (a generic plan made while a table was small scans it
+  // whole once it is large). SQLite plans without table statistics either
+  // way, and ignores it.
+  enum class Planning { kCached, kEachRun };
+  // The cached prepared statement for `sql` (compiled on first use; one SQL
+  // text is always planned the same way).
+  Statement prepare(const std::string& sql, Planning planning = Planning::kCached);
   // Runs one or more statements without results (DDL, pragmas).
   virtual void exec_script(const std::string& sql) = 0;
 
@@ -176,7 +191,7 @@ class Connection {
   [[noreturn]] void fail(const std::string& what, StoreFault fault = StoreFault::kOther) const;
 
  protected:
-  virtual std::unique_ptr<StatementBackend> compile(const std::string& sql) = 0;
+  virtual std::unique_ptr<StatementBackend> compile(const std::string& sql, Planning planning) = 0;
   // Forgets every compiled statement (none may be borrowed): after the
   // connection was re-established they belong to a session that is gone.
   void drop_statements();
@@ -233,17 +248,31 @@ int64_t db_time_micros(const std::string& db_time);
 // (it only feeds metrics, and must never fail the transaction it is read in).
 double seconds_between(const std::string& earlier, const std::string& later);
 
+// `text` as a JSON string, appended to `out`.
+inline void append_json_string(std::string& out, std::string_view text) {
+  static const char* const kHex = "0123456789abcdef";
+  out += '"';
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += "\\u00";
+      out += kHex[(c >> 4) & 0xf];
+      out += kHex[c & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
 // A JSON array of strings, bound for `IN (...)` (Dialect::json_text_list).
 inline std::string json_string_list(const std::vector<std::string>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ',';
-    out += '"';
-    for (char c : items[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
+    append_json_string(out, items[i]);
   }
   return out + "]";
 }

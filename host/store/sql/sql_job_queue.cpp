@@ -1,6 +1,10 @@
 // The job worker's side of the store: claim, succeeded!, errored!.
 #include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "store/sql/batch_insert.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
 #include "util/fault.h"
@@ -28,89 +32,99 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
 
 std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                                    const std::string& now, int max) {
-  struct Picked {
-    std::string availability_id, execution_id, due_at;
-  };
-  std::vector<Picked> picked;
+  // A batch is claimed with a fixed number of statements, whatever its size:
+  // each statement costs the server far more than each row it touches.
+  std::vector<std::string> availability_ids;
   {
     auto pick = conn_.prepare(
-        "SELECT id, execution_id, started_at FROM availabilities "
+        "SELECT id FROM availabilities "
         "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 "
         "ORDER BY started_at LIMIT ?3" + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
-    while (pick.step()) picked.push_back(Picked{pick.text(0), pick.text(1), pick.text(2)});
+    while (pick.step()) availability_ids.push_back(pick.text(0));
   }
-  std::vector<ClaimedJob> jobs;
-  jobs.reserve(picked.size());
-  for (const Picked& p : picked) {
-    if (auto job = claim_picked(p.availability_id, p.execution_id, pipeline, process_id, now)) {
-      job->waited_seconds = seconds_between(p.due_at, now);
-      jobs.push_back(std::move(*job));
-    }
+  if (availability_ids.empty()) return {};
+  // The predicate is asserted again as the rows are taken: a row another
+  // process took between the pick and this write (where the pick did not
+  // lock it) is not taken twice. It is written `(...) IS TRUE` so that no
+  // partial index of open rows can serve it: PostgreSQL otherwise plans
+  // such a statement, once its statistics say few rows are open, as a walk
+  // through every open row (docs/decisions.md).
+  struct Taken {
+    std::string execution_id, due_at;
+  };
+  std::vector<Taken> taken;
+  {
+    auto take = conn_.prepare("UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
+                              conn_.dialect().id_in("?3") +
+                              " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
+                              Connection::Planning::kEachRun);
+    take.bind(1, now).bind(2, process_id).bind(3, json_string_list(availability_ids));
+    while (take.step()) taken.push_back(Taken{take.text(0), take.text(1)});
   }
-  return jobs;
-}
-
-std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability_id, const std::string& execution_id,
-                                                 const std::string& pipeline, const std::string& process_id,
-                                                 const std::string& now) {
-  // Optimistic claim: inside an immediate transaction the row count is the
-  // verdict; the predicate is re-asserted so a claim made by another process
-  // between our read and write can never be taken twice.
-  int won = conn_.prepare(
-                     "UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 "
-                     "WHERE id = ?3 AND completed_at IS NULL")
-                .bind(1, now)
-                .bind(2, process_id)
-                .bind(3, availability_id)
-                .exec();
-  if (won != 1) return std::nullopt;
-  conn_.prepare("UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id = ?3")
+  if (taken.empty()) return {};
+  // Oldest due first, as picked.
+  std::stable_sort(taken.begin(), taken.end(), [](const Taken& x, const Taken& y) { return x.due_at < y.due_at; });
+  std::vector<std::string> execution_ids;
+  execution_ids.reserve(taken.size());
+  for (const Taken& t : taken) execution_ids.push_back(t.execution_id);
+  const std::string executions = json_string_list(execution_ids);
+  conn_.prepare("UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id" + conn_.dialect().id_in("?3"),
+                Connection::Planning::kEachRun)
       .bind(1, process_id)
       .bind(2, now)
-      .bind(3, execution_id)
+      .bind(3, executions)
       .exec_deferred();
 
-  ClaimedJob job;
-  job.execution_id = execution_id;
-  job.pipeline = pipeline;
-  std::string step_status, run_status, pipeline_id;
+  std::unordered_map<std::string, ClaimedJob> by_execution;
+  std::vector<std::string> steps_to_start;
+  // Runs (and their pipelines) not yet marked in progress: a run's and a
+  // pipeline's rows are shared by all its jobs and are written only when
+  // they change.
+  std::vector<std::pair<std::string, std::string>> runs_to_start;
   {
     auto info = conn_.prepare(
-        "SELECT e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
+        "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
         "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1 "
         "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
-        "JOIN runs r ON r.id = s.run_id WHERE e.id = ?");
-    info.bind(1, execution_id);
-    // The availability was already taken above: returning "nothing" here
-    // would commit a claim nobody runs. Fail the transaction instead.
-    if (!info.step()) conn_.fail("claimed execution " + execution_id + " has no job/step/run", StoreFault::kUnusable);
-    job.job_id = info.text(0);
-    job.retry_count = info.int64(1);
-    job.crash_count = info.int64(2);
-    job.step_id = info.text(3);
-    job.klass = info.text(4);
-    job.args_json = info.is_null(5) ? "[]" : info.text(5);
-    job.run_id = info.text(6);
-    job.branch_id = info.text(7);
-    job.node = info.text(8);
-    step_status = info.text(9);
-    run_status = info.text(10);
-    pipeline_id = info.text(11);
-    job.definition_sha1 = info.text(12);
+        "JOIN runs r ON r.id = s.run_id WHERE e.id" + conn_.dialect().id_in("?1"),
+        Connection::Planning::kEachRun);
+    info.bind(1, executions);
+    while (info.step()) {
+      ClaimedJob job;
+      job.execution_id = info.text(0);
+      job.pipeline = pipeline;
+      job.job_id = info.text(1);
+      job.retry_count = info.int64(2);
+      job.crash_count = info.int64(3);
+      job.step_id = info.text(4);
+      job.klass = info.text(5);
+      job.args_json = info.is_null(6) ? "[]" : info.text(6);
+      job.run_id = info.text(7);
+      job.branch_id = info.text(8);
+      job.node = info.text(9);
+      if (info.text(10) != "in_progress") steps_to_start.push_back(job.step_id);
+      if (info.text(11) != "in_progress") runs_to_start.emplace_back(job.run_id, info.text(12));
+      job.definition_sha1 = info.text(13);
+      by_execution.emplace(job.execution_id, std::move(job));
+    }
   }
-  // Read first, write only when needed: the run and pipeline rows are shared
-  // by every job of the run and must not be rewritten on every claim.
-  if (step_status != "in_progress") {
-    conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
+  // An availability already taken above with no job to run would be a
+  // claim nobody runs: fail the transaction instead.
+  if (by_execution.size() != taken.size()) {
+    conn_.fail("claimed executions without a job, step or run among " + executions, StoreFault::kUnusable);
+  }
+  if (!steps_to_start.empty()) {
+    conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id" + conn_.dialect().id_in("?2"),
+                  Connection::Planning::kEachRun)
         .bind(1, now)
-        .bind(2, job.step_id)
+        .bind(2, json_string_list(steps_to_start))
         .exec_deferred();
   }
-  if (run_status != "in_progress") {
+  for (const auto& [run_id, pipeline_id] : runs_to_start) {
     conn_.prepare("UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
         .bind(1, now)
-        .bind(2, job.run_id)
+        .bind(2, run_id)
         .exec_deferred();
     conn_.prepare(
              "UPDATE pipelines SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
@@ -118,29 +132,34 @@ std::optional<ClaimedJob> SqlStore::claim_picked(const std::string& availability
         .bind(2, pipeline_id)
         .exec_deferred();
   }
-  // The attempt is recorded with the claim: user code starts right after
+  // The attempts are recorded with the claim: user code starts right after
   // this commit, and one transaction fewer per step matters at our rates.
-  conn_.prepare(
-           "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?3, ?3)")
-      .bind(1, new_uuid_v7())
-      .bind(2, execution_id)
-      .bind(3, now)
-      .exec_deferred();
-  return job;
+  BatchInsert attempts(conn_, "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES ",
+                       "(?, ?, ?, ?, ?)", 5);
+  std::vector<ClaimedJob> jobs;
+  jobs.reserve(taken.size());
+  for (const Taken& t : taken) {
+    ClaimedJob& job = by_execution.at(t.execution_id);
+    job.waited_seconds = seconds_between(t.due_at, now);
+    attempts.add({new_uuid_v7(), job.execution_id, now, now, now});
+    jobs.push_back(std::move(job));
+  }
+  attempts.flush();
+  return jobs;
 }
 
 namespace {
 
 // The fence of succeeded!/errored!: the execution is still open and still
 // ours. Zero rows means the reaper took the claim away (CommitFailed).
-// The owner test is written `(process_id = ?) IS TRUE` so that no index can
-// serve it: PostgreSQL's generic plan otherwise picked the partial index of
-// a process's open executions (the reaper's) and walked every claim the
+// The test is written `(...) IS TRUE` so that no partial index can serve
+// it: PostgreSQL's generic plan otherwise picked the partial index of a
+// process's open executions (the reaper's) and walked every claim the
 // process held to find one row, about 110 µs per success at batch 256.
 bool close_execution(Connection& conn, const ClaimedJob& job, const std::string& process_id, const std::string& now) {
   auto close = conn.prepare(
       "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?4, plugin_version = ?5 "
-      "WHERE id = ?2 AND completed_at IS NULL AND (process_id = ?3) IS TRUE");
+      "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE");
   close.bind(1, now).bind(2, job.execution_id).bind(3, process_id);
   if (job.plugin_name.empty()) {
     close.bind_null(4).bind_null(5);
@@ -154,6 +173,32 @@ bool close_execution(Connection& conn, const ClaimedJob& job, const std::string&
       .bind(2, job.execution_id)
       .exec_deferred();
   return true;
+}
+
+// close_execution for a batch of successes, in one statement per plugin
+// that ran them: committed[i] says whether done[i]'s fence held.
+void close_executions(Connection& conn, const std::vector<Store::JobSuccess>& done, const std::string& process_id,
+                      const std::string& now, std::vector<bool>* committed) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_plugin;
+  for (const Store::JobSuccess& d : done) {
+    by_plugin[{d.job->plugin_name, d.job->plugin_version}].push_back(d.job->execution_id);
+  }
+  std::unordered_set<std::string> closed;
+  for (const auto& [plugin, execution_ids] : by_plugin) {
+    auto close = conn.prepare(
+        "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?2, plugin_version = ?3 WHERE id" +
+        conn.dialect().id_in("?4") + " AND (completed_at IS NULL AND process_id = ?5) IS TRUE RETURNING id",
+        Connection::Planning::kEachRun);
+    close.bind(1, now);
+    if (plugin.first.empty()) {
+      close.bind_null(2).bind_null(3);
+    } else {
+      close.bind(2, plugin.first).bind(3, plugin.second);
+    }
+    close.bind(4, json_string_list(execution_ids)).bind(5, process_id);
+    while (close.step()) closed.insert(close.text(0));
+  }
+  for (std::size_t i = 0; i < done.size(); ++i) (*committed)[i] = closed.count(done[i].job->execution_id) > 0;
 }
 
 void insert_result(Connection& conn, const std::string& execution_id, const char* type, const ErrorInfo* error,
@@ -252,19 +297,31 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
-  bool any = false;
-  for (std::size_t i = 0; i < done.size(); ++i) {
-    const ClaimedJob& job = *done[i].job;
-    if (!close_execution(conn_, job, process_id, now)) continue;  // that claim was taken away
-    committed[i] = any = true;
-    conn_.prepare(
-             "UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 "
-             "WHERE id = ?3")
-        .bind(1, payload_document(done[i].output_json))
-        .bind(2, now)
-        .bind(3, job.job_id)
+  close_executions(conn_, done, process_id, now, &committed);
+  const bool any = std::find(committed.begin(), committed.end(), true) != committed.end();
+  if (any) {
+    BatchInsert results(conn_,
+                        "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
+                        "(?, ?, 'success', ?, ?)", 4);
+    std::vector<std::string> closed;
+    for (std::size_t i = 0; i < done.size(); ++i) {
+      if (!committed[i]) continue;  // that claim was taken away
+      const ClaimedJob& job = *done[i].job;
+      conn_.prepare("UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
+          .bind(1, payload_document(done[i].output_json))
+          .bind(2, now)
+          .bind(3, job.job_id)
+          .exec_deferred();
+      results.add({new_uuid_v7(), job.execution_id, now, now});
+      closed.push_back(job.execution_id);
+    }
+    results.flush();
+    conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id" +
+                      conn_.dialect().id_in("?2"),
+                  Connection::Planning::kEachRun)
+        .bind(1, now)
+        .bind(2, json_string_list(closed))
         .exec_deferred();
-    insert_result(conn_, job.execution_id, "success", nullptr, now);
   }
   if (!any) return committed;  // nothing to write: roll back
   // One success: whether more work is due decides who advances (store.h).
@@ -274,17 +331,19 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   const bool busy = next && !next->empty();
   bool wake_advancers = false;
   bool advanced = false;
+  InlineBatch batch;
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;
     const ClaimedJob& job = *done[i].job;
     if (advance && done[i].advance && (several || advance_when_busy || !busy) &&
-        advance_in_success(job, process_id, now, *advance)) {
+        advance_in_success(job, process_id, now, *advance, batch)) {
       advanced = true;
     } else {
       mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);
       wake_advancers = true;
     }
   }
+  batch.write(conn_, now);
   if (wake_advancers) conn_.notify(Connection::Work::kBranches);
   // Looked for after the advances: they may just have created the next step.
   if (next && (several || (advanced && !busy))) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max);
@@ -308,7 +367,7 @@ bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_i
   // as close_execution's, for the same reason).
   int ours = conn_.prepare(
                       "UPDATE executions SET process_id = NULL, updated_at = ?1 "
-                      "WHERE id = ?2 AND completed_at IS NULL AND (process_id = ?3) IS TRUE")
+                      "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE")
                  .bind(1, now)
                  .bind(2, job.execution_id)
                  .bind(3, process_id)
@@ -333,76 +392,6 @@ bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_i
       .exec_deferred();
   conn_.notify(Connection::Work::kJobs);
   return true;
-}
-
-std::optional<BranchClaim> SqlStore::claim_inline_in_tx(const ClaimedJob& job, const std::string& process_id,
-                                                        const std::string& now, InlineAdvance* rows) {
-  // The branch is locked (passed over when another transaction holds it,
-  // as an advancer's claim is) and checked in one statement: still in
-  // progress and unclaimed, its latest step this job's, no transition open
-  // from it. Nothing else of the branch changes: its step was never made
-  // advanceable, and the advance leaves the branch as a release would.
-  {
-    auto lock = conn_.prepare(
-        "UPDATE branches SET last_advanced_at = ?1, updated_at = ?1 WHERE id = (SELECT id FROM branches "
-        "WHERE id = ?2 AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
-        conn_.dialect().skip_locked +
-        ") RETURNING (SELECT id FROM steps WHERE branch_id = ?2 ORDER BY started_at DESC, id DESC LIMIT 1), "
-        "(SELECT COUNT(*) FROM transitions WHERE branch_id = ?2 AND in_step_id = ?4 AND completed_at IS NULL), "
-        "(SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?4)");
-    lock.bind(1, now).bind(2, job.branch_id).bind(3, job.pipeline).bind(4, job.step_id);
-    if (!lock.step()) return std::nullopt;
-    if (lock.is_null(0) || lock.text(0) != job.step_id || lock.int64(1) != 0) return std::nullopt;
-    rows->output_json = lock.is_null(2) ? "null" : lock.text(2);
-  }
-  fault_point("before_advancement_create");
-  rows->branch_id = job.branch_id;
-  rows->step_id = job.step_id;
-  rows->process_id = process_id;
-  rows->started_at = now;
-  rows->transition_id = new_uuid_v7();
-  rows->advancement_id = new_uuid_v7();
-  BranchClaim claim;
-  claim.branch_id = job.branch_id;
-  claim.run_id = job.run_id;
-  claim.pipeline = job.pipeline;
-  claim.definition_sha1 = job.definition_sha1;
-  claim.step_id = job.step_id;
-  claim.step_node = job.node;
-  claim.step_klass = job.klass;
-  claim.step_status = "advancing";
-  claim.transition_id = rows->transition_id;
-  claim.advancement_id = rows->advancement_id;
-  claim.step_waited_seconds = 0;
-  claim.claimed_at = std::chrono::steady_clock::now();
-  return claim;
-}
-
-bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                                  const AdvanceInClaim& advance) {
-  // The savepoint holds the claim and the advance: either can be given up
-  // while the step's success (already written above) still commits.
-  conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();
-  try {
-    fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
-    InlineAdvance rows;
-    if (std::optional<BranchClaim> claim = claim_inline_in_tx(job, process_id, now, &rows)) {
-      SqlBranchTx branch_tx(*this, now, &rows);
-      advance(branch_tx, *claim);
-      branch_tx.flush_inline();
-      conn_.prepare("RELEASE advance_in_success").exec_deferred();
-      return true;
-    }
-  } catch (const StoreError& e) {
-    if (e.fault() == StoreFault::kUnavailable) throw;  // the connection is gone: nothing can be kept
-  } catch (...) {
-  }
-  // A routing error, a lost race, an injected fault, a branch that is not
-  // as the job left it: what the savepoint holds is undone, and the caller
-  // makes the branch advanceable for an advancer to move (which records a
-  // routing error on its claim as it always does).
-  conn_.exec_script("ROLLBACK TO advance_in_success; RELEASE advance_in_success;");
-  return false;
 }
 
 bool SqlStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,

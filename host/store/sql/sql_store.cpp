@@ -2,6 +2,7 @@
 
 #include "store/migrations.h"
 #include "store/sql/batch_insert.h"
+#include "store/sql/step_rows.h"
 #include "store/store_error.h"
 #include "util/fault.h"
 #include "util/uuid.h"
@@ -66,46 +67,11 @@ std::vector<std::string> SqlStore::pending_migrations() {
 }
 
 std::string SqlStore::insert_step(const NewStep& step, const std::string& status, const std::string& now) {
-  std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
-  conn_.prepare(
-           "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
-           "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?9)")
-      .bind(1, step_id)
-      .bind(2, step.run_id)
-      .bind(3, step.branch_id)
-      .bind_optional(4, step.source_step_id.empty() ? std::nullopt : std::optional<std::string>(step.source_step_id))
-      .bind(5, step.node)
-      .bind(6, step.klass)
-      .bind(7, step.to_transition)
-      .bind(8, status)
-      .bind(9, now)
-      .exec_deferred();
-  conn_.prepare(
-           "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)")
-      .bind(1, job_id)
-      .bind(2, step_id)
-      .bind(3, step.klass)
-      .bind(4, args_document(step.args_json))
-      .bind(5, now)
-      .exec_deferred();
-  conn_.prepare(
-           "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, 0, 0, ?3, ?3, ?3)")
-      .bind(1, execution_id)
-      .bind(2, job_id)
-      .bind(3, now)
-      .exec_deferred();
-  conn_.prepare(
-           "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, ?3, ?4, ?5, ?5)")
-      .bind(1, new_uuid_v7())
-      .bind(2, execution_id)
-      .bind(3, step.pipeline)
-      .bind(4, add_seconds(now, step.delay_seconds))
-      .bind(5, now)
-      .exec_deferred();
-  conn_.notify(Connection::Work::kJobs);
+  StepRows rows = step_rows(step, status, now);
+  std::string step_id = rows.step_id;
+  StepInserts inserts(conn_);
+  inserts.add(std::move(rows));
+  inserts.flush();
   return step_id;
 }
 

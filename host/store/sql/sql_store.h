@@ -17,6 +17,7 @@ inline std::string args_document(const std::string& args_json) { return "{\"args
 inline std::string payload_document(const std::string& value_json) { return "{\"payload\":" + value_json + "}"; }
 
 struct InlineAdvance;  // sql_branch_tx.h
+struct InlineBatch;
 
 // A connection and the mutex that serialises the threads sharing it.
 struct SharedConnection {
@@ -123,18 +124,15 @@ class SqlStore final : public Store {
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
-  // Claims one picked availability: nullopt when another process took it
-  // between the pick and this write.
-  std::optional<ClaimedJob> claim_picked(const std::string& availability_id, const std::string& execution_id,
-                                         const std::string& pipeline, const std::string& process_id,
-                                         const std::string& now);
   // release_jobs for one claim inside an open transaction; false when the
   // fence matched nothing.
   bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
   // job_succeeded's branch claim and advance, in a savepoint (store.h).
   // False when nothing of it stayed (the claim was lost, or it threw).
+  // What it writes once the advance went through is handed to `batch`,
+  // which the caller writes before anything reads it.
   bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                          const AdvanceInClaim& advance);
+                          const AdvanceInClaim& advance, InlineBatch& batch);
   // advance_in_success's claim of the job's own branch (InlineAdvance in
   // sql_branch_tx.h): nullopt when the branch is taken, locked by another
   // transaction, or no longer as the job left it.

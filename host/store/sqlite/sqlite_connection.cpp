@@ -180,6 +180,7 @@ class SqliteStatement final : public sql::StatementBackend {
 };
 
 std::string json_each_list(const std::string& param) { return "SELECT value FROM json_each(" + param + ")"; }
+std::string json_each_id_in(const std::string& param) { return " IN (" + json_each_list(param) + ")"; }
 
 }  // namespace
 
@@ -284,7 +285,7 @@ void Connection::check_storage() {
   }
 }
 
-std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql) {
+std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql, Planning /*planning*/) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt,
                               nullptr);
@@ -293,7 +294,7 @@ std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sq
 }
 
 const sql::Dialect& Connection::dialect() const {
-  static const sql::Dialect sqlite{"sqlite", "", "", false, json_each_list};
+  static const sql::Dialect sqlite{"sqlite", "", "", false, json_each_list, json_each_id_in};
   return sqlite;
 }
 

@@ -58,7 +58,7 @@ class Connection final : public sql::Connection {
   [[noreturn]] void fail_rc(int rc, const std::string& what) const;
 
  protected:
-  std::unique_ptr<sql::StatementBackend> compile(const std::string& sql) override;
+  std::unique_ptr<sql::StatementBackend> compile(const std::string& sql, Planning planning) override;
 
  private:
   std::string path_;

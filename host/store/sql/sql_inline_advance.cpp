@@ -1,0 +1,176 @@
+// A job worker's own advance of its step's branch, inside the success
+// transaction (issue 11): the claim, the rows it writes once, and the batch
+// in which the advances of one transaction are written together.
+#include "store/sql/sql_branch_tx.h"
+#include "store/sql/sql_store.h"
+#include "util/fault.h"
+#include "util/uuid.h"
+
+namespace ductwork::sql {
+namespace {
+
+BatchInsert transitions_insert(Connection& conn) {
+  return BatchInsert(conn,
+                     "INSERT INTO transitions (id, branch_id, in_step_id, out_step_id, started_at, completed_at, "
+                     "created_at, updated_at) VALUES ",
+                     "(?, ?, ?, ?, ?, ?, ?, ?)", 8);
+}
+
+BatchInsert advancements_insert(Connection& conn) {
+  return BatchInsert(conn,
+                     "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, completed_at, "
+                     "error_klass, error_message, error_backtrace, created_at, updated_at) VALUES ",
+                     "(?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", 10);
+}
+
+BatchInsert::Value text_or_null(bool present, const std::string& text) {
+  if (!present) return std::monostate{};
+  return text;
+}
+
+void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now) {
+  if (step_ids.empty()) return;
+  conn.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id" +
+                   conn.dialect().id_in("?2"),
+               Connection::Planning::kEachRun)
+      .bind(1, now)
+      .bind(2, json_string_list(step_ids))
+      .exec_deferred();
+}
+
+}  // namespace
+
+void InlineBatch::write(Connection& conn, const std::string& now) {
+  StepInserts steps(conn);
+  for (StepRows& rows : new_steps) steps.add(std::move(rows));
+  steps.flush();
+  BatchInsert transition_rows = transitions_insert(conn);
+  for (auto& row : transitions) transition_rows.add(std::move(row));
+  transition_rows.flush();
+  BatchInsert advancement_rows = advancements_insert(conn);
+  for (auto& row : advancements) advancement_rows.add(std::move(row));
+  advancement_rows.flush();
+  complete_steps(conn, completed_steps, now);
+  new_steps.clear();
+  transitions.clear();
+  advancements.clear();
+  completed_steps.clear();
+}
+
+std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const {
+  const InlineAdvance& rows = *inline_;
+  return {rows.transition_id,
+          rows.branch_id,
+          rows.step_id,
+          text_or_null(!rows.out_step_id.empty(), rows.out_step_id),
+          rows.started_at,
+          text_or_null(rows.transition_completed, now_),
+          rows.started_at,
+          now_};
+}
+
+std::vector<BatchInsert::Value> SqlBranchTx::inline_advancement() const {
+  const InlineAdvance& rows = *inline_;
+  const bool failed = rows.advancement_error.has_value();
+  return {rows.advancement_id,
+          rows.transition_id,
+          rows.process_id,
+          rows.started_at,
+          text_or_null(rows.advancement_completed || failed, now_),
+          text_or_null(failed, failed ? rows.advancement_error->klass : ""),
+          text_or_null(failed, failed ? rows.advancement_error->message : ""),
+          text_or_null(failed, failed ? rows.advancement_error->backtrace : ""),
+          rows.started_at,
+          now_};
+}
+
+void SqlBranchTx::flush_inline() {
+  InlineAdvance* rows = pending();
+  if (!rows) return;
+  InlineBatch batch;
+  finish_inline(batch);
+  batch.write(conn_, now_);
+}
+
+void SqlBranchTx::finish_inline(InlineBatch& batch) {
+  InlineAdvance* rows = pending();
+  if (!rows) return;
+  rows->written = true;
+  for (StepRows& step : rows->new_steps) batch.new_steps.push_back(std::move(step));
+  rows->new_steps.clear();
+  batch.transitions.push_back(inline_transition());
+  batch.advancements.push_back(inline_advancement());
+  if (rows->step_completed) batch.completed_steps.push_back(rows->step_id);
+}
+
+std::optional<BranchClaim> SqlStore::claim_inline_in_tx(const ClaimedJob& job, const std::string& process_id,
+                                                        const std::string& now, InlineAdvance* rows) {
+  // The branch is locked (passed over when another transaction holds it,
+  // as an advancer's claim is) and checked in one statement: still in
+  // progress and unclaimed, its latest step this job's, no transition open
+  // from it. Nothing else of the branch changes: its step was never made
+  // advanceable, and the advance leaves the branch as a release would.
+  {
+    auto lock = conn_.prepare(
+        "UPDATE branches SET last_advanced_at = ?1, updated_at = ?1 WHERE id = (SELECT id FROM branches "
+        "WHERE id = ?2 AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
+        conn_.dialect().skip_locked +
+        ") RETURNING (SELECT id FROM steps WHERE branch_id = ?2 ORDER BY started_at DESC, id DESC LIMIT 1), "
+        "(SELECT COUNT(*) FROM transitions WHERE branch_id = ?2 AND in_step_id = ?4 AND completed_at IS NULL), "
+        "(SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?4)");
+    lock.bind(1, now).bind(2, job.branch_id).bind(3, job.pipeline).bind(4, job.step_id);
+    if (!lock.step()) return std::nullopt;
+    if (lock.is_null(0) || lock.text(0) != job.step_id || lock.int64(1) != 0) return std::nullopt;
+    rows->output_json = lock.is_null(2) ? "null" : lock.text(2);
+  }
+  fault_point("before_advancement_create");
+  rows->branch_id = job.branch_id;
+  rows->step_id = job.step_id;
+  rows->process_id = process_id;
+  rows->started_at = now;
+  rows->transition_id = new_uuid_v7();
+  rows->advancement_id = new_uuid_v7();
+  BranchClaim claim;
+  claim.branch_id = job.branch_id;
+  claim.run_id = job.run_id;
+  claim.pipeline = job.pipeline;
+  claim.definition_sha1 = job.definition_sha1;
+  claim.step_id = job.step_id;
+  claim.step_node = job.node;
+  claim.step_klass = job.klass;
+  claim.step_status = "advancing";
+  claim.transition_id = rows->transition_id;
+  claim.advancement_id = rows->advancement_id;
+  claim.step_waited_seconds = 0;
+  claim.claimed_at = std::chrono::steady_clock::now();
+  return claim;
+}
+
+bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                                  const AdvanceInClaim& advance, InlineBatch& batch) {
+  // The savepoint holds the claim and the advance: either can be given up
+  // while the step's success (already written above) still commits.
+  conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();
+  try {
+    fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
+    InlineAdvance rows;
+    if (std::optional<BranchClaim> claim = claim_inline_in_tx(job, process_id, now, &rows)) {
+      SqlBranchTx branch_tx(*this, now, &rows);
+      advance(branch_tx, *claim);
+      branch_tx.finish_inline(batch);
+      conn_.prepare("RELEASE advance_in_success").exec_deferred();
+      return true;
+    }
+  } catch (const StoreError& e) {
+    if (e.fault() == StoreFault::kUnavailable) throw;  // the connection is gone: nothing can be kept
+  } catch (...) {
+  }
+  // A routing error, a lost race, an injected fault, a branch that is not
+  // as the job left it: what the savepoint holds is undone, and the caller
+  // makes the branch advanceable for an advancer to move (which records a
+  // routing error on its claim as it always does).
+  conn_.exec_script("ROLLBACK TO advance_in_success; RELEASE advance_in_success;");
+  return false;
+}
+
+}  // namespace ductwork::sql
