@@ -44,6 +44,16 @@ TEST(InlineAdvanceTest, WorkersAloneRunChainsDivertsAndConvergesToTheEnd) {
   EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM advancements WHERE completed_at IS NOT NULL AND error_klass IS NULL"),
             "11");
   EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM branches WHERE status <> 'completed'"), "0");
+  // Written once, in their final state, as an advancer leaves them: each
+  // transition leads to the step made from it (none at a branch's end: one
+  // per run), no advancement counts a crash, no branch keeps a claim.
+  EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM transitions WHERE out_step_id IS NULL"), "3");
+  EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM transitions t JOIN steps s ON s.id = t.out_step_id "
+                      "WHERE s.source_step_id = t.in_step_id AND s.branch_id = t.branch_id"),
+            "8");
+  EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM advancements WHERE crash_count <> 0"), "0");
+  EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM branches WHERE claim_token IS NOT NULL OR advanceable <> 0"), "0");
+  EXPECT_EQ(count(ws, "SELECT COUNT(*) FROM steps WHERE status <> 'completed' OR completed_at IS NULL"), "0");
 }
 
 TEST(InlineAdvanceTest, AFanOutWaitsForAnAdvancerThenFinishes) {

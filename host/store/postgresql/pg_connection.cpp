@@ -44,6 +44,8 @@ std::string json_elements(const std::string& param) {
   return "SELECT json_array_elements_text(CAST(" + param + " AS json))";
 }
 std::string any_of_json_elements(const std::string& param) { return " = ANY(ARRAY(" + json_elements(param) + "))"; }
+std::string json_members(const std::string& param) { return "json_each_text(CAST(" + param + " AS json))"; }
+std::string cast_to_json(const std::string& expr) { return "CAST(" + expr + " AS json)"; }
 
 // A statement prepared on the server under a generated name, or (planned
 // each run) sent with its text as the unnamed statement; parameters travel
@@ -424,7 +426,7 @@ const sql::Dialect& Connection::dialect() const {
   // FOR NO KEY UPDATE: the claim changes no key, and a stronger lock would
   // also block the foreign-key checks of rows that reference the claimed one.
   static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE", true,
-                                       json_elements, any_of_json_elements};
+                                       json_elements, any_of_json_elements, json_members, cast_to_json};
   return postgresql;
 }
 

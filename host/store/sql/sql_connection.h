@@ -131,6 +131,12 @@ struct Dialect {
   // condition on the column; prepare such statements with
   // Planning::kEachRun, docs/decisions.md).
   std::string (*id_in)(const std::string& param) = nullptr;
+  // A table source, for FROM, of the members of the JSON object of strings
+  // bound at `param` (json_string_object): columns `key` and `value` (the
+  // string's text). Plan its statements each run, as for id_in.
+  std::string (*json_object_rows)(const std::string& param) = nullptr;
+  // `expr`, a text holding JSON, as the type of a JSON column.
+  std::string (*as_json)(const std::string& expr) = nullptr;
 };
 
 // One database connection with a cache of prepared statements. Not
@@ -275,6 +281,18 @@ inline std::string json_string_list(const std::vector<std::string>& items) {
     append_json_string(out, items[i]);
   }
   return out + "]";
+}
+
+// A JSON object of strings, bound for Dialect::json_object_rows.
+inline std::string json_string_object(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string out = "{";
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i > 0) out += ',';
+    append_json_string(out, members[i].first);
+    out += ':';
+    append_json_string(out, members[i].second);
+  }
+  return out + "}";
 }
 
 }  // namespace ductwork::sql

@@ -1,6 +1,8 @@
 // A job worker's own advance of its step's branch, inside the success
 // transaction (issue 11): the claim, the rows it writes once, and the batch
 // in which the advances of one transaction are written together.
+#include <unordered_map>
+
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
 #include "util/fault.h"
@@ -103,31 +105,50 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
   if (rows->step_completed) batch.completed_steps.push_back(rows->step_id);
 }
 
-std::optional<BranchClaim> SqlStore::claim_inline_in_tx(const ClaimedJob& job, const std::string& process_id,
-                                                        const std::string& now, InlineAdvance* rows) {
-  // The branch is locked (passed over when another transaction holds it,
-  // as an advancer's claim is) and checked in one statement: still in
-  // progress and unclaimed, its latest step this job's, no transition open
-  // from it. Nothing else of the branch changes: its step was never made
-  // advanceable, and the advance leaves the branch as a release would.
-  {
-    auto lock = conn_.prepare(
-        "UPDATE branches SET last_advanced_at = ?1, updated_at = ?1 WHERE id = (SELECT id FROM branches "
-        "WHERE id = ?2 AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
-        conn_.dialect().skip_locked +
-        ") RETURNING (SELECT id FROM steps WHERE branch_id = ?2 ORDER BY started_at DESC, id DESC LIMIT 1), "
-        "(SELECT COUNT(*) FROM transitions WHERE branch_id = ?2 AND in_step_id = ?4 AND completed_at IS NULL), "
-        "(SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?4)");
-    lock.bind(1, now).bind(2, job.branch_id).bind(3, job.pipeline).bind(4, job.step_id);
-    if (!lock.step()) return std::nullopt;
-    if (lock.is_null(0) || lock.text(0) != job.step_id || lock.int64(1) != 0) return std::nullopt;
-    rows->output_json = lock.is_null(2) ? "null" : lock.text(2);
+std::unordered_map<std::string, std::string> SqlStore::lock_inline_branches(
+    const std::vector<const ClaimedJob*>& jobs, const std::string& now) {
+  std::unordered_map<std::string, std::string> outputs;
+  if (jobs.empty()) return outputs;
+  std::unordered_map<std::string, const ClaimedJob*> by_branch;
+  std::vector<std::string> branch_ids;
+  for (const ClaimedJob* job : jobs) {
+    by_branch.emplace(job->branch_id, job);
+    branch_ids.push_back(job->branch_id);
   }
+  // The branches are locked (passed over when another transaction holds
+  // one, as an advancer's claim is) and checked in one statement: still in
+  // progress and unclaimed, the latest step the job's, no transition open.
+  // Nothing else of a branch changes: its step was never made advanceable,
+  // and the advance leaves it as a release would.
+  const std::string latest_step =
+      "FROM steps s WHERE s.branch_id = branches.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1";
+  auto lock = conn_.prepare(
+      "UPDATE branches SET last_advanced_at = ?1, updated_at = ?1 WHERE id IN (SELECT id FROM branches WHERE id" +
+          conn_.dialect().id_in("?2") + " AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
+          conn_.dialect().skip_locked + ") RETURNING id, (SELECT s.id " + latest_step +
+          "), (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = branches.id AND t.completed_at IS NULL), "
+          "(SELECT (SELECT j.output_payload -> 'payload' FROM jobs j WHERE j.step_id = s.id) " +
+          latest_step + ")",
+      Connection::Planning::kEachRun);
+  lock.bind(1, now).bind(2, json_string_list(branch_ids)).bind(3, jobs.front()->pipeline);
+  while (lock.step()) {
+    auto job = by_branch.find(lock.text(0));
+    if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {
+      continue;  // not as its job left it: an advancer sorts it out
+    }
+    outputs.emplace(job->first, lock.is_null(3) ? "null" : lock.text(3));
+  }
+  return outputs;
+}
+
+BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                                   const std::string& output_json, InlineAdvance* rows) {
   fault_point("before_advancement_create");
   rows->branch_id = job.branch_id;
   rows->step_id = job.step_id;
   rows->process_id = process_id;
   rows->started_at = now;
+  rows->output_json = output_json;
   rows->transition_id = new_uuid_v7();
   rows->advancement_id = new_uuid_v7();
   BranchClaim claim;
@@ -147,26 +168,26 @@ std::optional<BranchClaim> SqlStore::claim_inline_in_tx(const ClaimedJob& job, c
 }
 
 bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                                  const AdvanceInClaim& advance, InlineBatch& batch) {
+                                  const std::string& output_json, const AdvanceInClaim& advance,
+                                  InlineBatch& batch) {
   // The savepoint holds the claim and the advance: either can be given up
   // while the step's success (already written above) still commits.
   conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();
   try {
     fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
     InlineAdvance rows;
-    if (std::optional<BranchClaim> claim = claim_inline_in_tx(job, process_id, now, &rows)) {
-      SqlBranchTx branch_tx(*this, now, &rows);
-      advance(branch_tx, *claim);
-      branch_tx.finish_inline(batch);
-      conn_.prepare("RELEASE advance_in_success").exec_deferred();
-      return true;
-    }
+    BranchClaim claim = inline_claim(job, process_id, now, output_json, &rows);
+    SqlBranchTx branch_tx(*this, now, &rows);
+    advance(branch_tx, claim);
+    branch_tx.finish_inline(batch);
+    conn_.prepare("RELEASE advance_in_success").exec_deferred();
+    return true;
   } catch (const StoreError& e) {
     if (e.fault() == StoreFault::kUnavailable) throw;  // the connection is gone: nothing can be kept
   } catch (...) {
   }
-  // A routing error, a lost race, an injected fault, a branch that is not
-  // as the job left it: what the savepoint holds is undone, and the caller
+  // A routing error, an injected fault: what the savepoint holds is
+  // undone, and the caller
   // makes the branch advanceable for an advancer to move (which records a
   // routing error on its claim as it always does).
   conn_.exec_script("ROLLBACK TO advance_in_success; RELEASE advance_in_success;");

@@ -304,17 +304,22 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
                         "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
                         "(?, ?, 'success', ?, ?)", 4);
     std::vector<std::string> closed;
+    std::vector<std::pair<std::string, std::string>> outputs;  // job id, payload document
     for (std::size_t i = 0; i < done.size(); ++i) {
       if (!committed[i]) continue;  // that claim was taken away
       const ClaimedJob& job = *done[i].job;
-      conn_.prepare("UPDATE jobs SET output_payload = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
-          .bind(1, payload_document(done[i].output_json))
-          .bind(2, now)
-          .bind(3, job.job_id)
-          .exec_deferred();
+      outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
       results.add({new_uuid_v7(), job.execution_id, now, now});
       closed.push_back(job.execution_id);
     }
+    const Dialect& dialect = conn_.dialect();
+    conn_.prepare("UPDATE jobs SET output_payload = " + dialect.as_json("v.value") +
+                      ", completed_at = ?1, updated_at = ?1 FROM " + dialect.json_object_rows("?2") +
+                      " AS v WHERE jobs.id = v.key",
+                  Connection::Planning::kEachRun)
+        .bind(1, now)
+        .bind(2, json_string_object(outputs))
+        .exec_deferred();
     results.flush();
     conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id" +
                       conn_.dialect().id_in("?2"),
@@ -331,12 +336,19 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   const bool busy = next && !next->empty();
   bool wake_advancers = false;
   bool advanced = false;
+  std::vector<const ClaimedJob*> inline_jobs;
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    if (committed[i] && advance && done[i].advance && (several || advance_when_busy || !busy)) {
+      inline_jobs.push_back(done[i].job);
+    }
+  }
+  const std::unordered_map<std::string, std::string> outputs = lock_inline_branches(inline_jobs, now);
   InlineBatch batch;
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;
     const ClaimedJob& job = *done[i].job;
-    if (advance && done[i].advance && (several || advance_when_busy || !busy) &&
-        advance_in_success(job, process_id, now, *advance, batch)) {
+    auto output = advance && done[i].advance ? outputs.find(job.branch_id) : outputs.end();
+    if (output != outputs.end() && advance_in_success(job, process_id, now, output->second, *advance, batch)) {
       advanced = true;
     } else {
       mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include <mutex>
+#include <unordered_map>
 
 #include "store/sql/sql_connection.h"
 #include "store/store.h"
@@ -127,17 +128,20 @@ class SqlStore final : public Store {
   // release_jobs for one claim inside an open transaction; false when the
   // fence matched nothing.
   bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
-  // job_succeeded's branch claim and advance, in a savepoint (store.h).
-  // False when nothing of it stayed (the claim was lost, or it threw).
-  // What it writes once the advance went through is handed to `batch`,
+  // job_succeeded's claims of the jobs' own branches, in one statement
+  // (InlineAdvance in sql_branch_tx.h): the step output of each branch that
+  // was locked and is as its job left it (not taken, not locked by another
+  // transaction, its latest step the job's, no transition open), by branch.
+  std::unordered_map<std::string, std::string> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
+                                                                    const std::string& now);
+  // The claim of a branch lock_inline_branches locked, and its rows.
+  BranchClaim inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                           const std::string& output_json, InlineAdvance* rows);
+  // The advance of such a branch, in a savepoint (store.h): false when it
+  // threw and nothing of it stayed. What it writes is handed to `batch`,
   // which the caller writes before anything reads it.
   bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                          const AdvanceInClaim& advance, InlineBatch& batch);
-  // advance_in_success's claim of the job's own branch (InlineAdvance in
-  // sql_branch_tx.h): nullopt when the branch is taken, locked by another
-  // transaction, or no longer as the job left it.
-  std::optional<BranchClaim> claim_inline_in_tx(const ClaimedJob& job, const std::string& process_id,
-                                                const std::string& now, InlineAdvance* rows);
+                          const std::string& output_json, const AdvanceInClaim& advance, InlineBatch& batch);
   // Inserts step + job + execution + availability (inside an open
   // transaction), stamped with the transaction's instant `now`: a job the
   // transaction creates is due at that instant, so the same transaction can

@@ -181,6 +181,8 @@ class SqliteStatement final : public sql::StatementBackend {
 
 std::string json_each_list(const std::string& param) { return "SELECT value FROM json_each(" + param + ")"; }
 std::string json_each_id_in(const std::string& param) { return " IN (" + json_each_list(param) + ")"; }
+std::string json_each_members(const std::string& param) { return "json_each(" + param + ")"; }
+std::string text_is_json(const std::string& expr) { return expr; }
 
 }  // namespace
 
@@ -294,7 +296,8 @@ std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sq
 }
 
 const sql::Dialect& Connection::dialect() const {
-  static const sql::Dialect sqlite{"sqlite", "", "", false, json_each_list, json_each_id_in};
+  static const sql::Dialect sqlite{"sqlite",       "",        "", false, json_each_list, json_each_id_in,
+                                   json_each_members, text_is_json};
   return sqlite;
 }
 
