@@ -283,6 +283,28 @@ inline std::string json_string_list(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+// The keys a batch's statement tests a unique column against: `= ?N` for
+// one key (a plain index lookup, so the one-job batches of a light load pay
+// nothing for the list form) and Dialect::id_in for several, planned each
+// run; bound as the key itself or as a JSON list. Each form is its own
+// cached statement.
+class Keys {
+ public:
+  explicit Keys(const std::vector<std::string>& keys)
+      : one_(keys.size() == 1), value_(one_ ? keys.front() : json_string_list(keys)) {}
+  std::string test(const Dialect& dialect, const std::string& param) const {
+    return one_ ? " = " + param : dialect.id_in(param);
+  }
+  Connection::Planning planning() const {
+    return one_ ? Connection::Planning::kCached : Connection::Planning::kEachRun;
+  }
+  const std::string& value() const { return value_; }
+
+ private:
+  bool one_;
+  std::string value_;
+};
+
 // A JSON object of strings, bound for Dialect::json_object_rows.
 inline std::string json_string_object(const std::vector<std::pair<std::string, std::string>>& members) {
   std::string out = "{";

@@ -32,11 +32,12 @@ BatchInsert::Value text_or_null(bool present, const std::string& text) {
 
 void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now) {
   if (step_ids.empty()) return;
+  const Keys steps(step_ids);
   conn.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id" +
-                   conn.dialect().id_in("?2"),
-               Connection::Planning::kEachRun)
+                   steps.test(conn.dialect(), "?2"),
+               steps.planning())
       .bind(1, now)
-      .bind(2, json_string_list(step_ids))
+      .bind(2, steps.value())
       .exec_deferred();
 }
 
@@ -122,15 +123,17 @@ std::unordered_map<std::string, std::string> SqlStore::lock_inline_branches(
   // and the advance leaves it as a release would.
   const std::string latest_step =
       "FROM steps s WHERE s.branch_id = branches.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1";
+  const Keys branches(branch_ids);
   auto lock = conn_.prepare(
       "UPDATE branches SET last_advanced_at = ?1, updated_at = ?1 WHERE id IN (SELECT id FROM branches WHERE id" +
-          conn_.dialect().id_in("?2") + " AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
+          branches.test(conn_.dialect(), "?2") +
+          " AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
           conn_.dialect().skip_locked + ") RETURNING id, (SELECT s.id " + latest_step +
           "), (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = branches.id AND t.completed_at IS NULL), "
           "(SELECT (SELECT j.output_payload -> 'payload' FROM jobs j WHERE j.step_id = s.id) " +
           latest_step + ")",
-      Connection::Planning::kEachRun);
-  lock.bind(1, now).bind(2, json_string_list(branch_ids)).bind(3, jobs.front()->pipeline);
+      branches.planning());
+  lock.bind(1, now).bind(2, branches.value()).bind(3, jobs.front()->pipeline);
   while (lock.step()) {
     auto job = by_branch.find(lock.text(0));
     if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {

@@ -55,11 +55,12 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   };
   std::vector<Taken> taken;
   {
+    const Keys availabilities(availability_ids);
     auto take = conn_.prepare("UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
-                              conn_.dialect().id_in("?3") +
-                              " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
-                              Connection::Planning::kEachRun);
-    take.bind(1, now).bind(2, process_id).bind(3, json_string_list(availability_ids));
+                                  availabilities.test(conn_.dialect(), "?3") +
+                                  " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
+                              availabilities.planning());
+    take.bind(1, now).bind(2, process_id).bind(3, availabilities.value());
     while (take.step()) taken.push_back(Taken{take.text(0), take.text(1)});
   }
   if (taken.empty()) return {};
@@ -68,12 +69,13 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   std::vector<std::string> execution_ids;
   execution_ids.reserve(taken.size());
   for (const Taken& t : taken) execution_ids.push_back(t.execution_id);
-  const std::string executions = json_string_list(execution_ids);
-  conn_.prepare("UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id" + conn_.dialect().id_in("?3"),
-                Connection::Planning::kEachRun)
+  const Keys executions(execution_ids);
+  conn_.prepare(
+           "UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id" + executions.test(conn_.dialect(), "?3"),
+           executions.planning())
       .bind(1, process_id)
       .bind(2, now)
-      .bind(3, executions)
+      .bind(3, executions.value())
       .exec_deferred();
 
   std::unordered_map<std::string, ClaimedJob> by_execution;
@@ -87,9 +89,9 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
         "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
         "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1 "
         "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
-        "JOIN runs r ON r.id = s.run_id WHERE e.id" + conn_.dialect().id_in("?1"),
-        Connection::Planning::kEachRun);
-    info.bind(1, executions);
+        "JOIN runs r ON r.id = s.run_id WHERE e.id" + executions.test(conn_.dialect(), "?1"),
+        executions.planning());
+    info.bind(1, executions.value());
     while (info.step()) {
       ClaimedJob job;
       job.execution_id = info.text(0);
@@ -112,13 +114,15 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // An availability already taken above with no job to run would be a
   // claim nobody runs: fail the transaction instead.
   if (by_execution.size() != taken.size()) {
-    conn_.fail("claimed executions without a job, step or run among " + executions, StoreFault::kUnusable);
+    conn_.fail("claimed executions without a job, step or run among " + executions.value(), StoreFault::kUnusable);
   }
   if (!steps_to_start.empty()) {
-    conn_.prepare("UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id" + conn_.dialect().id_in("?2"),
-                  Connection::Planning::kEachRun)
+    const Keys steps(steps_to_start);
+    conn_.prepare(
+             "UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id" + steps.test(conn_.dialect(), "?2"),
+             steps.planning())
         .bind(1, now)
-        .bind(2, json_string_list(steps_to_start))
+        .bind(2, steps.value())
         .exec_deferred();
   }
   for (const auto& [run_id, pipeline_id] : runs_to_start) {
@@ -185,17 +189,19 @@ void close_executions(Connection& conn, const std::vector<Store::JobSuccess>& do
   }
   std::unordered_set<std::string> closed;
   for (const auto& [plugin, execution_ids] : by_plugin) {
+    const Keys executions(execution_ids);
     auto close = conn.prepare(
         "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?2, plugin_version = ?3 WHERE id" +
-        conn.dialect().id_in("?4") + " AND (completed_at IS NULL AND process_id = ?5) IS TRUE RETURNING id",
-        Connection::Planning::kEachRun);
+            executions.test(conn.dialect(), "?4") +
+            " AND (completed_at IS NULL AND process_id = ?5) IS TRUE RETURNING id",
+        executions.planning());
     close.bind(1, now);
     if (plugin.first.empty()) {
       close.bind_null(2).bind_null(3);
     } else {
       close.bind(2, plugin.first).bind(3, plugin.second);
     }
-    close.bind(4, json_string_list(execution_ids)).bind(5, process_id);
+    close.bind(4, executions.value()).bind(5, process_id);
     while (close.step()) closed.insert(close.text(0));
   }
   for (std::size_t i = 0; i < done.size(); ++i) (*committed)[i] = closed.count(done[i].job->execution_id) > 0;
@@ -312,20 +318,29 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
       results.add({new_uuid_v7(), job.execution_id, now, now});
       closed.push_back(job.execution_id);
     }
-    const Dialect& dialect = conn_.dialect();
-    conn_.prepare("UPDATE jobs SET output_payload = " + dialect.as_json("v.value") +
-                      ", completed_at = ?1, updated_at = ?1 FROM " + dialect.json_object_rows("?2") +
-                      " AS v WHERE jobs.id = v.key",
-                  Connection::Planning::kEachRun)
-        .bind(1, now)
-        .bind(2, json_string_object(outputs))
-        .exec_deferred();
+    if (outputs.size() == 1) {
+      conn_.prepare("UPDATE jobs SET output_payload = ?2, completed_at = ?1, updated_at = ?1 WHERE id = ?3")
+          .bind(1, now)
+          .bind(2, outputs.front().second)
+          .bind(3, outputs.front().first)
+          .exec_deferred();
+    } else {
+      const Dialect& dialect = conn_.dialect();
+      conn_.prepare("UPDATE jobs SET output_payload = " + dialect.as_json("v.value") +
+                        ", completed_at = ?1, updated_at = ?1 FROM " + dialect.json_object_rows("?2") +
+                        " AS v WHERE jobs.id = v.key",
+                    Connection::Planning::kEachRun)
+          .bind(1, now)
+          .bind(2, json_string_object(outputs))
+          .exec_deferred();
+    }
     results.flush();
+    const Keys attempts(closed);
     conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id" +
-                      conn_.dialect().id_in("?2"),
-                  Connection::Planning::kEachRun)
+                      attempts.test(conn_.dialect(), "?2"),
+                  attempts.planning())
         .bind(1, now)
-        .bind(2, json_string_list(closed))
+        .bind(2, attempts.value())
         .exec_deferred();
   }
   if (!any) return committed;  // nothing to write: roll back
