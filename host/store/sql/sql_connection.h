@@ -305,6 +305,18 @@ class Keys {
   std::string value_;
 };
 
+// Runs `update` — "UPDATE t SET … = ?1 … WHERE <unique column>", ?1 being
+// the transaction's instant `now` — on the rows whose column is one of
+// `keys`, deferred (nobody reads the count).
+inline void update_keyed(Connection& conn, const std::string& update, const std::vector<std::string>& keys,
+                         const std::string& now) {
+  const Keys rows(keys);
+  conn.prepare(update + rows.test(conn.dialect(), "?2"), rows.planning())
+      .bind(1, now)
+      .bind(2, rows.value())
+      .exec_deferred();
+}
+
 // A JSON object of strings, bound for Dialect::json_object_rows.
 inline std::string json_string_object(const std::vector<std::pair<std::string, std::string>>& members) {
   std::string out = "{";

@@ -32,13 +32,8 @@ BatchInsert::Value text_or_null(bool present, const std::string& text) {
 
 void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now) {
   if (step_ids.empty()) return;
-  const Keys steps(step_ids);
-  conn.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id" +
-                   steps.test(conn.dialect(), "?2"),
-               steps.planning())
-      .bind(1, now)
-      .bind(2, steps.value())
-      .exec_deferred();
+  update_keyed(conn, "UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id", step_ids,
+               now);
 }
 
 }  // namespace

@@ -117,13 +117,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     conn_.fail("claimed executions without a job, step or run among " + executions.value(), StoreFault::kUnusable);
   }
   if (!steps_to_start.empty()) {
-    const Keys steps(steps_to_start);
-    conn_.prepare(
-             "UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id" + steps.test(conn_.dialect(), "?2"),
-             steps.planning())
-        .bind(1, now)
-        .bind(2, steps.value())
-        .exec_deferred();
+    update_keyed(conn_, "UPDATE steps SET status = 'in_progress', updated_at = ?1 WHERE id", steps_to_start, now);
   }
   for (const auto& [run_id, pipeline_id] : runs_to_start) {
     conn_.prepare("UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2 AND status <> 'in_progress'")
@@ -335,13 +329,7 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
           .exec_deferred();
     }
     results.flush();
-    const Keys attempts(closed);
-    conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id" +
-                      attempts.test(conn_.dialect(), "?2"),
-                  attempts.planning())
-        .bind(1, now)
-        .bind(2, attempts.value())
-        .exec_deferred();
+    update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now);
   }
   if (!any) return committed;  // nothing to write: roll back
   // One success: whether more work is due decides who advances (store.h).
