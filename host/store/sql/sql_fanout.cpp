@@ -30,31 +30,22 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
                        "started_at, created_at, updated_at) VALUES ",
                        "(?, ?, ?, 'in_progress', ?, ?, ?, ?, ?)", 8);
   BatchInsert links = branch_links_insert(conn_);
-  BatchInsert steps(conn_,
-                    "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
-                    "started_at, created_at, updated_at) VALUES ",
-                    "(?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)", 10);
-  BatchInsert jobs = jobs_insert(conn_);
-  BatchInsert executions = first_executions_insert(conn_);
-  BatchInsert availabilities = availabilities_insert(conn_);
+  StepInserts steps(conn_);
   const std::string& now = now_;
   for (size_t i = 0; i < children.size(); ++i) {
     const NewChild& child = children[i];
-    std::string branch_id = new_uuid_v7(), step_id = new_uuid_v7(), job_id = new_uuid_v7(),
-                execution_id = new_uuid_v7();
+    std::string branch_id = new_uuid_v7();
     // Added parent-first, so each table's batch is written after the
     // batches of the rows it refers to.
     branches.add({branch_id, parent.run_id, parent.pipeline, static_cast<int64_t>(i), now, now, now, now});
     links.add({new_uuid_v7(), parent.branch_id, branch_id, now, now});
-    steps.add({step_id, parent.run_id, branch_id, parent.step_id, child.node, child.klass, to_transition, now, now,
-               now});
-    jobs.add({job_id, step_id, child.klass, args_document(child.args_json), now, now, now});
-    executions.add({execution_id, job_id, now, now, now});
-    availabilities.add({new_uuid_v7(), execution_id, parent.pipeline,
-                        add_seconds(now, child.delay_seconds), now, now});
+    steps.add(step_rows(NewStep{parent.run_id, branch_id, parent.pipeline, parent.step_id, child.node, child.klass,
+                                to_transition, child.args_json, child.delay_seconds},
+                        "pending", now));
   }
-  for (BatchInsert* batch : {&branches, &links, &steps, &jobs, &executions, &availabilities}) batch->flush();
-  conn_.notify(Connection::Work::kJobs);
+  branches.flush();
+  links.flush();
+  steps.flush();
   conn_.prepare("UPDATE branches SET fanout_width = ?1, fanin_arrived = 0, fanin_branch_id = NULL, updated_at = ?2 "
                 "WHERE id = ?3")
       .bind(1, static_cast<int64_t>(children.size()))
