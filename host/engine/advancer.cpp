@@ -8,9 +8,8 @@
 #include "util/fault.h"
 
 namespace ductwork {
-Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionCache& definitions,
-                   const Config& config, Logger& logger, Wakeups& wakeups, std::string process_id,
-                   const PluginRegistry* registry)
+Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionCache& definitions, const Config& config,
+                   Logger& logger, Wakeups& wakeups, std::string process_id, const PluginRegistry* registry)
     : pipelines_(std::move(pipelines)),
       store_(store),
       config_(config),
@@ -19,12 +18,13 @@ Advancer::Advancer(std::vector<std::string> pipelines, Store& store, DefinitionC
       advance_(store, definitions, config, logger, wakeups, registry) {}
 
 namespace {
-// Most branches one advancer claims and advances in one transaction.
-constexpr int kAdvanceBatch = 16;
+// Most branches one advancer claims and advances in one transaction: the
+// siblings of a wide fan-out arrive at their fan-in a batch at a time.
+constexpr int kAdvanceBatch = 128;
 }  // namespace
 
 int Advancer::candidate_window(const std::string& pipeline) const {
-  return std::clamp(4 * config_.pipeline_advancer.count.get(pipeline), 20, 100);
+  return std::clamp(4 * config_.pipeline_advancer.count.get(pipeline), 2 * kAdvanceBatch, 4 * kAdvanceBatch);
 }
 
 BranchClaimResult Advancer::run_once() {
@@ -37,13 +37,29 @@ BranchClaimResult Advancer::run_once() {
     // settled through the fence below.
     std::vector<Store::ClaimedBranch> claimed;
     std::vector<AdvanceEffects> effects;
-    Store::AdvanceInClaim advance = [&](BranchTx& tx, const BranchClaim& claim) {
-      effects.emplace_back();  // one per claim, in claim order (before anything can throw)
+    // Arrivals at a fan-in are held back, one per claim that made one, and
+    // written by barrier: the siblings of a fan-out the batch holds are
+    // counted together.
+    std::vector<std::optional<PendingArrival>> arrivals;
+    Store::BatchAdvance advance;
+    advance.advance = [&](BranchTx& tx, const BranchClaim& claim, size_t index) -> std::string {
+      effects.resize(index + 1);  // one per claim, in claim order (before anything can throw)
+      arrivals.resize(index + 1);
       fault_point("after_branch_claim");
-      advance_.advance(tx, claim, effects.back());
+      advance_.advance(tx, claim, effects[index], &arrivals[index]);
+      return arrivals[index] ? arrivals[index]->barrier.branch_id : std::string();
     };
-    BranchClaimResult result = store_.claim_branches(pipeline, process_id_, candidate_window(pipeline), 3,
-                                                     kAdvanceBatch, &advance, &claimed);
+    advance.finish = [&](BranchTx& tx, const std::vector<size_t>& indexes) {
+      std::vector<const PendingArrival*> group;
+      std::vector<AdvanceEffects*> group_effects;
+      for (size_t index : indexes) {
+        group.push_back(&*arrivals[index]);
+        group_effects.push_back(&effects[index]);
+      }
+      arrive_together(tx, group, group_effects);
+    };
+    BranchClaimResult result =
+        store_.claim_branches(pipeline, process_id_, candidate_window(pipeline), 3, kAdvanceBatch, &advance, &claimed);
     if (result == BranchClaimResult::kClaimed) {
       next_pipeline_ = (next_pipeline_ + i + 1) % pipelines_.size();
       effects.resize(claimed.size());

@@ -16,7 +16,8 @@ BranchAdvance::BranchAdvance(Store& store, DefinitionCache& definitions, const C
       wakeups_(wakeups),
       registry_(registry) {}
 
-void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects) {
+void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects,
+                            std::optional<PendingArrival>* defer) {
   if (claim.step_status != "advancing" && claim.step_status != "failed") {
     // Stale claim: the step moved on. Release; no budget is charged.
     tx.complete_advancement(claim.advancement_id);
@@ -41,7 +42,7 @@ void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffec
     return;
   }
   auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
-  route(tx, *definition, claim, config_, effects);
+  route(tx, *definition, claim, config_, effects, defer);
 }
 
 void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects& effects) {

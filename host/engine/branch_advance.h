@@ -24,8 +24,10 @@ class BranchAdvance {
                 Wakeups& wakeups, const PluginRegistry* registry);
 
   // Decides and writes the move of a claimed branch (inside a transaction
-  // that holds the claim). Throws what routing throws (router.h).
-  void advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects);
+  // that holds the claim). Throws what routing throws (router.h). With
+  // `defer`, an arrival at a fan-in is handed back unwritten (route()).
+  void advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects,
+               std::optional<PendingArrival>* defer = nullptr);
   // After the claim's transaction committed, outside every transaction.
   void after_commit(const BranchClaim& claim, const AdvanceEffects& effects);
 

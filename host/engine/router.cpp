@@ -28,12 +28,17 @@ bool exceeds_max_depth(const Config& config, const BranchClaim& claim, size_t wi
 }
 
 // The next step on the same branch (chain, divert, converge).
-void continue_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
-                        const std::string& next, const std::string& to_transition, const std::string& output,
-                        AdvanceEffects& effects) {
+void continue_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const std::string& next,
+                        const std::string& to_transition, const std::string& output, AdvanceEffects& effects) {
   tx.complete_step(claim.step_id);
-  NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
-               next,          definition.edge(next).klass, to_transition, json_list_text(output),
+  NewStep step{claim.run_id,
+               claim.branch_id,
+               claim.pipeline,
+               claim.step_id,
+               next,
+               definition.edge(next).klass,
+               to_transition,
+               json_list_text(output),
                definition.edge(next).delay_seconds};
   std::string step_id = tx.create_step(step);
   close_transition(tx, claim, step_id);
@@ -92,42 +97,34 @@ void empty_expand(BranchTx& tx, const Definition& definition, const BranchClaim&
   tx.create_children(claim, "expand", {});  // the barrier, width 0
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
-  NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, *collapse_target,
-               definition.edge(*collapse_target).klass, "collapse", "", definition.edge(*collapse_target).delay_seconds};
+  NewStep step{claim.run_id,
+               "",
+               claim.pipeline,
+               claim.step_id,
+               *collapse_target,
+               definition.edge(*collapse_target).klass,
+               "collapse",
+               "",
+               definition.edge(*collapse_target).delay_seconds};
   if (!tx.fire_fan_in(claim.branch_id, step).empty()) effects.jobs_created = 1;
 }
 
-// combine / collapse: the branch arrives at its barrier; the arrival that
-// completes the count creates the fan-in branch.
-void fan_in(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Edge& edge,
-            AdvanceEffects& effects) {
+// combine / collapse: the branch arrives at its barrier. Finding the
+// barrier is all that happens here; arrive_together writes the arrival.
+PendingArrival find_arrival(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Edge& edge) {
   if (edge.barrier_nodes.empty()) {
     throw TransitionInvalid(edge.type + " edge of node " + claim.step_node + " names no barrier_node");
   }
   std::optional<Barrier> barrier = tx.find_barrier(claim.branch_id, edge.barrier_nodes);
   if (!barrier) {
-    throw TransitionInvalid(edge.type + " at node " + claim.step_node +
-                            ": no ancestor branch ran its barrier node " + edge.barrier_nodes.front());
+    throw TransitionInvalid(edge.type + " at node " + claim.step_node + ": no ancestor branch ran its barrier node " +
+                            edge.barrier_nodes.front());
   }
-  // The run's lock before its barrier's: run settlement takes the run's
-  // lock too (settle_run), so every transaction takes a run's locks in this
-  // one order and two cannot deadlock on them.
-  tx.lock_run(claim.run_id);
-  tx.complete_step(claim.step_id);
-  close_transition(tx, claim, "");
-  tx.complete_branch(claim.branch_id);
-  ArrivalCount count = tx.arrive(*barrier, claim.branch_id, claim.step_id);
-  if (!count.fired && count.arrived >= count.width) {
-    const std::string& next = edge.to.front();
-    NewStep step{claim.run_id, "",        claim.pipeline, claim.step_id, next, definition.edge(next).klass,
-                 edge.type,    "",        definition.edge(next).delay_seconds};
-    if (!tx.fire_fan_in(barrier->branch_id, step).empty()) {
-      effects.jobs_created = 1;
-      return;
-    }
-  }
-  // Not the last arrival: the run may still be over (a sibling halted).
-  effects.run_state = settle_run(tx, claim.run_id);
+  const std::string& next = edge.to.front();
+  NewStep step{claim.run_id,  "",   claim.pipeline,
+               claim.step_id, next, definition.edge(next).klass,
+               edge.type,     "",   definition.edge(next).delay_seconds};
+  return PendingArrival{claim, *barrier, std::move(step)};
 }
 
 }  // namespace
@@ -145,7 +142,7 @@ void halt_branch(BranchTx& tx, const BranchClaim& claim, const std::string& reas
 }
 
 void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Config& config,
-           AdvanceEffects& effects) {
+           AdvanceEffects& effects, std::optional<PendingArrival>* defer) {
   const Edge& edge = definition.edge(claim.step_node);
   if (edge.type.empty()) {
     end_branch(tx, claim, effects);
@@ -206,7 +203,12 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     return;
   }
   if (edge.type == "combine" || edge.type == "collapse") {
-    fan_in(tx, definition, claim, edge, effects);
+    PendingArrival arrival = find_arrival(tx, definition, claim, edge);
+    if (defer) {
+      *defer = std::move(arrival);
+      return;
+    }
+    arrive_together(tx, {&arrival}, {&effects});
     return;
   }
   if (edge.type == "dampen") {
@@ -214,6 +216,36 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     return;
   }
   throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");
+}
+
+void arrive_together(BranchTx& tx, const std::vector<const PendingArrival*>& arrivals,
+                     const std::vector<AdvanceEffects*>& effects) {
+  if (arrivals.empty()) return;
+  const PendingArrival& last = *arrivals.back();
+  // The run's lock before its barrier's: run settlement takes the run's
+  // lock too (settle_run), so every transaction takes a run's locks in this
+  // one order and two cannot deadlock on them.
+  tx.lock_run(last.claim.run_id);
+  std::vector<const BranchClaim*> claims;
+  std::vector<Arrival> counted;
+  for (const PendingArrival* arrival : arrivals) {
+    if (arrival->barrier.branch_id != last.barrier.branch_id) {
+      throw std::logic_error("arrive_together: arrivals at two barriers");
+    }
+    claims.push_back(&arrival->claim);
+    counted.push_back(Arrival{arrival->claim.branch_id, arrival->barrier.ordinal, arrival->claim.step_id});
+  }
+  tx.close_arrived(claims);
+  ArrivalCount count = tx.arrive(last.barrier.branch_id, counted);
+  AdvanceEffects& effects_after = *effects.back();
+  if (!count.fired && count.arrived >= count.width) {
+    if (!tx.fire_fan_in(last.barrier.branch_id, last.fan_in_step).empty()) {
+      effects_after.jobs_created = 1;
+      return;
+    }
+  }
+  // Not the last arrival: the run may still be over (a sibling halted).
+  effects_after.run_state = settle_run(tx, last.claim.run_id);
 }
 
 }  // namespace ductwork

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "engine/definition.h"
@@ -29,11 +31,33 @@ void close_transition(BranchTx& tx, const BranchClaim& claim, const std::string&
 // Halts the claimed branch with `reason` and settles the run.
 void halt_branch(BranchTx& tx, const BranchClaim& claim, const std::string& reason, AdvanceEffects& effects);
 
+// A branch's arrival at a fan-in (combine / collapse), held back so that
+// the arrivals at one barrier that an advancer claimed together are counted
+// by one statement under one lock (issue 11 item 3): its claim, the barrier
+// it arrives at (and its position there), and the step the fan-in starts
+// should it fire.
+struct PendingArrival {
+  BranchClaim claim;
+  Barrier barrier;
+  NewStep fan_in_step;  // branch_id and args_json are filled in when it fires
+};
+
 // Moves a claimed branch whose step is `advancing` along the step's edge
 // (SPEC §5 "Routing by edge type"), inside the claim's transaction. Throws
 // TransitionInvalid for an edge it cannot take and any other exception for
-// a routing error the advancer retries.
+// a routing error the advancer retries. With `defer`, an arrival at a
+// fan-in only finds its barrier and is handed back there, unwritten, for
+// arrive_together; without, it arrives at once.
 void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Config& config,
-           AdvanceEffects& effects);
+           AdvanceEffects& effects, std::optional<PendingArrival>* defer = nullptr);
+
+// Writes arrivals at one barrier (all of one run) as one: each claim's step,
+// transition, advancement and branch closed, the arrivals counted together;
+// the count that reaches the barrier's width fires the fan-in, else the run
+// is settled (a sibling may have halted). What follows the commit is
+// recorded in the effects of the last arrival (`effects` is parallel to
+// `arrivals`).
+void arrive_together(BranchTx& tx, const std::vector<const PendingArrival*>& arrivals,
+                     const std::vector<AdvanceEffects*>& effects);
 
 }  // namespace ductwork

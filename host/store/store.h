@@ -78,9 +78,14 @@ class BranchTx {
   // Walks parent links up from `branch_id` to the nearest ancestor that ran
   // one of `nodes`; nullopt when there is none.
   virtual std::optional<Barrier> find_barrier(const std::string& branch_id, const std::vector<std::string>& nodes) = 0;
-  // Records that `step_id` (the last step of `branch_id`) arrived at the
-  // barrier's fan-in and counts it on the barrier row.
-  virtual ArrivalCount arrive(const Barrier& barrier, const std::string& branch_id, const std::string& step_id) = 0;
+  // Records the arrivals at the barrier's fan-in and counts them on the
+  // barrier row, all at once (the counters returned include them all).
+  virtual ArrivalCount arrive(const std::string& barrier_branch_id, const std::vector<Arrival>& arrivals) = 0;
+  // For each claim that arrived at a fan-in: its step completed, its
+  // transition (leading to no step) and advancement completed, its branch
+  // completed — what complete_step, close_transition and complete_branch
+  // write for one claim, for all of them in a few statements.
+  virtual void close_arrived(const std::vector<const BranchClaim*>& claims) = 0;
   // Fires the barrier's fan-in exactly once: marks the barrier fired and
   // creates a branch linked from every arrived branch (from the barrier
   // when nothing arrived: an expand of an empty list), holding `step`
@@ -267,11 +272,24 @@ class Store {
     BranchClaim claim;
     std::exception_ptr error;
   };
+  // How claim_branches advances its claims. `advance` runs for each claim
+  // in turn (`index`: its position in this batch), its writes in a savepoint
+  // of their own. It may hand the claim to a group instead of finishing it,
+  // by returning a non-empty group key: the claims of one key that follow
+  // each other in the batch are finished together by one `finish` call, in
+  // one savepoint (a throw there is the error of every claim of the group).
+  // Claims are taken in the order of their run and parent branch, so a
+  // fan-out's siblings follow each other, and the locks `finish` takes come
+  // in the same order in every transaction.
+  struct BatchAdvance {
+    std::function<std::string(BranchTx&, const BranchClaim&, size_t index)> advance;
+    std::function<void(BranchTx&, const std::vector<size_t>& indexes)> finish;
+  };
   // The batched form: claims and advances up to `max_claims` branches in one
   // transaction (appended to *out), so a busy advancer commits once per
   // batch. kClaimed when at least one was claimed.
   virtual BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window,
-                                           int sample, int max_claims, const AdvanceInClaim* advance,
+                                           int sample, int max_claims, const BatchAdvance* advance,
                                            std::vector<ClaimedBranch>* out) = 0;
   // Runs `body` in a write transaction that first checks the branch's claim
   // token still equals `claim_token`. Returns false (and runs nothing) when

@@ -172,7 +172,15 @@ struct Barrier {
   int64_t ordinal = 0;
 };
 
-// A barrier's counters right after an arrival was counted.
+// A branch arriving at a barrier's fan-in with its last step, at its
+// lineage's position among the barrier's children.
+struct Arrival {
+  std::string branch_id;
+  int64_t ordinal = 0;
+  std::string step_id;
+};
+
+// A barrier's counters right after arrivals were counted.
 struct ArrivalCount {
   int64_t arrived = 0;
   int64_t width = 0;

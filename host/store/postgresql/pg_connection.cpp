@@ -425,7 +425,7 @@ void Connection::end_read() noexcept {
 const sql::Dialect& Connection::dialect() const {
   // FOR NO KEY UPDATE: the claim changes no key, and a stronger lock would
   // also block the foreign-key checks of rows that reference the claimed one.
-  static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE", true,
+  static const sql::Dialect postgresql{"postgresql", " FOR NO KEY UPDATE SKIP LOCKED", " FOR UPDATE",
                                        json_elements, any_of_json_elements, json_members, cast_to_json};
   return postgresql;
 }

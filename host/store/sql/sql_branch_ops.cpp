@@ -1,18 +1,29 @@
 // The pipeline advancer's side of the store: branch claims, the claim
 // fence and the mutations allowed inside it.
+#include <algorithm>
 #include <random>
-#include <unordered_set>
+#include <unordered_map>
 
+#include "store/sql/batch_insert.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
+#include "store/store_error.h"
 #include "util/fault.h"
 #include "util/uuid.h"
 
 namespace ductwork::sql {
 BranchClaimResult SqlStore::claim_branch(const std::string& pipeline, const std::string& process_id, int window,
-                                            int sample, BranchClaim* out, const AdvanceInClaim* advance) {
+                                         int sample, BranchClaim* out, const AdvanceInClaim* advance) {
   std::vector<ClaimedBranch> claimed;
-  BranchClaimResult result = claim_branches(pipeline, process_id, window, sample, 1, advance, &claimed);
+  BatchAdvance each;
+  if (advance) {
+    each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
+      (*advance)(tx, claim);
+      return std::string();
+    };
+  }
+  BranchClaimResult result =
+      claim_branches(pipeline, process_id, window, sample, 1, advance ? &each : nullptr, &claimed);
   if (!claimed.empty()) {
     *out = claimed.front().claim;
     if (claimed.front().error) std::rethrow_exception(claimed.front().error);
@@ -21,54 +32,46 @@ BranchClaimResult SqlStore::claim_branch(const std::string& pipeline, const std:
 }
 
 BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const std::string& process_id, int window,
-                                              int sample, int max_claims, const AdvanceInClaim* advance,
-                                              std::vector<ClaimedBranch>* out) {
+                                           int sample, int max_claims, const BatchAdvance* advance,
+                                           std::vector<ClaimedBranch>* out) {
   auto held = lock();
-  const bool ordered = conn_.dialect().claim_in_parent_order;
-  // Candidates are read before the write transaction; each claim below
+  // Candidates are read before the write transaction; the claim below
   // re-asserts the whole predicate, so a candidate that moved on meanwhile
-  // (another process claimed it) just loses.
-  // branch id, and its run id + parent branch id (the order its locks are taken in, below)
+  // (another process claimed it) just loses. Each comes with its run and
+  // parent branch ("<run id> <parent id or nothing>"): the order its locks
+  // are taken in, below.
   std::vector<std::pair<std::string, std::string>> picked;
   {
     auto stmt = conn_.prepare(
-        ordered ? "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT MIN(l.parent_branch_id) FROM branch_links l "
-                  "WHERE l.child_branch_id = b.id), '') "
-                  "FROM branches b WHERE b.pipeline_klass = ?1 AND b.status = 'in_progress' AND "
-                  "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY b.last_advanced_at LIMIT ?2"
-                : "SELECT id, NULL FROM branches WHERE pipeline_klass = ?1 AND status = 'in_progress' AND "
-                  "claim_token IS NULL AND advanceable = 1 ORDER BY last_advanced_at LIMIT ?2");
+        "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT "
+        "MIN(l.parent_branch_id) FROM branch_links l "
+        "WHERE l.child_branch_id = b.id), '') "
+        "FROM branches b WHERE b.pipeline_klass = ?1 AND "
+        "b.status = 'in_progress' AND "
+        "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY "
+        "b.last_advanced_at LIMIT ?2");
     stmt.bind(1, pipeline).bind(2, static_cast<int64_t>(window));
-    while (stmt.step()) picked.emplace_back(stmt.text(0), stmt.is_null(1) ? std::string() : stmt.text(1));
+    while (stmt.step()) picked.emplace_back(stmt.text(0), stmt.text(1));
   }
   if (picked.empty()) return BranchClaimResult::kIdle;
   fault_point("after_branch_candidate_select");
+  // A sample of the window, so that claimers reading the same window do not
+  // all go for the same rows...
   thread_local std::mt19937 rng{std::random_device{}()};
   std::shuffle(picked.begin(), picked.end(), rng);
-  if (ordered) {
-    // At most one child of each parent per batch: siblings all arrive at
-    // the same fan-in barrier, whose row lock the first arrival holds until
-    // the batch commits, so a second sibling would only make every other
-    // claimer wait longer (measured: a 10,000-wide fan-in took 52 s with
-    // whole batches, 43 s like this). And the batch is advanced in (run,
-    // parent) order, so runs and barriers are locked in one global order
-    // (a run's lock before its barriers', router.cpp) and two batches cannot
-    // deadlock on them.
-    std::vector<std::pair<std::string, std::string>> one_per_parent;
-    std::unordered_set<std::string> parents;
-    for (auto& candidate : picked) {
-      const bool has_parent = candidate.second.back() != ' ';  // "<run id> <parent id or nothing>"
-      if (!has_parent || parents.insert(candidate.second).second) {
-        one_per_parent.push_back(std::move(candidate));
-      }
-    }
-    picked = std::move(one_per_parent);
-    std::stable_sort(picked.begin(), picked.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  }
   size_t tries = static_cast<size_t>(std::max(sample, max_claims));
   if (picked.size() > tries) picked.resize(tries);
-  std::vector<std::string> candidates;
-  for (auto& [id, parent] : picked) candidates.push_back(std::move(id));
+  // ...advanced in (run, parent) order: the siblings of a fan-out follow
+  // each other, so their arrivals at the fan-in are counted together, and
+  // runs and barriers are locked in one global order (a run's lock before
+  // its barriers', router.cpp), so two batches cannot deadlock on them.
+  std::stable_sort(picked.begin(), picked.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::unordered_map<std::string, size_t> order;
+  BatchReads reads;
+  for (const auto& [id, run_parent] : picked) {
+    order.emplace(id, order.size());
+    reads.parent_of.emplace(id, run_parent.substr(run_parent.find(' ') + 1));
+  }
 
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -79,144 +82,207 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
     alive.bind(1, process_id);
     if (!alive.step()) return BranchClaimResult::kIdle;
   }
-  size_t first = out->size();
-  for (const auto& branch_id : candidates) {
-    if (static_cast<int>(out->size() - first) >= max_claims) break;
-    std::optional<BranchClaim> claim = claim_one_in_tx(branch_id, pipeline, process_id, now);
-    if (!claim) continue;
-    out->push_back(ClaimedBranch{std::move(*claim), nullptr});
-    if (!advance) continue;
-    // Keeps the claim and drops what advancing wrote: the caller records
-    // the error against this claim through the fence.
-    auto keep_claim_drop_advance = [&] {
-      conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
-      out->back().error = std::current_exception();
-    };
-    conn_.prepare("SAVEPOINT advance_in_claim").exec_deferred();
-    try {
-      SqlBranchTx branch_tx(*this, now);
-      (*advance)(branch_tx, out->back().claim);
-      conn_.prepare("RELEASE advance_in_claim").exec_deferred();
-    } catch (const StoreError& e) {
-      // A deadlock or a lost connection says nothing about the branch: the
-      // whole transaction goes (its claims too) and the branches are
-      // claimed again later, with no error charged to them.
-      if (e.fault() == StoreFault::kBusy || e.fault() == StoreFault::kUnavailable) throw;
-      keep_claim_drop_advance();
-    } catch (...) {
-      keep_claim_drop_advance();
-    }
-  }
-  if (out->size() == first) return BranchClaimResult::kContended;
+  std::vector<BranchClaim> claims = claim_many_in_tx(picked, max_claims, pipeline, process_id, now, reads);
+  if (claims.empty()) return BranchClaimResult::kContended;
+  std::sort(claims.begin(), claims.end(),
+            [&](const BranchClaim& a, const BranchClaim& b) { return order.at(a.branch_id) < order.at(b.branch_id); });
+  const size_t first = out->size();
+  for (BranchClaim& claim : claims) out->push_back(ClaimedBranch{std::move(claim), nullptr});
+  if (advance) advance_claims(*advance, first, now, reads, picked, *out);
   tx.commit();
   return BranchClaimResult::kClaimed;
 }
 
-std::optional<BranchClaim> SqlStore::claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
-                                                        const std::string& process_id, const std::string& now) {
-  if (!conn_.dialect().skip_locked.empty()) {
-    // Where claimers run concurrently (PostgreSQL), a candidate another
-    // transaction is claiming is passed over instead of waited for: waiting
-    // on several rows taken in different orders would deadlock.
-    auto free = conn_.prepare(
-        "SELECT 1 FROM branches WHERE id = ?1 AND status = 'in_progress' AND claim_token IS NULL AND advanceable = 1" +
-        conn_.dialect().skip_locked);
-    free.bind(1, branch_id);
-    if (!free.step()) return std::nullopt;
+void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const std::string& now, BatchReads& reads,
+                              const std::vector<std::pair<std::string, std::string>>& picked,
+                              std::vector<ClaimedBranch>& out) {
+  std::unordered_map<std::string, const std::string*> run_parent;
+  for (const auto& [id, key] : picked) run_parent.emplace(id, &key);
+  // Runs `body` in a savepoint. A throw keeps the claims and drops what the
+  // body wrote: the caller records the error against each of `claims`
+  // through the fence. A deadlock or a lost connection says nothing about
+  // the branches: the whole transaction goes (its claims too) and the
+  // branches are claimed again later, with no error charged to them.
+  auto in_savepoint = [&](const std::vector<size_t>& claims, const std::function<void(SqlBranchTx&)>& body) {
+    conn_.prepare("SAVEPOINT advance_in_claim").exec_deferred();
+    std::exception_ptr error;
+    try {
+      SqlBranchTx branch_tx(*this, now, nullptr, &reads);
+      body(branch_tx);
+      conn_.prepare("RELEASE advance_in_claim").exec_deferred();
+      return;
+    } catch (const StoreError& e) {
+      if (e.fault() == StoreFault::kBusy || e.fault() == StoreFault::kUnavailable) throw;
+      error = std::current_exception();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
+    for (size_t index : claims) out[first + index].error = error;
+  };
+  // Claims handed to one group, finished together before anything of
+  // another run or parent is advanced (the lock order above).
+  std::vector<size_t> group;
+  std::string group_key;
+  const std::string* group_order = nullptr;
+  auto finish_group = [&] {
+    if (group.empty()) return;
+    in_savepoint(group, [&](SqlBranchTx& branch_tx) { advance.finish(branch_tx, group); });
+    group.clear();
+  };
+  for (size_t index = 0; first + index < out.size(); ++index) {
+    const BranchClaim& claim = out[first + index].claim;
+    const std::string* claim_order = run_parent.at(claim.branch_id);
+    if (group_order && *group_order != *claim_order) finish_group();
+    std::string key;
+    in_savepoint({index}, [&](SqlBranchTx& branch_tx) { key = advance.advance(branch_tx, claim, index); });
+    if (key.empty() || !advance.finish) continue;
+    if (!group.empty() && key != group_key) finish_group();
+    group_key = std::move(key);
+    group_order = claim_order;
+    group.push_back(index);
   }
-  std::string token = new_uuid_v4();
-  int rows = conn_.prepare(
-                      "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
-                      "updated_at = ?2 WHERE id = ?3 AND pipeline_klass = ?4 AND status = 'in_progress' "
-                      "AND claim_token IS NULL AND advanceable = 1")
-                 .bind(1, token)
-                 .bind(2, now)
-                 .bind(3, branch_id)
-                 .bind(4, pipeline)
-                 .exec();
-  if (rows != 1) return std::nullopt;
-  const std::string& won = branch_id;
-  BranchClaim claim;
-  claim.branch_id = won;
-  claim.pipeline = pipeline;
-  claim.claim_token = token;
+  finish_group();
+}
+
+std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
+                                                    int max_claims, const std::string& pipeline,
+                                                    const std::string& process_id, const std::string& now,
+                                                    BatchReads& reads) {
+  std::vector<std::string> candidates;
+  for (const auto& [id, run_parent] : picked) candidates.push_back(id);
+  const Keys ids(candidates);
+  // One token for the batch: a fence checks it together with the branch id,
+  // so it still names exactly one claim of each branch.
+  const std::string token = new_uuid_v4();
+  // The branches are locked and claimed in one statement; where claimers
+  // run concurrently (PostgreSQL) a candidate another transaction holds is
+  // passed over instead of waited for: waiting on several rows taken in
+  // different orders would deadlock.
+  std::unordered_map<std::string, std::string> latest_step;  // branch → its latest step
   {
-    auto step = conn_.prepare(
-        "SELECT s.id, s.node, s.klass, s.status, s.run_id, r.definition_sha1, s.updated_at FROM steps s "
-        "JOIN runs r ON r.id = s.run_id WHERE s.branch_id = ? ORDER BY s.started_at DESC, s.id DESC LIMIT 1");
-    step.bind(1, won);
-    step.step();
-    claim.step_id = step.text(0);
-    claim.step_node = step.text(1);
-    claim.step_klass = step.text(2);
-    claim.step_status = step.text(3);
-    claim.run_id = step.text(4);
-    claim.definition_sha1 = step.text(5);
-    claim.step_waited_seconds = seconds_between(step.text(6), now);
-    claim.claimed_at = std::chrono::steady_clock::now();
+    auto claim = conn_.prepare(
+        "UPDATE branches SET status = 'advancing', claim_token = ?1, "
+        "claimed_for_advancing_at = ?2, "
+        "updated_at = ?2 WHERE id IN (SELECT id FROM branches WHERE id" +
+            ids.test(conn_.dialect(), "?3") +
+            " AND pipeline_klass = ?4 AND status = 'in_progress' AND "
+            "claim_token IS NULL AND advanceable = 1 "
+            "LIMIT ?5" +
+            conn_.dialect().skip_locked +
+            ") RETURNING id, fanout_index, (SELECT s.id FROM steps s WHERE "
+            "s.branch_id = branches.id "
+            "ORDER BY s.started_at DESC, s.id DESC LIMIT 1)",
+        ids.planning());
+    claim.bind(1, token).bind(2, now).bind(3, ids.value()).bind(4, pipeline).bind(5, static_cast<int64_t>(max_claims));
+    while (claim.step()) {
+      if (!claim.is_null(1)) reads.fanout_index_of.emplace(claim.text(0), claim.int64(1));
+      latest_step.emplace(claim.text(0), claim.is_null(2) ? std::string() : claim.text(2));
+    }
   }
+  if (latest_step.empty()) return {};
+  std::vector<std::string> step_ids;
+  for (const auto& [branch, step] : latest_step) step_ids.push_back(step);
+  const Keys steps(step_ids);
+  std::vector<BranchClaim> claims;
   {
-    auto open = conn_.prepare(
-        "SELECT id FROM transitions WHERE branch_id = ? AND in_step_id = ? AND completed_at IS NULL LIMIT 1");
-    open.bind(1, won).bind(2, claim.step_id);
-    if (open.step()) claim.transition_id = open.text(0);
+    auto read = conn_.prepare(
+        "SELECT s.branch_id, s.id, s.node, s.klass, s.status, "
+        "s.run_id, r.definition_sha1, s.updated_at, "
+        "(SELECT t.id FROM transitions t WHERE t.branch_id = "
+        "s.branch_id AND t.in_step_id = s.id AND "
+        "t.completed_at IS NULL LIMIT 1) FROM steps s JOIN runs "
+        "r ON r.id = s.run_id WHERE s.id" +
+            steps.test(conn_.dialect(), "?1"),
+        steps.planning());
+    read.bind(1, steps.value());
+    while (read.step()) {
+      BranchClaim claim;
+      claim.branch_id = read.text(0);
+      claim.pipeline = pipeline;
+      claim.claim_token = token;
+      claim.step_id = read.text(1);
+      claim.step_node = read.text(2);
+      claim.step_klass = read.text(3);
+      claim.step_status = read.text(4);
+      claim.run_id = read.text(5);
+      claim.definition_sha1 = read.text(6);
+      claim.step_waited_seconds = seconds_between(read.text(7), now);
+      claim.claimed_at = std::chrono::steady_clock::now();
+      if (!read.is_null(8)) claim.transition_id = read.text(8);
+      claims.push_back(std::move(claim));
+    }
   }
-  if (claim.transition_id.empty()) {
-    claim.transition_id = new_uuid_v7();
-    conn_.prepare(
-             "INSERT INTO transitions (id, branch_id, in_step_id, started_at, created_at, updated_at) "
-             "VALUES (?1, ?2, ?3, ?4, ?4, ?4)")
-        .bind(1, claim.transition_id)
-        .bind(2, won)
-        .bind(3, claim.step_id)
-        .bind(4, now)
+  if (claims.size() != latest_step.size()) {
+    throw StoreError("claimed " + std::to_string(latest_step.size()) + " branches of " + pipeline + " but read " +
+                     std::to_string(claims.size()) + " latest steps");
+  }
+  BatchInsert transitions(conn_,
+                          "INSERT INTO transitions (id, branch_id, in_step_id, "
+                          "started_at, created_at, updated_at) "
+                          "VALUES ",
+                          "(?, ?, ?, ?, ?, ?)", 6);
+  BatchInsert advancements(conn_,
+                           "INSERT INTO advancements (id, transition_id, "
+                           "process_id, crash_count, started_at, "
+                           "created_at, updated_at) VALUES ",
+                           "(?, ?, ?, ?, ?, ?, ?)", 7);
+  for (BranchClaim& claim : claims) {
+    if (claim.transition_id.empty()) {
+      claim.transition_id = new_uuid_v7();
+      transitions.add({claim.transition_id, claim.branch_id, claim.step_id, now, now, now});
+    } else {
+      claim.advancement_crash_count = previous_advancement_crashes(claim.transition_id, now);
+    }
+    fault_point("before_advancement_create");
+    claim.advancement_id = new_uuid_v7();
+    advancements.add(
+        {claim.advancement_id, claim.transition_id, process_id, claim.advancement_crash_count, now, now, now});
+  }
+  transitions.flush();
+  advancements.flush();
+  return claims;
+}
+
+int64_t SqlStore::previous_advancement_crashes(const std::string& transition_id, const std::string& now) {
+  // The previous advancement on this transition decides the crash count:
+  // one left open was abandoned by a dead advancer and is a crash.
+  std::string prev_id;
+  int64_t prev_crashes = 0;
+  bool prev_open = false, prev_crashed = false;
+  {
+    auto prev = conn_.prepare(std::string("SELECT id, crash_count, CASE WHEN "
+                                          "completed_at IS NULL THEN 1 ELSE 0 END, "
+                                          "CASE WHEN error_klass IN ") +
+                              kCrashMarkersSql +
+                              " THEN 1 ELSE 0 END FROM advancements WHERE "
+                              "transition_id = ? ORDER BY started_at DESC, "
+                              "id DESC LIMIT 1");
+    prev.bind(1, transition_id);
+    if (prev.step()) {
+      prev_id = prev.text(0);
+      prev_crashes = prev.int64(1);
+      prev_open = prev.int64(2) != 0;
+      prev_crashed = !prev.is_null(3) && prev.int64(3) != 0;
+    }
+  }
+  if (prev_open) {
+    conn_
+        .prepare(
+            "UPDATE advancements SET completed_at = ?1, updated_at = ?1, "
+            "error_klass = 'ProcessCrash', "
+            "error_message = 'advancement abandoned by its process' WHERE "
+            "id = ?2")
+        .bind(1, now)
+        .bind(2, prev_id)
         .exec_deferred();
-  } else {
-    // The previous advancement on this transition decides the crash count:
-    // one left open was abandoned by a dead advancer and is a crash.
-    std::string prev_id;
-    int64_t prev_crashes = 0;
-    bool prev_open = false, prev_crashed = false;
-    {
-      auto prev = conn_.prepare(std::string("SELECT id, crash_count, CASE WHEN completed_at IS NULL THEN 1 ELSE 0 END, "
-                                            "CASE WHEN error_klass IN ") +
-                                kCrashMarkersSql +
-                                " THEN 1 ELSE 0 END FROM advancements WHERE transition_id = ? ORDER BY started_at DESC, id DESC LIMIT 1");
-      prev.bind(1, claim.transition_id);
-      if (prev.step()) {
-        prev_id = prev.text(0);
-        prev_crashes = prev.int64(1);
-        prev_open = prev.int64(2) != 0;
-        prev_crashed = !prev.is_null(3) && prev.int64(3) != 0;
-      }
-    }
-    if (prev_open) {
-      conn_.prepare(
-               "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = 'ProcessCrash', "
-               "error_message = 'advancement abandoned by its process' WHERE id = ?2")
-          .bind(1, now)
-          .bind(2, prev_id)
-          .exec_deferred();
-      prev_crashed = true;
-    }
-    claim.advancement_crash_count = prev_crashes + (prev_crashed ? 1 : 0);
+    prev_crashed = true;
   }
-  fault_point("before_advancement_create");
-  claim.advancement_id = new_uuid_v7();
-  conn_.prepare(
-           "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, created_at, updated_at) "
-           "VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)")
-      .bind(1, claim.advancement_id)
-      .bind(2, claim.transition_id)
-      .bind(3, process_id)
-      .bind(4, claim.advancement_crash_count)
-      .bind(5, now)
-      .exec_deferred();
-  return claim;
+  return prev_crashes + (prev_crashed ? 1 : 0);
 }
 
 bool SqlStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,
-                                   const std::function<void(BranchTx&)>& body) {
+                                const std::function<void(BranchTx&)>& body) {
   auto held = lock();
   WriteTransaction tx(conn_);
   {

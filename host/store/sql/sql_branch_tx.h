@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "store/sql/sql_store.h"
 #include "store/sql/step_rows.h"
@@ -46,10 +47,21 @@ struct InlineAdvance {
   bool written = false;  // flushed: later changes are written as for any claim
 };
 
+// What an advancer's batch already knows of its claimed branches, and what
+// the barrier walks of the batch learnt, so that the siblings arriving at
+// one fan-in do not each read it again. Links and fan-out positions never
+// change once written, so it holds for the whole transaction.
+struct BatchReads {
+  std::unordered_map<std::string, std::string> parent_of;    // branch → a parent branch ("" for none)
+  std::unordered_map<std::string, int64_t> fanout_index_of;  // branch → its fanout_index, when it has one
+  std::unordered_map<std::string, bool> ran_nodes;            // parent + '\n' + nodes JSON → ran one of them
+};
+
 class SqlBranchTx final : public BranchTx {
  public:
-  SqlBranchTx(SqlStore& store, std::string now, InlineAdvance* inline_advance = nullptr)
-      : store_(store), conn_(store.conn_), now_(std::move(now)), inline_(inline_advance) {}
+  SqlBranchTx(SqlStore& store, std::string now, InlineAdvance* inline_advance = nullptr,
+              BatchReads* reads = nullptr)
+      : store_(store), conn_(store.conn_), now_(std::move(now)), inline_(inline_advance), reads_(reads) {}
   // Writes an inline advance's rows as they stand now (before anything
   // reads them back); later changes are written at once.
   void flush_inline();
@@ -75,7 +87,8 @@ class SqlBranchTx final : public BranchTx {
   void create_children(const BranchClaim& parent, const std::string& to_transition,
                        const std::vector<NewChild>& children) override;
   std::optional<Barrier> find_barrier(const std::string& branch_id, const std::vector<std::string>& nodes) override;
-  ArrivalCount arrive(const Barrier& barrier, const std::string& branch_id, const std::string& step_id) override;
+  ArrivalCount arrive(const std::string& barrier_branch_id, const std::vector<Arrival>& arrivals) override;
+  void close_arrived(const std::vector<const BranchClaim*>& claims) override;
   std::string fire_fan_in(const std::string& barrier_branch_id, NewStep step) override;
 
  private:
@@ -83,6 +96,7 @@ class SqlBranchTx final : public BranchTx {
   Connection& conn_;
   std::string now_;
   InlineAdvance* inline_;
+  BatchReads* reads_;  // null outside an advancer's batch
   // The inline advance's rows not yet written, or nullptr.
   InlineAdvance* pending() const { return inline_ && !inline_->written ? inline_ : nullptr; }
   // Its transition and advancement rows as they stand.

@@ -117,11 +117,6 @@ struct Dialect {
   // the strength of what it read (PostgreSQL's row lock; SQLite's
   // BEGIN IMMEDIATE already holds the database's only write lock).
   std::string for_update;
-  // Where claimers run concurrently, two batches of branch claims reaching
-  // two fan-in barriers in opposite orders would deadlock on the barrier
-  // rows: claims are then advanced in the order of their parent branch (the
-  // usual barrier), the same in every transaction.
-  bool claim_in_parent_order = false;
   // A subquery yielding the strings of the JSON array bound at `param`
   // (e.g. "?2"), for `x IN (...)`.
   std::string (*json_text_list)(const std::string& param) = nullptr;

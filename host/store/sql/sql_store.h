@@ -19,6 +19,7 @@ inline std::string payload_document(const std::string& value_json) { return "{\"
 
 struct InlineAdvance;  // sql_branch_tx.h
 struct InlineBatch;
+struct BatchReads;  // sql_branch_tx.h
 
 // A connection and the mutex that serialises the threads sharing it.
 struct SharedConnection {
@@ -76,7 +77,7 @@ class SqlStore final : public Store {
   BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
                                  BranchClaim* out, const AdvanceInClaim* advance) override;
   BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window, int sample,
-                                   int max_claims, const AdvanceInClaim* advance,
+                                   int max_claims, const BatchAdvance* advance,
                                    std::vector<ClaimedBranch>* out) override;
   bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                         const std::function<void(BranchTx&)>& body) override;
@@ -120,8 +121,22 @@ class SqlStore final : public Store {
                                       const std::string& bind_value, const ErrorInfo& cause,
                                       const CrashPlanner& plan, const std::string& now,
                                       const Death* death = nullptr);
-  std::optional<BranchClaim> claim_one_in_tx(const std::string& branch_id, const std::string& pipeline,
-                                             const std::string& process_id, const std::string& now);
+  // Claims up to `max_claims` of the picked candidates (branch id, "<run id>
+  // <parent id>") in a few statements: the claim token, the latest step,
+  // the open transition or a new one, an advancement each. Unordered.
+  std::vector<BranchClaim> claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
+                                            int max_claims, const std::string& pipeline,
+                                            const std::string& process_id, const std::string& now,
+                                            BatchReads& reads);
+  // The crash count a new advancement on a transition that is already open
+  // starts with; an advancement a dead advancer left open is closed as a
+  // crash first.
+  int64_t previous_advancement_crashes(const std::string& transition_id, const std::string& now);
+  // Runs the batch's advances over out[first..] in claim order (savepoints,
+  // groups: Store::BatchAdvance).
+  void advance_claims(const BatchAdvance& advance, size_t first, const std::string& now, BatchReads& reads,
+                      const std::vector<std::pair<std::string, std::string>>& picked,
+                      std::vector<ClaimedBranch>& out);
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
