@@ -227,6 +227,103 @@ TEST_F(FanoutTest, OnHaltDoesNotRunForACompletedRun) {
   EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value());
 }
 
+// ---- arrivals counted by barrier (issue 11 item 3)
+
+class FanInBatchTest : public FanoutTest {
+ protected:
+  // A 40-wide expand whose children all ran: 40 branches wait at the
+  // collapse, no advancer has claimed any of them yet.
+  TriggeredPipeline forty_children_waiting() {
+    auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Range\n  - expand: Echo\n  - collapse: Sum\n"),
+                     Json::array({40}));
+    JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
+    Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id, &registry);
+    EXPECT_TRUE(worker.run_once());                                     // Range
+    EXPECT_EQ(advancer.run_once(), BranchClaimResult::kClaimed);        // the expand
+    while (worker.run_once()) {                                         // the 40 Echo jobs
+    }
+    EXPECT_EQ(count("SELECT COUNT(*) FROM steps WHERE run_id = ? AND klass = 'Echo' AND status = 'advancing'",
+                    t.run_id),
+              40);
+    return t;
+  }
+};
+
+TEST_F(FanInBatchTest, OneAdvancerBatchCountsEverySiblingAndFiresTheFanIn) {
+  auto t = forty_children_waiting();
+  Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id, &registry);
+  ASSERT_EQ(advancer.run_once(), BranchClaimResult::kClaimed);
+  // One transaction took all forty arrivals: the counter is full and the
+  // fan-in step exists, with every output in item order.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals a JOIN branches b ON b.id = a.barrier_branch_id "
+                  "WHERE b.run_id = ?",
+                  t.run_id),
+            40);
+  EXPECT_EQ(count("SELECT MAX(fanin_arrived) FROM branches WHERE run_id = ?", t.run_id), 40);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM steps WHERE run_id = ? AND klass = 'Sum'", t.run_id), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM branches WHERE run_id = ? AND status = 'completed'", t.run_id), 41);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions t JOIN branches b ON b.id = t.branch_id WHERE b.run_id = ? "
+                  "AND t.completed_at IS NOT NULL AND t.out_step_id IS NULL",
+                  t.run_id),
+            41)
+      << "the expand's and each arrival's transition closed, leading to no step";
+  drain();
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
+  auto sums = steps_of(doc, "Sum");
+  ASSERT_EQ(sums.size(), 1u);
+  ASSERT_EQ(sums[0]["input"][0].size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(sums[0]["input"][0][i].as_int(), i);
+}
+
+TEST_F(FanInBatchTest, AGroupIsFinishedOnceForConsecutiveClaimsOfOneKey) {
+  auto t = forty_children_waiting();
+  std::vector<std::vector<size_t>> groups;
+  Store::BatchAdvance batch;
+  batch.advance = [](BranchTx&, const BranchClaim&, size_t index) { return std::string(index < 25 ? "a" : "b"); };
+  batch.finish = [&](BranchTx&, const std::vector<size_t>& indexes) { groups.push_back(indexes); };
+  std::vector<Store::ClaimedBranch> claimed;
+  ASSERT_EQ(store->claim_branches("P", process_id, 256, 3, 128, &batch, &claimed), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claimed.size(), 40u);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].size(), 25u);
+  EXPECT_EQ(groups[1].size(), 15u);
+  for (size_t i = 0; i < 25; ++i) EXPECT_EQ(groups[0][i], i);
+  for (size_t i = 0; i < 15; ++i) EXPECT_EQ(groups[1][i], 25 + i);
+}
+
+TEST_F(FanInBatchTest, AGroupThatThrowsIsTheErrorOfEachOfItsClaimsAndWritesNothing) {
+  auto t = forty_children_waiting();
+  std::vector<Store::ClaimedBranch> claimed;
+  Store::BatchAdvance batch;
+  batch.advance = [](BranchTx&, const BranchClaim&, size_t) { return std::string("barrier"); };
+  batch.finish = [&](BranchTx& tx, const std::vector<size_t>& indexes) {
+    std::vector<const BranchClaim*> claims;
+    for (size_t index : indexes) claims.push_back(&claimed[index].claim);
+    tx.close_arrived(claims);  // written, then rolled back with the group
+    throw std::runtime_error("finishing the group failed");
+  };
+  ASSERT_EQ(store->claim_branches("P", process_id, 256, 3, 128, &batch, &claimed), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claimed.size(), 40u);
+  for (const auto& c : claimed) {
+    ASSERT_TRUE(c.error);
+    EXPECT_THROW(std::rethrow_exception(c.error), std::runtime_error);
+  }
+  // The claims committed (live, for the fence), the group's writes did not.
+  EXPECT_EQ(count("SELECT COUNT(*) FROM branches WHERE run_id = ? AND status = 'advancing' AND claim_token IS NOT "
+                  "NULL",
+                  t.run_id),
+            40);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals a JOIN branches b ON b.id = a.barrier_branch_id "
+                  "WHERE b.run_id = ?",
+                  t.run_id),
+            0);
+  EXPECT_TRUE(store->with_claim_fence(claimed[7].claim.branch_id, claimed[7].claim.claim_token,
+                                      [&](BranchTx& tx) { tx.release_branch(claimed[7].claim.branch_id); }));
+  EXPECT_FALSE(store->with_claim_fence(claimed[8].claim.branch_id, claimed[7].claim.claim_token + "x",
+                                       [&](BranchTx&) {}));
+}
+
 // ---- races
 
 struct RaceOutcome {
