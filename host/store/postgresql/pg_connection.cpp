@@ -59,15 +59,11 @@ class PgStatement final : public sql::StatementBackend {
     name_ = "dw_" + std::to_string(++counter);
     prepare();
   }
-  ~PgStatement() override {
-    reset();
-    // A statement of a live session is deallocated; one of a session that
-    // is gone went with it.
-    if (!name_.empty() && epoch_ == conn_->epoch() && PQstatus(conn_->handle()) == CONNECTION_OK &&
-        PQtransactionStatus(conn_->handle()) == PQTRANS_IDLE) {
-      PQclear(PQexec(conn_->handle(), ("DEALLOCATE " + name_).c_str()));
-    }
-  }
+  // Not deallocated on the server: a connection keeps its statements for
+  // its whole life, and they go with the session when it closes. (One
+  // DEALLOCATE round trip per statement made every host's shutdown take a
+  // few hundred milliseconds.)
+  ~PgStatement() override { reset(); }
 
   void bind_text(int index, std::string_view text) override { slot(index) = std::string(text); }
   void bind_int64(int index, int64_t value) override { slot(index) = std::to_string(value); }
