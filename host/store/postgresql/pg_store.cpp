@@ -102,22 +102,27 @@ PgStoreFactory::PgStoreFactory(const std::string& url, int pool, std::shared_ptr
       pool_(static_cast<size_t>(pool < 1 ? 1 : pool)),
       listener_(std::make_shared<Listener>(target_.conninfo)),
       clock_(std::move(clock)) {
+  for (size_t i = 0; i < pool_; ++i) slots_.push_back(std::make_unique<Slot>());
   // The first session is opened now, so a wrong URL, password or database
   // fails the command that asked for it, with the server's reason.
-  sessions_.push_back(std::make_shared<Shared>(target_, listener_, clock_));
+  open_slot(*slots_.front());
+}
+
+const std::shared_ptr<PgStoreFactory::Shared>& PgStoreFactory::open_slot(Slot& slot) {
+  // A connect that throws leaves the slot unopened: the next open() of it
+  // tries again.
+  std::call_once(slot.opened, [&] { slot.session = std::make_shared<Shared>(target_, listener_, clock_); });
+  return slot.session;
 }
 
 std::unique_ptr<Store> PgStoreFactory::open() {
-  std::shared_ptr<Shared> session;
+  Slot* slot;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (next_ < pool_ && next_ >= sessions_.size()) {
-      sessions_.push_back(std::make_shared<Shared>(target_, listener_, clock_));
-    }
-    session = sessions_[next_ % sessions_.size()];
+    slot = slots_[next_].get();
     next_ = (next_ + 1) % pool_;
   }
-  return std::make_unique<sql::SqlStore>(session);
+  return std::make_unique<sql::SqlStore>(open_slot(*slot));
 }
 
 }  // namespace ductwork::pg

@@ -87,10 +87,21 @@ class PgStoreFactory final : public StoreFactory {
     Connection conn;
   };
 
+  // One pooled session, opened by the first open() that is handed it. The
+  // connect happens outside the factory's mutex: the threads of a starting
+  // host connect side by side instead of one after another (each connect
+  // is a server process start, tens of milliseconds).
+  struct Slot {
+    std::once_flag opened;
+    std::shared_ptr<Shared> session;
+  };
+
+  const std::shared_ptr<Shared>& open_slot(Slot& slot);
+
   ConnectionTarget target_;
   size_t pool_;
-  std::mutex mutex_;
-  std::vector<std::shared_ptr<Shared>> sessions_;
+  std::mutex mutex_;  // guards next_
+  std::vector<std::unique_ptr<Slot>> slots_;  // pool_ of them
   size_t next_ = 0;
   std::shared_ptr<Listener> listener_;
   std::shared_ptr<const DbClock> clock_;
