@@ -28,17 +28,12 @@ bool exceeds_max_depth(const Config& config, const BranchClaim& claim, size_t wi
 }
 
 // The next step on the same branch (chain, divert, converge).
-void continue_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const std::string& next,
-                        const std::string& to_transition, const std::string& output, AdvanceEffects& effects) {
+void continue_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
+                        const std::string& next, const std::string& to_transition, const std::string& output,
+                        AdvanceEffects& effects) {
   tx.complete_step(claim.step_id);
-  NewStep step{claim.run_id,
-               claim.branch_id,
-               claim.pipeline,
-               claim.step_id,
-               next,
-               definition.edge(next).klass,
-               to_transition,
-               json_list_text(output),
+  NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
+               next,          definition.edge(next).klass, to_transition, json_list_text(output),
                definition.edge(next).delay_seconds};
   std::string step_id = tx.create_step(step);
   close_transition(tx, claim, step_id);
@@ -97,15 +92,8 @@ void empty_expand(BranchTx& tx, const Definition& definition, const BranchClaim&
   tx.create_children(claim, "expand", {});  // the barrier, width 0
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
-  NewStep step{claim.run_id,
-               "",
-               claim.pipeline,
-               claim.step_id,
-               *collapse_target,
-               definition.edge(*collapse_target).klass,
-               "collapse",
-               "",
-               definition.edge(*collapse_target).delay_seconds};
+  NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, *collapse_target,
+               definition.edge(*collapse_target).klass, "collapse", "", definition.edge(*collapse_target).delay_seconds};
   if (!tx.fire_fan_in(claim.branch_id, step).empty()) effects.jobs_created = 1;
 }
 
@@ -117,13 +105,12 @@ PendingArrival find_arrival(BranchTx& tx, const Definition& definition, const Br
   }
   std::optional<Barrier> barrier = tx.find_barrier(claim.branch_id, edge.barrier_nodes);
   if (!barrier) {
-    throw TransitionInvalid(edge.type + " at node " + claim.step_node + ": no ancestor branch ran its barrier node " +
-                            edge.barrier_nodes.front());
+    throw TransitionInvalid(edge.type + " at node " + claim.step_node +
+                            ": no ancestor branch ran its barrier node " + edge.barrier_nodes.front());
   }
   const std::string& next = edge.to.front();
-  NewStep step{claim.run_id,  "",   claim.pipeline,
-               claim.step_id, next, definition.edge(next).klass,
-               edge.type,     "",   definition.edge(next).delay_seconds};
+  NewStep step{claim.run_id, "",        claim.pipeline, claim.step_id, next, definition.edge(next).klass,
+               edge.type,    "",        definition.edge(next).delay_seconds};
   return PendingArrival{claim, *barrier, std::move(step)};
 }
 
@@ -237,6 +224,7 @@ void arrive_together(BranchTx& tx, const std::vector<const PendingArrival*>& arr
   }
   tx.close_arrived(claims);
   ArrivalCount count = tx.arrive(last.barrier.branch_id, counted);
+  // The arrivals that complete the count create the fan-in branch.
   AdvanceEffects& effects_after = *effects.back();
   if (!count.fired && count.arrived >= count.width) {
     if (!tx.fire_fan_in(last.barrier.branch_id, last.fan_in_step).empty()) {
@@ -244,7 +232,7 @@ void arrive_together(BranchTx& tx, const std::vector<const PendingArrival*>& arr
       return;
     }
   }
-  // Not the last arrival: the run may still be over (a sibling halted).
+  // Not the last arrivals: the run may still be over (a sibling halted).
   effects_after.run_state = settle_run(tx, last.claim.run_id);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -29,6 +30,7 @@ class DatabaseOutage {
     if (!is_database_unreachable(e)) return false;
     int failures = failures_.fetch_add(1) + 1;
     if (!down_.exchange(true)) {
+      outages_.fetch_add(1);
       logger_.error("Database unreachable; retrying with backoff until it returns",
                     Json::object({{"error_message", std::string(e.what())}}));
     }
@@ -38,9 +40,17 @@ class DatabaseOutage {
     return true;
   }
 
-  // After an iteration that reached the database.
-  void succeeded() {
+  // Taken when an iteration starts, for succeeded().
+  uint64_t attempt() const { return outages_.load(); }
+
+  // After an iteration that reached the database, with the attempt() taken
+  // when it started. A success says the server is back only when the
+  // iteration began after the outage was declared: a statement already in
+  // flight when the server went down can still succeed (the server ends its
+  // sessions one by one), and that says nothing about the outage.
+  void succeeded(uint64_t attempt) {
     if (!down_.load(std::memory_order_relaxed)) return;
+    if (attempt != outages_.load()) return;
     if (down_.exchange(false)) {
       logger_.info("Database reachable again", Json::object({{"failed_attempts", failures_.load()}}));
       failures_.store(0);
@@ -53,6 +63,7 @@ class DatabaseOutage {
   Logger& logger_;
   std::atomic<bool> down_{false};
   std::atomic<int> failures_{0};
+  std::atomic<uint64_t> outages_{0};  // declared outages so far
 };
 
 }  // namespace ductwork

@@ -230,6 +230,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
     health.tick();
     uint64_t seen = waker.generation();
     double idle = polling_timeout;
+    const uint64_t attempt = outage_.attempt();
     try {
       if (!worker) {
         store = stores_.open();
@@ -253,7 +254,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
         worked = worker->run_once();
       }
       if (health.abandoned.load()) break;  // a new thread took this loop's place
-      outage_.succeeded();
+      outage_.succeeded(attempt);
       if (worked) continue;
       idle = worker->idle_seconds();
     } catch (const std::exception& e) {
@@ -279,6 +280,7 @@ void HostRuntime::advancer_loop(const std::vector<std::string>& pipelines, LoopH
     health.tick();
     uint64_t seen = waker.generation();
     double idle = polling_timeout;
+    const uint64_t attempt = outage_.attempt();
     try {
       if (!store) {
         store = stores_.open();
@@ -286,7 +288,7 @@ void HostRuntime::advancer_loop(const std::vector<std::string>& pipelines, LoopH
                                               process_id_, &plugins_);
       }
       BranchClaimResult result = advancer->run_once();
-      outage_.succeeded();
+      outage_.succeeded(attempt);
       if (result != BranchClaimResult::kIdle) continue;  // claimed or contended: go again at once
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;
@@ -307,6 +309,7 @@ void HostRuntime::heartbeat_loop() {
   std::unique_ptr<Reaper> reaper;
   while (!stopping_.load()) {
     uint64_t seen = stop_waker_.generation();
+    const uint64_t attempt = outage_.attempt();
     try {
       if (!store) {
         store = stores_.open();
@@ -339,7 +342,7 @@ void HostRuntime::heartbeat_loop() {
         store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
       }
       if (role_.reaper) reaper->tick(process_id_);
-      outage_.succeeded();
+      outage_.succeeded(attempt);
     } catch (const std::exception& e) {
       if (stop_if_database_unusable(e)) break;
       double backoff = 0;

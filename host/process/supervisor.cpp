@@ -296,6 +296,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       reload_children();
       if (systemd) systemd->notify("READY=1");
     }
+    const uint64_t attempt = outage_.attempt();
     try {
       // Exits are checked on every wake-up (SIGCHLD); heartbeats, whose
       // threshold is seconds, once per supervisor polling interval.
@@ -327,7 +328,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
           break;
         }
       }
-      outage_.succeeded();
+      outage_.succeeded(attempt);
     } catch (const std::exception& e) {
       if (is_database_unusable(e)) {
         // Children fail the same way and exit; restarting them, or going

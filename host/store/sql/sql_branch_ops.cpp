@@ -43,13 +43,10 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
   std::vector<std::pair<std::string, std::string>> picked;
   {
     auto stmt = conn_.prepare(
-        "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT "
-        "MIN(l.parent_branch_id) FROM branch_links l "
+        "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT MIN(l.parent_branch_id) FROM branch_links l "
         "WHERE l.child_branch_id = b.id), '') "
-        "FROM branches b WHERE b.pipeline_klass = ?1 AND "
-        "b.status = 'in_progress' AND "
-        "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY "
-        "b.last_advanced_at LIMIT ?2");
+        "FROM branches b WHERE b.pipeline_klass = ?1 AND b.status = 'in_progress' AND "
+        "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY b.last_advanced_at LIMIT ?2");
     stmt.bind(1, pipeline).bind(2, static_cast<int64_t>(window));
     while (stmt.step()) picked.emplace_back(stmt.text(0), stmt.text(1));
   }
@@ -162,16 +159,13 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
   std::unordered_map<std::string, std::string> latest_step;  // branch → its latest step
   {
     auto claim = conn_.prepare(
-        "UPDATE branches SET status = 'advancing', claim_token = ?1, "
-        "claimed_for_advancing_at = ?2, "
+        "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
         "updated_at = ?2 WHERE id IN (SELECT id FROM branches WHERE id" +
             ids.test(conn_.dialect(), "?3") +
-            " AND pipeline_klass = ?4 AND status = 'in_progress' AND "
-            "claim_token IS NULL AND advanceable = 1 "
+            " AND pipeline_klass = ?4 AND status = 'in_progress' AND claim_token IS NULL AND advanceable = 1 "
             "LIMIT ?5" +
             conn_.dialect().skip_locked +
-            ") RETURNING id, fanout_index, (SELECT s.id FROM steps s WHERE "
-            "s.branch_id = branches.id "
+            ") RETURNING id, fanout_index, (SELECT s.id FROM steps s WHERE s.branch_id = branches.id "
             "ORDER BY s.started_at DESC, s.id DESC LIMIT 1)",
         ids.planning());
     claim.bind(1, token).bind(2, now).bind(3, ids.value()).bind(4, pipeline).bind(5, static_cast<int64_t>(max_claims));
@@ -187,12 +181,9 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
   std::vector<BranchClaim> claims;
   {
     auto read = conn_.prepare(
-        "SELECT s.branch_id, s.id, s.node, s.klass, s.status, "
-        "s.run_id, r.definition_sha1, s.updated_at, "
-        "(SELECT t.id FROM transitions t WHERE t.branch_id = "
-        "s.branch_id AND t.in_step_id = s.id AND "
-        "t.completed_at IS NULL LIMIT 1) FROM steps s JOIN runs "
-        "r ON r.id = s.run_id WHERE s.id" +
+        "SELECT s.branch_id, s.id, s.node, s.klass, s.status, s.run_id, r.definition_sha1, s.updated_at, "
+        "(SELECT t.id FROM transitions t WHERE t.branch_id = s.branch_id AND t.in_step_id = s.id AND "
+        "t.completed_at IS NULL LIMIT 1) FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.id" +
             steps.test(conn_.dialect(), "?1"),
         steps.planning());
     read.bind(1, steps.value());
@@ -218,13 +209,11 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
                      std::to_string(claims.size()) + " latest steps");
   }
   BatchInsert transitions(conn_,
-                          "INSERT INTO transitions (id, branch_id, in_step_id, "
-                          "started_at, created_at, updated_at) "
+                          "INSERT INTO transitions (id, branch_id, in_step_id, started_at, created_at, updated_at) "
                           "VALUES ",
                           "(?, ?, ?, ?, ?, ?)", 6);
   BatchInsert advancements(conn_,
-                           "INSERT INTO advancements (id, transition_id, "
-                           "process_id, crash_count, started_at, "
+                           "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, "
                            "created_at, updated_at) VALUES ",
                            "(?, ?, ?, ?, ?, ?, ?)", 7);
   for (BranchClaim& claim : claims) {
@@ -251,13 +240,11 @@ int64_t SqlStore::previous_advancement_crashes(const std::string& transition_id,
   int64_t prev_crashes = 0;
   bool prev_open = false, prev_crashed = false;
   {
-    auto prev = conn_.prepare(std::string("SELECT id, crash_count, CASE WHEN "
-                                          "completed_at IS NULL THEN 1 ELSE 0 END, "
+    auto prev = conn_.prepare(std::string("SELECT id, crash_count, CASE WHEN completed_at IS NULL THEN 1 ELSE 0 END, "
                                           "CASE WHEN error_klass IN ") +
                               kCrashMarkersSql +
-                              " THEN 1 ELSE 0 END FROM advancements WHERE "
-                              "transition_id = ? ORDER BY started_at DESC, "
-                              "id DESC LIMIT 1");
+                              " THEN 1 ELSE 0 END FROM advancements WHERE transition_id = ? "
+                              "ORDER BY started_at DESC, id DESC LIMIT 1");
     prev.bind(1, transition_id);
     if (prev.step()) {
       prev_id = prev.text(0);
@@ -267,12 +254,9 @@ int64_t SqlStore::previous_advancement_crashes(const std::string& transition_id,
     }
   }
   if (prev_open) {
-    conn_
-        .prepare(
-            "UPDATE advancements SET completed_at = ?1, updated_at = ?1, "
-            "error_klass = 'ProcessCrash', "
-            "error_message = 'advancement abandoned by its process' WHERE "
-            "id = ?2")
+    conn_.prepare(
+             "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = 'ProcessCrash', "
+             "error_message = 'advancement abandoned by its process' WHERE id = ?2")
         .bind(1, now)
         .bind(2, prev_id)
         .exec_deferred();

@@ -9,7 +9,9 @@
 // reading every arrived output in position order. All of it happens in the
 // arriving branch's transaction, and the counter's UPDATE ... RETURNING
 // serialises arrivals on the barrier row (SQLite: the write lock; PostgreSQL:
-// the row lock), so exactly one arrival sees the full count.
+// the row lock), so exactly one arrival sees the full count. An advancer
+// batch counts the arrivals at one barrier together (arrive with several,
+// engine/router.h arrive_together).
 #include "store/sql/batch_insert.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/store_error.h"
@@ -30,11 +32,10 @@ const Value* known(const std::unordered_map<std::string, Value>* map, const std:
 }  // namespace
 
 void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& to_transition,
-                                  const std::vector<NewChild>& children) {
+                                     const std::vector<NewChild>& children) {
   flush_inline();  // the inline rows exist before anything reads them back
   BatchInsert branches(conn_,
-                       "INSERT INTO branches (id, run_id, pipeline_klass, "
-                       "status, fanout_index, last_advanced_at, "
+                       "INSERT INTO branches (id, run_id, pipeline_klass, status, fanout_index, last_advanced_at, "
                        "started_at, created_at, updated_at) VALUES ",
                        "(?, ?, ?, 'in_progress', ?, ?, ?, ?, ?)", 8);
   BatchInsert links = branch_links_insert(conn_);
@@ -54,35 +55,30 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
   branches.flush();
   links.flush();
   steps.flush();
-  conn_
-      .prepare(
-          "UPDATE branches SET fanout_width = ?1, fanin_arrived = 0, "
-          "fanin_branch_id = NULL, updated_at = ?2 "
-          "WHERE id = ?3")
+  conn_.prepare("UPDATE branches SET fanout_width = ?1, fanin_arrived = 0, fanin_branch_id = NULL, updated_at = ?2 "
+                "WHERE id = ?3")
       .bind(1, static_cast<int64_t>(children.size()))
       .bind(2, now)
       .bind(3, parent.branch_id)
       .exec();
 }
 
-std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id, const std::vector<std::string>& nodes) {
+std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id,
+                                                    const std::vector<std::string>& nodes) {
   flush_inline();  // the inline rows exist before anything reads them back
   const std::string wanted = json_string_list(nodes);
   std::string current = branch_id;
   // A definition is acyclic and a branch has at least one step, so the walk
-  // ends; the bound only guards against a corrupted link table.
+  // ends; the bound only guards against a corrupted link table. What the
+  // batch already knows (reads_) is not read again.
   for (int depth = 0; depth < 100000; ++depth) {
     std::string parent;
     if (const std::string* cached = known(reads_ ? &reads_->parent_of : nullptr, current)) {
       parent = *cached;
     } else {
-      auto up = conn_.prepare(
-          "SELECT parent_branch_id FROM branch_links WHERE "
-          "child_branch_id = ? LIMIT 1");
+      auto up = conn_.prepare("SELECT parent_branch_id FROM branch_links WHERE child_branch_id = ? LIMIT 1");
       up.bind(1, current);
       if (up.step()) parent = up.text(0);
-      while (up.step()) {
-      }
       if (reads_) reads_->parent_of.emplace(current, parent);
     }
     if (parent.empty()) return std::nullopt;
@@ -95,8 +91,6 @@ std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id, c
                                     conn_.dialect().json_text_list("?2") + ") LIMIT 1");
       ran_node.bind(1, parent).bind(2, wanted);
       ran = ran_node.step();
-      while (ran_node.step()) {
-      }
       if (reads_) reads_->ran_nodes.emplace(ran_key, ran);
     }
     if (ran) {
@@ -118,8 +112,7 @@ std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id, c
 ArrivalCount SqlBranchTx::arrive(const std::string& barrier_branch_id, const std::vector<Arrival>& arrivals) {
   flush_inline();  // the inline rows exist before anything reads them back
   BatchInsert rows(conn_,
-                   "INSERT INTO fan_in_arrivals (id, barrier_branch_id, "
-                   "ordinal, branch_id, step_id, created_at, "
+                   "INSERT INTO fan_in_arrivals (id, barrier_branch_id, ordinal, branch_id, step_id, created_at, "
                    "updated_at) VALUES ",
                    "(?, ?, ?, ?, ?, ?, ?)", 7);
   for (const Arrival& arrival : arrivals) {
@@ -127,8 +120,7 @@ ArrivalCount SqlBranchTx::arrive(const std::string& barrier_branch_id, const std
   }
   rows.flush();
   auto count = conn_.prepare(
-      "UPDATE branches SET fanin_arrived = fanin_arrived + ?1, "
-      "updated_at = ?2 WHERE id = ?3 "
+      "UPDATE branches SET fanin_arrived = fanin_arrived + ?1, updated_at = ?2 WHERE id = ?3 "
       "RETURNING fanin_arrived, fanout_width, fanin_branch_id");
   count.bind(1, static_cast<int64_t>(arrivals.size())).bind(2, now_).bind(3, barrier_branch_id);
   if (!count.step()) throw StoreError("barrier branch " + barrier_branch_id + " is gone");
@@ -148,42 +140,32 @@ void SqlBranchTx::close_arrived(const std::vector<const BranchClaim*>& claims) {
     advancements.push_back(claim->advancement_id);
     branches.push_back(claim->branch_id);
   }
-  update_keyed(conn_,
-               "UPDATE steps SET status = 'completed', completed_at = ?1, "
-               "updated_at = ?1 WHERE id",
-               steps, now_);
-  update_keyed(conn_,
-               "UPDATE transitions SET out_step_id = NULL, completed_at = ?1, "
-               "updated_at = ?1 WHERE id",
+  update_keyed(conn_, "UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id", steps,
+               now_);
+  update_keyed(conn_, "UPDATE transitions SET out_step_id = NULL, completed_at = ?1, updated_at = ?1 WHERE id",
                transitions, now_);
   update_keyed(conn_, "UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id", advancements, now_);
-  // complete_step's "no longer advanceable" and complete_branch in one.
+  // complete_step's "no longer advanceable" and complete_branch, in one.
   update_keyed(conn_,
-               "UPDATE branches SET status = 'completed', advanceable = 0, "
-               "claim_token = NULL, "
-               "claimed_for_advancing_at = NULL, last_advanced_at = ?1, "
-               "completed_at = ?1, updated_at = ?1 WHERE id",
+               "UPDATE branches SET status = 'completed', advanceable = 0, claim_token = NULL, "
+               "claimed_for_advancing_at = NULL, last_advanced_at = ?1, completed_at = ?1, updated_at = ?1 WHERE id",
                branches, now_);
 }
 
 std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewStep step) {
   flush_inline();  // the inline rows exist before anything reads them back
   const std::string branch_id = new_uuid_v7();
-  int won = conn_
-                .prepare(
-                    "UPDATE branches SET fanin_branch_id = ?1, updated_at "
-                    "= ?2 WHERE id = ?3 AND "
-                    "fanin_branch_id IS NULL")
+  int won = conn_.prepare(
+                     "UPDATE branches SET fanin_branch_id = ?1, updated_at = ?2 WHERE id = ?3 AND "
+                     "fanin_branch_id IS NULL")
                 .bind(1, branch_id)
                 .bind(2, now_)
                 .bind(3, barrier_branch_id)
                 .exec();
   if (won != 1) return "";
-  conn_
-      .prepare(
-          "INSERT INTO branches (id, run_id, pipeline_klass, status, "
-          "last_advanced_at, started_at, created_at, "
-          "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
+  conn_.prepare(
+           "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, created_at, "
+           "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
       .bind(1, branch_id)
       .bind(2, step.run_id)
       .bind(3, step.pipeline)
@@ -194,10 +176,8 @@ std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewSt
   bool any_arrived = false;
   {
     auto arrived = conn_.prepare(
-        "SELECT a.branch_id, j.output_payload -> "
-        "'payload' FROM fan_in_arrivals a "
-        "JOIN jobs j ON j.step_id = a.step_id WHERE "
-        "a.barrier_branch_id = ? ORDER BY a.ordinal");
+        "SELECT a.branch_id, j.output_payload -> 'payload' FROM fan_in_arrivals a "
+        "JOIN jobs j ON j.step_id = a.step_id WHERE a.barrier_branch_id = ? ORDER BY a.ordinal");
     arrived.bind(1, barrier_branch_id);
     while (arrived.step()) {
       if (any_arrived) outputs += ',';
