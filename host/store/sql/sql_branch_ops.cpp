@@ -37,14 +37,16 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
   auto held = lock();
   // Candidates are read before the write transaction; the claim below
   // re-asserts the whole predicate, so a candidate that moved on meanwhile
-  // (another process claimed it) just loses. Each comes with its run and
+  // (another process claimed it) just loses. Each comes with its run and a
   // parent branch ("<run id> <parent id or nothing>"): the order its locks
-  // are taken in, below.
+  // are taken in, below. (Any parent: a fan-out's child has one, and a
+  // fan-in's branch has one per arrival, all below the same barriers; the
+  // run's lock comes first either way.)
   std::vector<std::pair<std::string, std::string>> picked;
   {
     auto stmt = conn_.prepare(
-        "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT MIN(l.parent_branch_id) FROM branch_links l "
-        "WHERE l.child_branch_id = b.id), '') "
+        "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT l.parent_branch_id FROM branch_links l "
+        "WHERE l.child_branch_id = b.id LIMIT 1), '') "
         "FROM branches b WHERE b.pipeline_klass = ?1 AND b.status = 'in_progress' AND "
         "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY b.last_advanced_at LIMIT ?2");
     stmt.bind(1, pipeline).bind(2, static_cast<int64_t>(window));
