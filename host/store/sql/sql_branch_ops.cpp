@@ -2,6 +2,7 @@
 // fence and the mutations allowed inside it.
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "store/sql/batch_insert.h"
@@ -135,7 +136,12 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
     if (group_order && *group_order != *claim_order) finish_group();
     std::string key;
     in_savepoint({index}, [&](SqlBranchTx& branch_tx) { key = advance.advance(branch_tx, claim, index); });
-    if (key.empty() || !advance.finish) continue;
+    if (key.empty()) continue;
+    if (!advance.finish) {
+      // A claim handed to a group nobody finishes would stay claimed with
+      // nothing written for it.
+      throw std::logic_error("claim_branches: an advance returned a group key but BatchAdvance has no finish");
+    }
     if (!group.empty() && key != group_key) finish_group();
     group_key = std::move(key);
     group_order = claim_order;
