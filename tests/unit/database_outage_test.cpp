@@ -29,12 +29,21 @@ size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-TEST(DatabaseOutage, BacksOffDoublingToACapAndLogsEachChangeOnce) {
+// An outage tracker logging into a temporary file, and the error an
+// unreachable server raises.
+class DatabaseOutageLog : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(log, nullptr); }
+  void TearDown() override {
+    if (log) std::fclose(log);
+  }
   std::FILE* log = std::tmpfile();
-  ASSERT_NE(log, nullptr);
-  Logger logger(log, Logger::Format::kJson, LogLevel::kInfo);
-  DatabaseOutage outage(logger);
-  const StoreError unreachable("database postgresql://x: no connection to the server", StoreFault::kUnavailable);
+  Logger logger{log, Logger::Format::kJson, LogLevel::kInfo};
+  DatabaseOutage outage{logger};
+  const StoreError unreachable{"database postgresql://x: no connection to the server", StoreFault::kUnavailable};
+};
+
+TEST_F(DatabaseOutageLog, BacksOffDoublingToACapAndLogsEachChangeOnce) {
 
   double backoff = -1;
   std::vector<double> seen;
@@ -56,19 +65,13 @@ TEST(DatabaseOutage, BacksOffDoublingToACapAndLogsEachChangeOnce) {
   std::string text = read_all(log);
   EXPECT_EQ(count(text, "Database unreachable; retrying with backoff until it returns"), 2u) << text;
   EXPECT_EQ(count(text, "Database reachable again"), 1u) << text;
-  std::fclose(log);
 }
 
 // A statement already in flight when the server goes down can still
 // succeed (the server ends its sessions one at a time): that success began
 // before the outage was declared and must not announce the server back,
 // or one outage is logged as several (a flaky count in the outage test).
-TEST(DatabaseOutage, ASuccessThatBeganBeforeTheOutageSaysNothing) {
-  std::FILE* log = std::tmpfile();
-  ASSERT_NE(log, nullptr);
-  Logger logger(log, Logger::Format::kJson, LogLevel::kInfo);
-  DatabaseOutage outage(logger);
-  const StoreError unreachable("database postgresql://x: no connection to the server", StoreFault::kUnavailable);
+TEST_F(DatabaseOutageLog, ASuccessThatBeganBeforeTheOutageSaysNothing) {
   double backoff = -1;
   const uint64_t in_flight = outage.attempt();  // a loop starts a statement
   ASSERT_TRUE(outage.failed(unreachable, &backoff));  // another loop sees the server go
@@ -81,7 +84,6 @@ TEST(DatabaseOutage, ASuccessThatBeganBeforeTheOutageSaysNothing) {
   std::string text = read_all(log);
   EXPECT_EQ(count(text, "Database unreachable; retrying with backoff until it returns"), 1u) << text;
   EXPECT_EQ(count(text, "Database reachable again"), 1u) << text;
-  std::fclose(log);
 }
 
 TEST(DatabaseOutage, OtherFailuresAreNotAnOutage) {
