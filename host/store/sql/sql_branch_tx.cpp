@@ -5,6 +5,12 @@
 
 namespace ductwork::sql {
 
+void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now) {
+  if (step_ids.empty()) return;
+  update_keyed(conn, "UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id", step_ids,
+               now);
+}
+
 std::string SqlBranchTx::step_output_json(const std::string& step_id) {
   if (inline_ && step_id == inline_->step_id) return inline_->output_json;  // read with the claim
   auto stmt = conn_.prepare("SELECT output_payload -> 'payload' FROM jobs WHERE step_id = ?");
@@ -32,10 +38,7 @@ void SqlBranchTx::complete_step(const std::string& step_id) {
     rows->step_completed = true;
     return;
   }
-  conn_.prepare("UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id = ?2")
-      .bind(1, now_)
-      .bind(2, step_id)
-      .exec_deferred();
+  complete_steps(conn_, {step_id}, now_);
   // An inline advance's branch was never made advanceable.
   if (inline_ && step_id == inline_->step_id) return;
   // The branch's latest step is no longer advanceable; a step created

@@ -17,6 +17,10 @@ namespace ductwork::sql {
 // the advancer, not a routing error, and counts against the crash budget.
 inline constexpr const char* kCrashMarkersSql = "('ProcessCrash', 'ThreadCrash', 'AbandonedClaim', 'OrphanedClaim')";
 
+// Marks the steps completed (one statement, deferred): the one place that
+// writes a step's completion, for a claim, an inline batch or arrivals.
+void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now);
+
 // What the inline advances of one success transaction write, together, once
 // they all ran (SqlStore::jobs_succeeded): the new steps, the transitions
 // and advancements, and the steps they completed, in a few multi-row

@@ -140,8 +140,7 @@ void SqlBranchTx::close_arrived(const std::vector<const BranchClaim*>& claims) {
     advancements.push_back(claim->advancement_id);
     branches.push_back(claim->branch_id);
   }
-  update_keyed(conn_, "UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id", steps,
-               now_);
+  complete_steps(conn_, steps, now_);
   update_keyed(conn_, "UPDATE transitions SET out_step_id = NULL, completed_at = ?1, updated_at = ?1 WHERE id",
                transitions, now_);
   update_keyed(conn_, "UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id", advancements, now_);

@@ -30,12 +30,6 @@ BatchInsert::Value text_or_null(bool present, const std::string& text) {
   return text;
 }
 
-void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now) {
-  if (step_ids.empty()) return;
-  update_keyed(conn, "UPDATE steps SET status = 'completed', completed_at = ?1, updated_at = ?1 WHERE id", step_ids,
-               now);
-}
-
 }  // namespace
 
 void InlineBatch::write(Connection& conn, const std::string& now) {
