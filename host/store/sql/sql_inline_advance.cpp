@@ -95,9 +95,9 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
   if (rows->step_completed) batch.completed_steps.push_back(rows->step_id);
 }
 
-std::unordered_map<std::string, std::string> SqlStore::lock_inline_branches(
+std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_branches(
     const std::vector<const ClaimedJob*>& jobs, const std::string& now) {
-  std::unordered_map<std::string, std::string> outputs;
+  std::unordered_map<std::string, InlineLock> outputs;
   if (jobs.empty()) return outputs;
   std::unordered_map<std::string, const ClaimedJob*> by_branch;
   std::vector<std::string> branch_ids;
@@ -120,7 +120,7 @@ std::unordered_map<std::string, std::string> SqlStore::lock_inline_branches(
           conn_.dialect().skip_locked + ") RETURNING id, (SELECT s.id " + latest_step +
           "), (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = branches.id AND t.completed_at IS NULL), "
           "(SELECT (SELECT j.output_payload -> 'payload' FROM jobs j WHERE j.step_id = s.id) " +
-          latest_step + ")",
+          latest_step + "), (SELECT r.status FROM runs r WHERE r.id = branches.run_id)",
       branches.planning());
   lock.bind(1, now).bind(2, branches.value()).bind(3, jobs.front()->pipeline);
   while (lock.step()) {
@@ -128,9 +128,38 @@ std::unordered_map<std::string, std::string> SqlStore::lock_inline_branches(
     if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {
       continue;  // not as its job left it: an advancer sorts it out
     }
-    outputs.emplace(job->first, lock.is_null(3) ? "null" : lock.text(3));
+    outputs.emplace(job->first, InlineLock{lock.is_null(3) ? "null" : lock.text(3),
+                                           !lock.is_null(4) && lock.text(4) == "in_progress"});
   }
   return outputs;
+}
+
+namespace {
+
+bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs) {
+  return rows.due_now && runs.count(rows.job_to_claim.run_id) > 0;
+}
+
+}  // namespace
+
+int SqlStore::takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs) {
+  int n = 0;
+  for (const StepRows& rows : batch.new_steps) n += takeable(rows, runs) ? 1 : 0;
+  return n;
+}
+
+std::vector<ClaimedJob> SqlStore::take_new_steps(InlineBatch& batch,
+                                                 const std::unordered_map<std::string, std::string>& runs,
+                                                 const std::string& process_id, const std::string& now, int max) {
+  std::vector<ClaimedJob> taken;
+  for (StepRows& rows : batch.new_steps) {
+    if (static_cast<int>(taken.size()) >= max) break;
+    if (!takeable(rows, runs)) continue;
+    const std::string& definition_sha1 = runs.at(rows.job_to_claim.run_id);
+    taken.push_back(take_step_rows(rows, process_id, now));
+    taken.back().definition_sha1 = definition_sha1;
+  }
+  return taken;
 }
 
 BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,

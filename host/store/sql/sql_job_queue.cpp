@@ -130,20 +130,24 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
         .bind(2, pipeline_id)
         .exec_deferred();
   }
-  // The attempts are recorded with the claim: user code starts right after
-  // this commit, and one transaction fewer per step matters at our rates.
-  BatchInsert attempts(conn_, "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES ",
-                       "(?, ?, ?, ?, ?)", 5);
   std::vector<ClaimedJob> jobs;
   jobs.reserve(taken.size());
   for (const Taken& t : taken) {
     ClaimedJob& job = by_execution.at(t.execution_id);
     job.waited_seconds = seconds_between(t.due_at, now);
-    attempts.add({new_uuid_v7(), job.execution_id, now, now, now});
     jobs.push_back(std::move(job));
   }
-  attempts.flush();
+  record_attempts(conn_, jobs, now);
   return jobs;
+}
+
+void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, const std::string& now) {
+  // The attempts are recorded with the claim: user code starts right after
+  // this commit, and one transaction fewer per step matters at our rates.
+  BatchInsert attempts(conn, "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES ",
+                       "(?, ?, ?, ?, ?)", 5);
+  for (const ClaimedJob& job : jobs) attempts.add({new_uuid_v7(), job.execution_id, now, now, now});
+  attempts.flush();
 }
 
 namespace {
@@ -345,23 +349,40 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
       inline_jobs.push_back(done[i].job);
     }
   }
-  const std::unordered_map<std::string, std::string> outputs = lock_inline_branches(inline_jobs, now);
+  const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs, now);
+  std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
   InlineBatch batch;
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;
     const ClaimedJob& job = *done[i].job;
-    auto output = advance && done[i].advance ? outputs.find(job.branch_id) : outputs.end();
-    if (output != outputs.end() && advance_in_success(job, process_id, now, output->second, *advance, batch)) {
+    auto lock = advance && done[i].advance ? locks.find(job.branch_id) : locks.end();
+    if (lock != locks.end() && advance_in_success(job, process_id, now, lock->second.output_json, *advance, batch)) {
       advanced = true;
+      if (lock->second.run_in_progress) runs_in_progress.emplace(job.run_id, job.definition_sha1);
     } else {
       mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);
       wake_advancers = true;
     }
   }
+  // The next claim is made after the advances: they may just have created
+  // the next steps, which the worker takes as they are written, with no
+  // claim statement (a chain goes on where it ran). The oldest due jobs
+  // come first: they fill the batch but for half of it, kept for the new
+  // steps, so neither the queue nor the chains in hand wait for the other;
+  // a batch of one stays first come, first served.
+  const bool claim_after = next && (several || (advanced && !busy));
+  std::vector<ClaimedJob> own;
+  if (claim_after) {
+    const int reserved = std::min(takeable_new_steps(batch, runs_in_progress), next_max / 2);
+    if (next_max > reserved) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max - reserved);
+    own = take_new_steps(batch, runs_in_progress, process_id, now, next_max - static_cast<int>(next->size()));
+  }
   batch.write(conn_, now);
   if (wake_advancers) conn_.notify(Connection::Work::kBranches);
-  // Looked for after the advances: they may just have created the next step.
-  if (next && (several || (advanced && !busy))) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max);
+  if (!own.empty()) {
+    record_attempts(conn_, own, now);
+    for (ClaimedJob& job : own) next->push_back(std::move(job));
+  }
   tx.commit();
   return committed;
 }

@@ -17,6 +17,9 @@ namespace ductwork::sql {
 inline std::string args_document(const std::string& args_json) { return "{\"args\":" + args_json + "}"; }
 inline std::string payload_document(const std::string& value_json) { return "{\"payload\":" + value_json + "}"; }
 
+// Records the attempts of jobs just claimed (one multi-row insert).
+void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, const std::string& now);
+
 struct InlineAdvance;  // sql_branch_tx.h
 struct InlineBatch;
 struct BatchReads;  // sql_branch_tx.h
@@ -143,12 +146,26 @@ class SqlStore final : public Store {
   // release_jobs for one claim inside an open transaction; false when the
   // fence matched nothing.
   bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
+  // What lock_inline_branches learns of a locked branch: its step's output
+  // and whether its run is in progress (a claim would leave the run as it is).
+  struct InlineLock {
+    std::string output_json;
+    bool run_in_progress = false;
+  };
   // job_succeeded's claims of the jobs' own branches, in one statement
-  // (InlineAdvance in sql_branch_tx.h): the step output of each branch that
-  // was locked and is as its job left it (not taken, not locked by another
-  // transaction, its latest step the job's, no transition open), by branch.
-  std::unordered_map<std::string, std::string> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
-                                                                    const std::string& now);
+  // (InlineAdvance in sql_branch_tx.h): each branch that was locked and is
+  // as its job left it (not taken, not locked by another transaction, its
+  // latest step the job's, no transition open), by branch.
+  std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
+                                                                   const std::string& now);
+  // Takes for `process_id` up to `max` of the steps the inline advances of
+  // `batch` created that are due at once and whose run is in progress
+  // (`runs`: run → its definition), as a claim would, before the batch is
+  // written: the worker runs them next without claiming them again.
+  // How many of them take_new_steps could take.
+  static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
+  std::vector<ClaimedJob> take_new_steps(InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
+                                         const std::string& process_id, const std::string& now, int max);
   // The claim of a branch lock_inline_branches locked, and its rows.
   BranchClaim inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
                            const std::string& output_json, InlineAdvance* rows);

@@ -14,9 +14,33 @@ StepRows step_rows(const NewStep& step, const std::string& status, const std::st
   rows.step = {rows.step_id, step.run_id, step.branch_id, source, step.node, step.klass, step.to_transition, status,
                now,          now,         now};
   rows.job = {job_id, rows.step_id, step.klass, args_document(step.args_json), now, now, now};
-  rows.execution = {execution_id, job_id, now, now, now};
-  rows.availability = {new_uuid_v7(), execution_id, step.pipeline, add_seconds(now, step.delay_seconds), now, now};
+  rows.execution = {execution_id, job_id, std::monostate{}, now, now, now};
+  rows.availability = {new_uuid_v7(), execution_id, step.pipeline, std::monostate{},
+                       add_seconds(now, step.delay_seconds), std::monostate{}, now, now};
+  ClaimedJob& job = rows.job_to_claim;
+  job.execution_id = std::move(execution_id);
+  job.job_id = std::move(job_id);
+  job.step_id = rows.step_id;
+  job.run_id = step.run_id;
+  job.branch_id = step.branch_id;
+  job.pipeline = step.pipeline;
+  job.klass = step.klass;
+  job.node = step.node;
+  job.args_json = step.args_json;
+  rows.due_now = step.delay_seconds <= 0;
   return rows;
+}
+
+ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const std::string& now) {
+  // The columns step_rows laid out: steps.status, executions.process_id,
+  // availabilities.process_id and completed_at.
+  rows.step[7] = std::string("in_progress");
+  rows.execution[2] = process_id;
+  rows.availability[3] = process_id;
+  rows.availability[5] = now;
+  ClaimedJob job = std::move(rows.job_to_claim);
+  job.waited_seconds = 0;
+  return job;
 }
 
 StepInserts::StepInserts(Connection& conn)
@@ -26,8 +50,14 @@ StepInserts::StepInserts(Connection& conn)
              "started_at, created_at, updated_at) VALUES ",
              "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 11),
       jobs_(jobs_insert(conn)),
-      executions_(first_executions_insert(conn)),
-      availabilities_(availabilities_insert(conn)) {}
+      executions_(conn,
+                  "INSERT INTO executions (id, job_id, retry_count, crash_count, process_id, started_at, created_at, "
+                  "updated_at) VALUES ",
+                  "(?, ?, 0, 0, ?, ?, ?, ?)", 6),
+      availabilities_(conn,
+                      "INSERT INTO availabilities (id, execution_id, pipeline_klass, process_id, started_at, "
+                      "completed_at, created_at, updated_at) VALUES ",
+                      "(?, ?, ?, ?, ?, ?, ?, ?)", 8) {}
 
 void StepInserts::add(StepRows rows) {
   // Parent first, so each table's batch is written after the batches of
