@@ -103,7 +103,7 @@ StoreFactory& Bootstrap::stores() {
   if (!stores_) {
     try {
       auto factory = make_store_factory(config_.database);
-      factory->open()->migrate();
+      if (migrate_) factory->open()->migrate();
       stores_ = std::move(factory);
     } catch (const StoreError& e) {
       throw BadInput(e.what());

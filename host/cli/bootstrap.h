@@ -39,6 +39,10 @@ class Bootstrap {
   // A worker child: load plugins here directly, no probe (the supervisor
   // probed them).
   void load_plugins_in_process() { plugins_in_process_ = true; }
+  // A child: the supervisor that started it has migrated the database, so
+  // stores() only opens it (a child starts sooner; on PostgreSQL the
+  // migration check is a connection and several round trips).
+  void trust_migrated_database() { migrate_ = false; }
   // Polled while the probe runs; true gives up (PluginProbeInterrupted).
   void set_stop_check(std::function<bool()> check) { stop_check_ = std::move(check); }
   // Loads definition files and plugin pipelines (plugins first). Throws
@@ -71,6 +75,7 @@ class Bootstrap {
   std::unique_ptr<PluginRegistry> plugins_;
   std::unique_ptr<PluginRegistry> runnable_;
   bool plugins_in_process_ = false;
+  bool migrate_ = true;
   std::function<bool()> stop_check_;
   std::unique_ptr<DefinitionSet> definitions_;
   std::unique_ptr<StoreFactory> stores_;

@@ -248,6 +248,7 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
   boot.logger().set_role(child ? child->substr(0, child->find(':')) : boot.config().forking ? "supervisor" : "host");
   if (child) {
     boot.load_plugins_in_process();
+    boot.trust_migrated_database();
   } else {
     // The plugins load in a probe process: a SIGINT/SIGTERM meanwhile
     // (blocked here, so pending) stops start-up at once.

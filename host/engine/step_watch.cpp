@@ -73,8 +73,16 @@ void StepWatch::run(const std::atomic<bool>& stopping) {
       logger_.warn("Step watch tick failed",
                    Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
     }
-    std::this_thread::sleep_for(kTick);
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    sleep_cv_.wait_for(lock, kTick, [&] { return stopping.load(); });
   }
+}
+
+void StepWatch::wake() {
+  // Taken so that the notification cannot fall between run()'s check of
+  // `stopping` and its wait.
+  std::lock_guard<std::mutex> lock(sleep_mutex_);
+  sleep_cv_.notify_all();
 }
 
 void StepWatch::tick() {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,9 @@ class StepWatch {
 
   // The watch thread's body: ticks until `stopping`, sleeping `tick` between.
   void run(const std::atomic<bool>& stopping);
+  // Ends run()'s sleep at once: call it after setting `stopping`, so a
+  // host's shutdown does not wait out the tick.
+  void wake();
   // One pass (tests and run()).
   void tick();
 
@@ -91,6 +95,8 @@ class StepWatch {
   std::unique_ptr<Store> store_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<Running>> running_;
+  std::mutex sleep_mutex_;
+  std::condition_variable sleep_cv_;
   Clock::time_point next_cancel_check_{};
 };
 

@@ -50,6 +50,7 @@ HostRuntime::~HostRuntime() {
   stop();
   if (watch_thread_.joinable()) {  // start() failed before its loops began
     watch_stopping_.store(true);
+    watch_->wake();
     watch_thread_.join();
   }
 }
@@ -165,6 +166,7 @@ void HostRuntime::stop() {
   }
   if (watch_thread_.joinable()) {
     watch_stopping_.store(true);
+    watch_->wake();
     watch_thread_.join();
   }
   try {
