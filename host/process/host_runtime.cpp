@@ -366,8 +366,11 @@ void HostRuntime::change_watch_loop() {
   while (!stopping_.load()) {
     uint64_t seen = stop_waker_.generation();
     try {
-      if (!store) store = stores_.open();
-      int64_t version = store->data_version();
+      // On PostgreSQL the factory counts the announcements itself: no
+      // session is opened only to ask it.
+      std::optional<int64_t> counted = stores_.data_version();
+      if (!counted && !store) store = stores_.open();
+      int64_t version = counted ? *counted : store->data_version();
       if (seen_version >= 0 && version != seen_version) wakeups_.wake_everyone();
       seen_version = version;
     } catch (const std::exception& e) {

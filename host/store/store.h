@@ -383,6 +383,11 @@ class StoreFactory {
  public:
   virtual ~StoreFactory() = default;
   virtual std::unique_ptr<Store> open() = 0;
+  // Store::data_version when the factory can tell it without a session of
+  // its own (PostgreSQL: the process's LISTEN connection counts what other
+  // processes announced); nullopt when a store must be opened to ask
+  // (SQLite reads it from its connection).
+  virtual std::optional<int64_t> data_version() { return std::nullopt; }
 };
 
 struct DatabaseConfig;

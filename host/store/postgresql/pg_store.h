@@ -75,6 +75,7 @@ class PgStoreFactory final : public StoreFactory {
  public:
   PgStoreFactory(const std::string& url, int pool, std::shared_ptr<const DbClock> clock = nullptr);
   std::unique_ptr<Store> open() override;
+  std::optional<int64_t> data_version() override { return listener_->version(); }
 
  private:
   struct Shared final : sql::SharedConnection {
