@@ -4,6 +4,8 @@
 // were never flushed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "store/sql/batch_insert.h"
@@ -84,6 +86,43 @@ TEST_F(SqliteConnectionTest, UnflushedRowsAreDroppedQuietlyWhileAnExceptionUnwin
       },
       std::runtime_error);
   EXPECT_EQ(rows(), 0);
+}
+
+}  // namespace
+}  // namespace ductwork::sqlite
+
+namespace ductwork::sqlite {
+namespace {
+
+// A statement that meets a file damaged under the process says what
+// happened to the file, as the periodic storage check does, whichever of
+// the two notices first.
+TEST(SqliteDamagedFileTest, AStatementThatMeetsAnOverwrittenFileNamesWhatHappened) {
+  testsupport::TempDir dir;
+  const std::string path = dir.file("d.sqlite3");
+  {
+    Connection writer(path);
+    writer.exec_script("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)");
+    for (int i = 0; i < 200; ++i) {
+      writer.prepare("INSERT INTO t (v) VALUES (?)").bind(1, std::string(500, 'x')).exec();
+    }
+    writer.exec_script("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  Connection reader(path);  // has read the schema, not the table's pages
+  const auto size = std::filesystem::file_size(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f << std::string(size, '\x5a');
+  }
+  try {
+    auto count = reader.prepare("SELECT COUNT(*), MAX(length(v)) FROM t");
+    count.step();
+    FAIL() << "a read of garbage pages succeeded";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.fault(), StoreFault::kUnusable);
+    EXPECT_NE(std::string(e.what()).find("is no longer a SQLite database"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("SELECT COUNT(*)"), std::string::npos) << "and which statement met it";
+  }
 }
 
 }  // namespace

@@ -233,6 +233,17 @@ Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
 Connection::~Connection() { drop_statements(); }
 
 void Connection::fail_rc(int rc, const std::string& what) const {
+  const std::string reason = std::string(sqlite3_errstr(rc)) + " (" + sqlite3_errmsg(db_) + ")";
+  if (classify(rc) == StoreFault::kUnusable) {
+    // Whichever statement meets a damaged file first says what happened
+    // to it (replaced, overwritten, its -wal deleted) when the file shows
+    // it, not only SQLite's "file is not a database".
+    try {
+      throw_if_storage_changed();
+    } catch (const StoreError& e) {
+      throw StoreError(std::string(e.what()) + " (" + what + ": " + reason + ")", StoreFault::kUnusable);
+    }
+  }
   std::string hint;
   if ((rc & 0xff) == SQLITE_READONLY) {
     hint = "; the file, its folder or its file system is read-only (ductwork writes the file and its -wal and "
@@ -240,12 +251,12 @@ void Connection::fail_rc(int rc, const std::string& what) const {
   } else if ((rc & 0xff) == SQLITE_FULL) {
     hint = "; the disk is full: a running host resumes by itself once there is space";
   }
-  throw StoreError("database " + path_ + ": " + what + ": " + sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_) + ")" +
-                       hint,
-                   classify(rc));
+  throw StoreError("database " + path_ + ": " + what + ": " + reason + hint, classify(rc));
 }
 
-void Connection::check_storage() {
+void Connection::check_storage() { throw_if_storage_changed(); }
+
+void Connection::throw_if_storage_changed() const {
   if (inode_ == 0) return;
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) {

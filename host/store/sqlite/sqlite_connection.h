@@ -56,6 +56,8 @@ class Connection final : public sql::Connection {
   // Throws StoreError for SQLite result code `rc`, with SQLite's message
   // and a hint for the faults an operator can fix.
   [[noreturn]] void fail_rc(int rc, const std::string& what) const;
+  // check_storage's test: throws kUnusable naming what happened to the file.
+  void throw_if_storage_changed() const;
 
  protected:
   std::unique_ptr<sql::StatementBackend> compile(const std::string& sql, Planning planning) override;
