@@ -137,7 +137,7 @@ std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_bran
 namespace {
 
 bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs) {
-  return rows.due_now && runs.count(rows.job_to_claim.run_id) > 0;
+  return rows.due_now && runs.count(rows.run_id) > 0;
 }
 
 }  // namespace
@@ -155,7 +155,7 @@ std::vector<ClaimedJob> SqlStore::take_new_steps(InlineBatch& batch,
   for (StepRows& rows : batch.new_steps) {
     if (static_cast<int>(taken.size()) >= max) break;
     if (!takeable(rows, runs)) continue;
-    const std::string& definition_sha1 = runs.at(rows.job_to_claim.run_id);
+    const std::string& definition_sha1 = runs.at(rows.run_id);
     taken.push_back(take_step_rows(rows, process_id, now));
     taken.back().definition_sha1 = definition_sha1;
   }

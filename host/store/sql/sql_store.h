@@ -158,12 +158,12 @@ class SqlStore final : public Store {
   // latest step the job's, no transition open), by branch.
   std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
                                                                    const std::string& now);
+  // How many of the steps in `batch` take_new_steps could take.
+  static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
   // Takes for `process_id` up to `max` of the steps the inline advances of
   // `batch` created that are due at once and whose run is in progress
   // (`runs`: run → its definition), as a claim would, before the batch is
   // written: the worker runs them next without claiming them again.
-  // How many of them take_new_steps could take.
-  static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
   std::vector<ClaimedJob> take_new_steps(InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
                                          const std::string& process_id, const std::string& now, int max);
   // The claim of a branch lock_inline_branches locked, and its rows.

@@ -17,29 +17,34 @@ StepRows step_rows(const NewStep& step, const std::string& status, const std::st
   rows.execution = {execution_id, job_id, std::monostate{}, now, now, now};
   rows.availability = {new_uuid_v7(), execution_id, step.pipeline, std::monostate{},
                        add_seconds(now, step.delay_seconds), std::monostate{}, now, now};
-  ClaimedJob& job = rows.job_to_claim;
-  job.execution_id = std::move(execution_id);
-  job.job_id = std::move(job_id);
-  job.step_id = rows.step_id;
-  job.run_id = step.run_id;
-  job.branch_id = step.branch_id;
-  job.pipeline = step.pipeline;
-  job.klass = step.klass;
-  job.node = step.node;
-  job.args_json = step.args_json;
+  rows.run_id = step.run_id;
   rows.due_now = step.delay_seconds <= 0;
   return rows;
 }
 
 ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const std::string& now) {
-  // The columns step_rows laid out: steps.status, executions.process_id,
-  // availabilities.process_id and completed_at.
+  // Read back from the columns step_rows laid out, only for a step that is
+  // taken (most steps an advancer creates never are).
+  auto text = [](const BatchInsert::Value& v) { return std::get<std::string>(v); };
+  ClaimedJob job;
+  job.step_id = rows.step_id;
+  job.run_id = text(rows.step[1]);
+  job.branch_id = text(rows.step[2]);
+  job.node = text(rows.step[4]);
+  job.klass = text(rows.step[5]);
+  job.job_id = text(rows.job[0]);
+  const std::string document = text(rows.job[3]);  // args_document: {"args":[...]}
+  const std::string prefix = args_document("");
+  job.args_json = document.substr(prefix.size() - 1, document.size() - prefix.size());
+  job.execution_id = text(rows.execution[0]);
+  job.pipeline = text(rows.availability[2]);
+  job.waited_seconds = 0;
+  // Claimed: steps.status, executions.process_id, availabilities.process_id
+  // and completed_at, as a claim leaves them.
   rows.step[7] = std::string("in_progress");
   rows.execution[2] = process_id;
   rows.availability[3] = process_id;
   rows.availability[5] = now;
-  ClaimedJob job = std::move(rows.job_to_claim);
-  job.waited_seconds = 0;
   return job;
 }
 

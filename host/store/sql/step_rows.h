@@ -14,10 +14,9 @@ namespace ductwork::sql {
 struct StepRows {
   std::string step_id;
   std::vector<BatchInsert::Value> step, job, execution, availability;
-  // The step's job as a claim of it reads it (all but the run's definition
-  // and the wait), and whether it is due at once (no delay): a worker may
-  // take it in the transaction that creates it (take_step_rows).
-  ClaimedJob job_to_claim;
+  std::string run_id;
+  // Due at once (no delay): a worker may take it in the transaction that
+  // creates it (take_step_rows).
   bool due_now = false;
 };
 
@@ -27,7 +26,8 @@ StepRows step_rows(const NewStep& step, const std::string& status, const std::st
 
 // Makes `rows` as a claim by `process_id` at `now` leaves a step's rows (the
 // step in progress, its execution and availability taken) and returns the
-// claimed job. The caller records the attempt once the rows are written.
+// claimed job (all but the run's definition). The caller records the
+// attempt once the rows are written.
 ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const std::string& now);
 
 // Writes the rows of many steps in a few multi-row statements, parents
