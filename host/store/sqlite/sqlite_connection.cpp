@@ -1,4 +1,5 @@
 #include "store/sqlite/sqlite_connection.h"
+#include "store/sqlite/wal_write_buffer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -191,6 +192,9 @@ Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
   std::call_once(register_once, [] {
     configure_sqlite_library();
     Poco::Data::SQLite::Connector::registerConnector();
+    // After the library's (re)initialisation, which makes its own VFS the
+    // default again.
+    install_wal_write_buffer();
   });
   ensure_parent_folder(path_);
   create_private_file(path_);
