@@ -89,9 +89,15 @@ int x_close(sqlite3_file* f) {
   return rc != SQLITE_OK ? rc : closed;
 }
 
-int x_read(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
+// Anything that looks at or moves the -wal sees the buffered bytes first.
+template <typename Forward>
+int after_flush(sqlite3_file* f, Forward forward) {
   int rc = flush(self(f));
-  return rc != SQLITE_OK ? rc : io(f)->xRead(real(f), out, amount, offset);
+  return rc != SQLITE_OK ? rc : forward(real(f));
+}
+
+int x_read(sqlite3_file* f, void* out, int amount, sqlite3_int64 offset) {
+  return after_flush(f, [&](sqlite3_file* r) { return r->pMethods->xRead(r, out, amount, offset); });
 }
 
 int x_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset) {
@@ -120,18 +126,15 @@ int x_write(sqlite3_file* f, const void* data, int amount, sqlite3_int64 offset)
 }
 
 int x_truncate(sqlite3_file* f, sqlite3_int64 size) {
-  int rc = flush(self(f));
-  return rc != SQLITE_OK ? rc : io(f)->xTruncate(real(f), size);
+  return after_flush(f, [&](sqlite3_file* r) { return r->pMethods->xTruncate(r, size); });
 }
 
 int x_sync(sqlite3_file* f, int flags) {
-  int rc = flush(self(f));
-  return rc != SQLITE_OK ? rc : io(f)->xSync(real(f), flags);
+  return after_flush(f, [&](sqlite3_file* r) { return r->pMethods->xSync(r, flags); });
 }
 
 int x_file_size(sqlite3_file* f, sqlite3_int64* size) {
-  int rc = flush(self(f));
-  return rc != SQLITE_OK ? rc : io(f)->xFileSize(real(f), size);
+  return after_flush(f, [&](sqlite3_file* r) { return r->pMethods->xFileSize(r, size); });
 }
 
 int x_lock(sqlite3_file* f, int level) { return io(f)->xLock(real(f), level); }
@@ -139,8 +142,7 @@ int x_unlock(sqlite3_file* f, int level) { return io(f)->xUnlock(real(f), level)
 int x_check_reserved_lock(sqlite3_file* f, int* out) { return io(f)->xCheckReservedLock(real(f), out); }
 
 int x_file_control(sqlite3_file* f, int op, void* arg) {
-  int rc = flush(self(f));
-  return rc != SQLITE_OK ? rc : io(f)->xFileControl(real(f), op, arg);
+  return after_flush(f, [&](sqlite3_file* r) { return r->pMethods->xFileControl(r, op, arg); });
 }
 
 int x_sector_size(sqlite3_file* f) { return io(f)->xSectorSize(real(f)); }
@@ -173,8 +175,7 @@ void x_shm_barrier(sqlite3_file* f) {
 int x_shm_unmap(sqlite3_file* f, int delete_flag) { return io(f)->xShmUnmap(real(f), delete_flag); }
 
 int x_fetch(sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
-  int rc = flush(self(f));
-  return rc != SQLITE_OK ? rc : io(f)->xFetch(real(f), offset, amount, out);
+  return after_flush(f, [&](sqlite3_file* r) { return r->pMethods->xFetch(r, offset, amount, out); });
 }
 
 int x_unfetch(sqlite3_file* f, sqlite3_int64 offset, void* page) { return io(f)->xUnfetch(real(f), offset, page); }
@@ -203,31 +204,38 @@ int x_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int*
 }
 
 void fill_methods() {
+  sqlite3_io_methods all{};
+  all.xClose = x_close;
+  all.xRead = x_read;
+  all.xWrite = x_write;
+  all.xTruncate = x_truncate;
+  all.xSync = x_sync;
+  all.xFileSize = x_file_size;
+  all.xLock = x_lock;
+  all.xUnlock = x_unlock;
+  all.xCheckReservedLock = x_check_reserved_lock;
+  all.xFileControl = x_file_control;
+  all.xSectorSize = x_sector_size;
+  all.xDeviceCharacteristics = x_device_characteristics;
+  all.xShmMap = x_shm_map;  // version 2
+  all.xShmLock = x_shm_lock;
+  all.xShmBarrier = x_shm_barrier;
+  all.xShmUnmap = x_shm_unmap;
+  all.xFetch = x_fetch;  // version 3
+  all.xUnfetch = x_unfetch;
   for (int version = 1; version <= 3; ++version) {
     sqlite3_io_methods& m = g_methods[version];
-    m = sqlite3_io_methods{};
+    m = all;
     m.iVersion = version;
-    m.xClose = x_close;
-    m.xRead = x_read;
-    m.xWrite = x_write;
-    m.xTruncate = x_truncate;
-    m.xSync = x_sync;
-    m.xFileSize = x_file_size;
-    m.xLock = x_lock;
-    m.xUnlock = x_unlock;
-    m.xCheckReservedLock = x_check_reserved_lock;
-    m.xFileControl = x_file_control;
-    m.xSectorSize = x_sector_size;
-    m.xDeviceCharacteristics = x_device_characteristics;
-    if (version >= 2) {
-      m.xShmMap = x_shm_map;
-      m.xShmLock = x_shm_lock;
-      m.xShmBarrier = x_shm_barrier;
-      m.xShmUnmap = x_shm_unmap;
+    if (version < 2) {
+      m.xShmMap = nullptr;
+      m.xShmLock = nullptr;
+      m.xShmBarrier = nullptr;
+      m.xShmUnmap = nullptr;
     }
-    if (version >= 3) {
-      m.xFetch = x_fetch;
-      m.xUnfetch = x_unfetch;
+    if (version < 3) {
+      m.xFetch = nullptr;
+      m.xUnfetch = nullptr;
     }
   }
 }
