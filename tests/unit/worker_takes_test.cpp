@@ -80,6 +80,26 @@ TEST_F(WorkerTakesTest, TheNextChainStepIsWrittenClaimedByTheWorkerThatAdvancedI
   EXPECT_EQ(doc["runs"][0]["steps"][1]["executions"].size(), 1u);
 }
 
+TEST_F(WorkerTakesTest, TheWorkersOwnAdvanceLocksTheBranchWithoutRewritingIt) {
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n  - chain: Inc\n"), Json::array({1}));
+  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string branch_before =
+      text("SELECT last_advanced_at || '|' || updated_at || '|' || status FROM branches WHERE id = ?",
+           first[0].branch_id);
+  clock->advance(60);
+  std::vector<ClaimedJob> next = succeed(first, 4);
+  ASSERT_EQ(next.size(), 1u) << "advanced here, a minute later";
+  EXPECT_EQ(text("SELECT last_advanced_at || '|' || updated_at || '|' || status FROM branches WHERE id = ?",
+                 first[0].branch_id),
+            branch_before)
+      << "last_advanced_at is the advancers' order: only an advancer moves it";
+  EXPECT_EQ(next[0].args_json, "[7]") << "the output the success wrote";
+  EXPECT_EQ(text("SELECT COUNT(*) || '|' || COUNT(completed_at) FROM transitions WHERE branch_id = ?",
+                 first[0].branch_id),
+            "1|1");
+}
+
 TEST_F(WorkerTakesTest, AStepWithADelayIsLeftOpenForItsTime) {
   trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n    delay: 100\n"), Json::array({1}));
   std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);

@@ -106,8 +106,8 @@ int64_t SqlBranchTx::errored_advancements(const std::string& transition_id) {
 }
 
 void SqlBranchTx::release_branch(const std::string& branch_id) {
-  // An inline advance's claim changed nothing but last_advanced_at, which
-  // it wrote; its next step is pending, not advanceable.
+  // An inline advance's claim only locked the branch, which it leaves as
+  // it found it; its next step is pending, not advanceable.
   if (inline_ && branch_id == inline_->branch_id) return;
   conn_.prepare(
            "UPDATE branches SET status = 'in_progress', claim_token = NULL, claimed_for_advancing_at = NULL, "

@@ -96,9 +96,9 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
 }
 
 std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_branches(
-    const std::vector<const ClaimedJob*>& jobs, const std::string& now) {
-  std::unordered_map<std::string, InlineLock> outputs;
-  if (jobs.empty()) return outputs;
+    const std::vector<const ClaimedJob*>& jobs) {
+  std::unordered_map<std::string, InlineLock> locked;
+  if (jobs.empty()) return locked;
   std::unordered_map<std::string, const ClaimedJob*> by_branch;
   std::vector<std::string> branch_ids;
   for (const ClaimedJob* job : jobs) {
@@ -107,31 +107,33 @@ std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_bran
   }
   // The branches are locked (passed over when another transaction holds
   // one, as an advancer's claim is) and checked in one statement: still in
-  // progress and unclaimed, the latest step the job's, no transition open.
-  // Nothing else of a branch changes: its step was never made advanceable,
-  // and the advance leaves it as a release would.
+  // progress and unclaimed, the latest step the job's, no transition open
+  // from it. The lock writes nothing: the step was never made advanceable,
+  // and the advance leaves the branch as it found it. `last_advanced_at`
+  // stays the advancers' order, the instant an advancer last let the branch
+  // go (docs/decisions.md). The step's output is the one this transaction
+  // just wrote: the caller has it.
   const std::string latest_step =
-      "FROM steps s WHERE s.branch_id = branches.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1";
+      "(SELECT s.id FROM steps s WHERE s.branch_id = b.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1)";
   const Keys branches(branch_ids);
-  auto lock = conn_.prepare(
-      "UPDATE branches SET last_advanced_at = ?1, updated_at = ?1 WHERE id IN (SELECT id FROM branches WHERE id" +
-          branches.test(conn_.dialect(), "?2") +
-          " AND pipeline_klass = ?3 AND status = 'in_progress' AND claim_token IS NULL" +
-          conn_.dialect().skip_locked + ") RETURNING id, (SELECT s.id " + latest_step +
-          "), (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = branches.id AND t.completed_at IS NULL), "
-          "(SELECT (SELECT j.output_payload -> 'payload' FROM jobs j WHERE j.step_id = s.id) " +
-          latest_step + "), (SELECT r.status FROM runs r WHERE r.id = branches.run_id)",
-      branches.planning());
-  lock.bind(1, now).bind(2, branches.value()).bind(3, jobs.front()->pipeline);
+  auto lock = conn_.prepare("SELECT b.id, " + latest_step +
+                                ", (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = b.id AND t.in_step_id = " +
+                                latest_step +
+                                " AND t.completed_at IS NULL), (SELECT r.status FROM runs r WHERE r.id = b.run_id) "
+                                "FROM branches b WHERE b.id" +
+                                branches.test(conn_.dialect(), "?1") +
+                                " AND b.pipeline_klass = ?2 AND b.status = 'in_progress' AND b.claim_token IS NULL" +
+                                conn_.dialect().skip_locked,
+                            branches.planning());
+  lock.bind(1, branches.value()).bind(2, jobs.front()->pipeline);
   while (lock.step()) {
     auto job = by_branch.find(lock.text(0));
     if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {
       continue;  // not as its job left it: an advancer sorts it out
     }
-    outputs.emplace(job->first, InlineLock{lock.is_null(3) ? "null" : lock.text(3),
-                                           !lock.is_null(4) && lock.text(4) == "in_progress"});
+    locked.emplace(job->first, InlineLock{!lock.is_null(3) && lock.text(3) == "in_progress"});
   }
-  return outputs;
+  return locked;
 }
 
 namespace {

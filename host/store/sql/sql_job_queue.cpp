@@ -349,14 +349,14 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
       inline_jobs.push_back(done[i].job);
     }
   }
-  const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs, now);
+  const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs);
   std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
   InlineBatch batch;
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;
     const ClaimedJob& job = *done[i].job;
     auto lock = advance && done[i].advance ? locks.find(job.branch_id) : locks.end();
-    if (lock != locks.end() && advance_in_success(job, process_id, now, lock->second.output_json, *advance, batch)) {
+    if (lock != locks.end() && advance_in_success(job, process_id, now, done[i].output_json, *advance, batch)) {
       advanced = true;
       if (lock->second.run_in_progress) runs_in_progress.emplace(job.run_id, job.definition_sha1);
     } else {

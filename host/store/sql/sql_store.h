@@ -146,18 +146,16 @@ class SqlStore final : public Store {
   // release_jobs for one claim inside an open transaction; false when the
   // fence matched nothing.
   bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
-  // What lock_inline_branches learns of a locked branch: its step's output
-  // and whether its run is in progress (a claim would leave the run as it is).
+  // What lock_inline_branches learns of a locked branch: whether its run is
+  // in progress (a claim would leave the run as it is).
   struct InlineLock {
-    std::string output_json;
     bool run_in_progress = false;
   };
   // job_succeeded's claims of the jobs' own branches, in one statement
   // (InlineAdvance in sql_branch_tx.h): each branch that was locked and is
   // as its job left it (not taken, not locked by another transaction, its
-  // latest step the job's, no transition open), by branch.
-  std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
-                                                                   const std::string& now);
+  // latest step the job's, no transition open from it), by branch.
+  std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs);
   // How many of the steps in `batch` take_new_steps could take.
   static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
   // Takes for `process_id` up to `max` of the steps the inline advances of
