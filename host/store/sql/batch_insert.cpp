@@ -60,7 +60,7 @@ void BatchInsert::write(size_t first_row, size_t rows) {
       } else if (std::holds_alternative<std::monostate>(v)) {
         stmt.bind_null(index++);
       } else {
-        stmt.bind(index++, std::string_view(std::get<std::string>(v)));
+        stmt.bind_kept(index++, std::get<std::string>(v));  // pending_ outlives stmt
       }
     }
   }

@@ -36,16 +36,65 @@ std::string db_now(Connection& conn) {
   return stmt.text(0);
 }
 
+namespace {
+
+// Days from 1970-01-01 to the given proleptic Gregorian date (Howard
+// Hinnant's days_from_civil).
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+// Reads `digits` decimal digits at text[*at]; false when one is not a digit.
+bool read_digits(const std::string& text, size_t* at, int digits, int* out) {
+  if (*at + static_cast<size_t>(digits) > text.size()) return false;
+  int value = 0;
+  for (int i = 0; i < digits; ++i) {
+    const char c = text[*at + static_cast<size_t>(i)];
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  *at += static_cast<size_t>(digits);
+  *out = value;
+  return true;
+}
+
+bool read_char(const std::string& text, size_t* at, char expected) {
+  if (*at >= text.size() || text[*at] != expected) return false;
+  ++*at;
+  return true;
+}
+
+}  // namespace
+
+// Parsed by hand: every claim reads two of these, and sscanf + timegm cost
+// about ten thousand instructions a pair.
 int64_t db_time_micros(const std::string& db_time) {
-  std::tm tm{};
-  int micros = 0;
-  if (std::sscanf(db_time.c_str(), "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &tm.tm_sec, &micros) != 7) {
+  size_t at = 0;
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  const bool ok = read_digits(db_time, &at, 4, &year) && read_char(db_time, &at, '-') &&
+                  read_digits(db_time, &at, 2, &month) && read_char(db_time, &at, '-') &&
+                  read_digits(db_time, &at, 2, &day) && read_char(db_time, &at, ' ') &&
+                  read_digits(db_time, &at, 2, &hour) && read_char(db_time, &at, ':') &&
+                  read_digits(db_time, &at, 2, &minute) && read_char(db_time, &at, ':') &&
+                  read_digits(db_time, &at, 2, &second) && read_char(db_time, &at, '.');
+  // The fraction: one to six digits, read as a fraction of a second.
+  int micros = 0, digits = 0;
+  while (ok && at < db_time.size() && digits < 6 && db_time[at] >= '0' && db_time[at] <= '9') {
+    micros = micros * 10 + (db_time[at++] - '0');
+    ++digits;
+  }
+  if (!ok || digits == 0 || at != db_time.size() || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
+      minute > 59 || second > 60) {
     throw StoreError("not a database time: \"" + db_time + "\"");
   }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
+  for (int i = digits; i < 6; ++i) micros *= 10;
+  const int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  return ((days * 24 + hour) * 60 + minute) * 60 * 1000000 + static_cast<int64_t>(second) * 1000000 + micros;
 }
 
 std::string add_seconds(const std::string& db_time, double seconds) {

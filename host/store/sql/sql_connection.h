@@ -25,6 +25,9 @@ class StatementBackend {
  public:
   virtual ~StatementBackend() = default;
   virtual void bind_text(int index, std::string_view text) = 0;
+  // bind_text for text the caller keeps alive and unchanged until reset():
+  // a backend may read it in place instead of copying it. By default: a copy.
+  virtual void bind_kept_text(int index, std::string_view text) { bind_text(index, text); }
   virtual void bind_int64(int index, int64_t value) = 0;
   virtual void bind_double(int index, double value) = 0;
   virtual void bind_null(int index) = 0;
@@ -71,6 +74,12 @@ class Statement {
     return *this;
   }
   Statement& bind(int index, const std::string& text) { return bind(index, std::string_view(text)); }
+  // Binds `text` without copying it where the backend can: the caller keeps
+  // it alive and unchanged until this handle goes out of scope.
+  Statement& bind_kept(int index, std::string_view text) {
+    backend_->bind_kept_text(index, text);
+    return *this;
+  }
   Statement& bind(int index, const char* text) { return bind(index, std::string_view(text)); }
   Statement& bind(int index, int64_t value) {
     backend_->bind_int64(index, value);

@@ -143,6 +143,9 @@ class SqliteStatement final : public sql::StatementBackend {
   void bind_text(int index, std::string_view text) override {
     check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
   }
+  void bind_kept_text(int index, std::string_view text) override {
+    check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC));
+  }
   void bind_int64(int index, int64_t value) override { check(sqlite3_bind_int64(stmt_, index, value)); }
   void bind_double(int index, double value) override { check(sqlite3_bind_double(stmt_, index, value)); }
   void bind_null(int index) override { check(sqlite3_bind_null(stmt_, index)); }
