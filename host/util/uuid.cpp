@@ -14,16 +14,18 @@ std::mt19937_64& rng() {
   return engine;
 }
 
+// Several ids are made for every step: written into a buffer, then copied
+// into the string once.
 std::string format(const uint8_t (&b)[16]) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
+  char out[36];
+  int at = 0;
   for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
-    out.push_back(kHex[b[i] >> 4]);
-    out.push_back(kHex[b[i] & 0xf]);
+    if (i == 4 || i == 6 || i == 8 || i == 10) out[at++] = '-';
+    out[at++] = kHex[b[i] >> 4];
+    out[at++] = kHex[b[i] & 0xf];
   }
-  return out;
+  return std::string(out, sizeof out);
 }
 
 }  // namespace
