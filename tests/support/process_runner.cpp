@@ -28,9 +28,20 @@ namespace {
   throw std::runtime_error(what + ": " + std::strerror(errno));
 }
 
+// The child's stdout/stderr: a memory file every process it starts shares
+// (a forking host's children write their log lines to it). It must append:
+// a memory file's writes, unlike a regular file's, do not take the shared
+// offset atomically, so two processes writing at once could both write at
+// the same offset and one line would be lost.
 int make_output_file(const char* name) {
   int fd = ::memfd_create(name, MFD_CLOEXEC);
   if (fd < 0) fail_errno("memfd_create");
+  if (::fcntl(fd, F_SETFL, O_APPEND) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    fail_errno("fcntl(O_APPEND) on the output file");
+  }
   return fd;
 }
 

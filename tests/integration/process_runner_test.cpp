@@ -1,0 +1,34 @@
+// The subprocess runner the integration tests read every host's output
+// through: what several processes print at once must all be there, or a
+// test counting log lines of a forking host fails for a line the runner lost.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "process_runner.h"
+
+namespace ductwork::it {
+namespace {
+
+TEST(ProcessRunnerTest, LinesFourProcessesPrintAtOnceAreAllKept) {
+  // Four writers, one write() per line, all at the same time, into the
+  // stdout the runner gave the shell (as a forking host's children share it).
+  const int kLines = 20000;
+  const std::string script =
+      "for p in 1 2 3 4; do (i=0; while [ $i -lt " + std::to_string(kLines) +
+      " ]; do echo \"writer $p\"; i=$((i+1)); done) & done; wait";
+  testsupport::ProcessOptions options;
+  options.timeout_seconds = 120;
+  testsupport::ProcessResult r = testsupport::run_process({"/bin/sh", "-c", script}, options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  for (int p = 1; p <= 4; ++p) {
+    const std::string line = "writer " + std::to_string(p) + "\n";
+    size_t count = 0;
+    for (size_t at = r.out.find(line); at != std::string::npos; at = r.out.find(line, at + line.size())) ++count;
+    EXPECT_EQ(count, static_cast<size_t>(kLines)) << "writer " << p;
+  }
+  EXPECT_EQ(r.out.size(), static_cast<size_t>(4 * kLines) * std::string("writer 1\n").size());
+}
+
+}  // namespace
+}  // namespace ductwork::it
