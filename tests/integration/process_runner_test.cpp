@@ -1,11 +1,11 @@
 // The subprocess runner the integration tests read every host's output
 // through: what several processes print at once must all be there, or a
 // test counting log lines of a forking host fails for a line the runner lost.
+#include "process_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "process_runner.h"
 
 namespace ductwork::it {
 namespace {
@@ -14,9 +14,8 @@ TEST(ProcessRunnerTest, LinesFourProcessesPrintAtOnceAreAllKept) {
   // Four writers, one write() per line, all at the same time, into the
   // stdout the runner gave the shell (as a forking host's children share it).
   const int kLines = 20000;
-  const std::string script =
-      "for p in 1 2 3 4; do (i=0; while [ $i -lt " + std::to_string(kLines) +
-      " ]; do echo \"writer $p\"; i=$((i+1)); done) & done; wait";
+  const std::string script = "for p in 1 2 3 4; do (i=0; while [ $i -lt " + std::to_string(kLines) +
+                             " ]; do echo \"writer $p\"; i=$((i+1)); done) & done; wait";
   testsupport::ProcessOptions options;
   options.timeout_seconds = 120;
   testsupport::ProcessResult r = testsupport::run_process({"/bin/sh", "-c", script}, options);
