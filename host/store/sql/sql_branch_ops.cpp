@@ -82,7 +82,8 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
     alive.bind(1, process_id);
     if (!alive.step()) return BranchClaimResult::kIdle;
   }
-  std::vector<BranchClaim> claims = claim_many_in_tx(picked, max_claims, pipeline, process_id, now, reads);
+  std::vector<BranchClaim> claims =
+      claim_many_in_tx(picked, max_claims, pipeline, process_id, now, reads, /*lock_only=*/advance != nullptr);
   if (claims.empty()) return BranchClaimResult::kContended;
   std::sort(claims.begin(), claims.end(),
             [&](const BranchClaim& a, const BranchClaim& b) { return order.at(a.branch_id) < order.at(b.branch_id); });
@@ -118,7 +119,14 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
       error = std::current_exception();
     }
     conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
-    for (size_t index : claims) out[first + index].error = error;
+    // The failure is recorded after the commit, through the claim's fence:
+    // the branches that were only locked are claimed now.
+    std::vector<const BranchClaim*> failed;
+    for (size_t index : claims) {
+      out[first + index].error = error;
+      failed.push_back(&out[first + index].claim);
+    }
+    write_claims(failed, now);
   };
   // Claims handed to one group, finished together before anything of
   // another run or parent is advanced (the lock order above).
@@ -153,7 +161,7 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
 std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
                                                     int max_claims, const std::string& pipeline,
                                                     const std::string& process_id, const std::string& now,
-                                                    BatchReads& reads) {
+                                                    BatchReads& reads, bool lock_only) {
   std::vector<std::string> candidates;
   for (const auto& [id, run_parent] : picked) candidates.push_back(id);
   const Keys ids(candidates);
@@ -163,20 +171,30 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
   // The branches are locked and claimed in one statement; where claimers
   // run concurrently (PostgreSQL) a candidate another transaction holds is
   // passed over instead of waited for: waiting on several rows taken in
-  // different orders would deadlock.
+  // different orders would deadlock. A claim the same transaction advances
+  // only locks its branches: every advance leaves its branch settled or
+  // released, so marking it claimed first would rewrite each row (and its
+  // indexes) once more for nothing another transaction could see.
   std::unordered_map<std::string, std::string> latest_step;  // branch → its latest step
   {
-    auto claim = conn_.prepare(
-        "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
-        "updated_at = ?2 WHERE id IN (SELECT id FROM branches WHERE id" +
-            ids.test(conn_.dialect(), "?3") +
-            " AND pipeline_klass = ?4 AND status = 'in_progress' AND claim_token IS NULL AND advanceable = 1 "
-            "LIMIT ?5" +
-            conn_.dialect().skip_locked +
-            ") RETURNING id, fanout_index, (SELECT s.id FROM steps s WHERE s.branch_id = branches.id "
-            "ORDER BY s.started_at DESC, s.id DESC LIMIT 1)",
-        ids.planning());
-    claim.bind(1, token).bind(2, now).bind(3, ids.value()).bind(4, pipeline).bind(5, static_cast<int64_t>(max_claims));
+    // The unclaimed candidates among the ids bound at `ids_param`, at most
+    // the limit bound after the pipeline's name.
+    auto unclaimed = [&](int ids_param) {
+      return " FROM branches WHERE id" + ids.test(conn_.dialect(), "?" + std::to_string(ids_param)) +
+             " AND pipeline_klass = ?" + std::to_string(ids_param + 1) +
+             " AND status = 'in_progress' AND claim_token IS NULL AND advanceable = 1 LIMIT ?" +
+             std::to_string(ids_param + 2) + conn_.dialect().skip_locked;
+    };
+    const std::string latest =
+        "(SELECT s.id FROM steps s WHERE s.branch_id = branches.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1)";
+    auto claim = conn_.prepare(lock_only ? "SELECT id, fanout_index, " + latest + unclaimed(1)
+                                         : "UPDATE branches SET status = 'advancing', claim_token = ?1, "
+                                           "claimed_for_advancing_at = ?2, updated_at = ?2 WHERE id IN (SELECT id" +
+                                               unclaimed(3) + ") RETURNING id, fanout_index, " + latest,
+                               ids.planning());
+    const int first = lock_only ? 1 : 3;
+    if (!lock_only) claim.bind(1, token).bind(2, now);
+    claim.bind(first, ids.value()).bind(first + 1, pipeline).bind(first + 2, static_cast<int64_t>(max_claims));
     while (claim.step()) {
       if (!claim.is_null(1)) reads.fanout_index_of.emplace(claim.text(0), claim.int64(1));
       latest_step.emplace(claim.text(0), claim.is_null(2) ? std::string() : claim.text(2));
@@ -271,6 +289,22 @@ int64_t SqlStore::previous_advancement_crashes(const std::string& transition_id,
     prev_crashed = true;
   }
   return prev_crashes + (prev_crashed ? 1 : 0);
+}
+
+void SqlStore::write_claims(const std::vector<const BranchClaim*>& claims, const std::string& now) {
+  if (claims.empty()) return;
+  std::vector<std::string> branch_ids;
+  for (const BranchClaim* claim : claims) branch_ids.push_back(claim->branch_id);
+  const Keys ids(branch_ids);  // one batch's claims share one token
+  conn_.prepare(
+           "UPDATE branches SET status = 'advancing', claim_token = ?1, claimed_for_advancing_at = ?2, "
+           "updated_at = ?2 WHERE id" +
+               ids.test(conn_.dialect(), "?3"),
+           ids.planning())
+      .bind(1, claims.front()->claim_token)
+      .bind(2, now)
+      .bind(3, ids.value())
+      .exec_deferred();
 }
 
 bool SqlStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,

@@ -127,10 +127,16 @@ class SqlStore final : public Store {
   // Claims up to `max_claims` of the picked candidates (branch id, "<run id>
   // <parent id>") in a few statements: the claim token, the latest step,
   // the open transition or a new one, an advancement each. Unordered.
+  // `lock_only`: the same transaction advances the claims, so the branches
+  // are only locked, not marked claimed (write_claims marks those whose
+  // advance failed, for the fence that records the failure).
   std::vector<BranchClaim> claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
                                             int max_claims, const std::string& pipeline,
                                             const std::string& process_id, const std::string& now,
-                                            BatchReads& reads);
+                                            BatchReads& reads, bool lock_only);
+  // Marks `claims` claimed ('advancing', their token), as a committed claim
+  // an advance runs under in a later transaction must be.
+  void write_claims(const std::vector<const BranchClaim*>& claims, const std::string& now);
   // The crash count a new advancement on a transition that is already open
   // starts with; an advancement a dead advancer left open is closed as a
   // crash first.
