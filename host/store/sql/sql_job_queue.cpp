@@ -256,14 +256,13 @@ void set_step_status(Connection& conn, const ClaimedJob& job, const char* status
       .exec_deferred();
 }
 
-void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now,
-                      bool wake_advancers = true) {
+void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now) {
   set_step_status(conn, job, status, now);
   conn.prepare("UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now)
       .bind(2, job.branch_id)
       .exec_deferred();
-  if (wake_advancers) conn.notify(Connection::Work::kBranches);
+  conn.notify(Connection::Work::kBranches);
 }
 
 // Whether the job's branch was cancelled (SPEC §13). Read under the row's
@@ -352,6 +351,7 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs);
   std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
   InlineBatch batch;
+  std::vector<std::string> handed_steps, handed_branches;  // left to an advancer, marked in two statements
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;
     const ClaimedJob& job = *done[i].job;
@@ -360,9 +360,15 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
       advanced = true;
       if (lock->second.run_in_progress) runs_in_progress.emplace(job.run_id, job.definition_sha1);
     } else {
-      mark_advanceable(conn_, job, "advancing", now, /*wake_advancers=*/false);
-      wake_advancers = true;
+      handed_steps.push_back(job.step_id);
+      handed_branches.push_back(job.branch_id);
     }
+  }
+  if (!handed_steps.empty()) {
+    // mark_advanceable's two writes, for every job an advancer moves on.
+    update_keyed(conn_, "UPDATE steps SET status = 'advancing', updated_at = ?1 WHERE id", handed_steps, now);
+    update_keyed(conn_, "UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id", handed_branches, now);
+    wake_advancers = true;
   }
   // The next claim is made after the advances: they may just have created
   // the next steps, which the worker takes as they are written, with no
