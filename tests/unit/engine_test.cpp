@@ -98,6 +98,44 @@ TEST_F(EngineTest, AnEdgeTheAdvancerCannotTakeHaltsTransitionInvalid) {
   EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"].as_string(), "transition_invalid");
 }
 
+// An advancer that advances its claims in the claiming transaction only
+// locks their branches; it marks a branch claimed ('advancing', its token)
+// only when the advance failed, so that the failure can be recorded
+// through the claim's fence after the commit. A trigger logs every mark.
+TEST_F(EngineTest, AnAdvancerMarksABranchClaimedOnlyWhenItsAdvanceFailed) {
+  {
+    auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
+    auto held = sql_store.lock();
+    sql_store.connection().exec_script(
+        testsupport::on_postgresql()
+            ? "CREATE TABLE claim_marks (branch_id TEXT); "
+              "CREATE FUNCTION mark_claim() RETURNS trigger LANGUAGE plpgsql AS "
+              "$$ BEGIN INSERT INTO claim_marks VALUES (NEW.id); RETURN NEW; END $$; "
+              "CREATE TRIGGER mark_claims AFTER UPDATE ON branches FOR EACH ROW "
+              "WHEN (NEW.status = 'advancing') EXECUTE FUNCTION mark_claim();"
+            : "CREATE TABLE claim_marks (branch_id TEXT); "
+              "CREATE TRIGGER mark_claims AFTER UPDATE ON branches WHEN NEW.status = 'advancing' "
+              "BEGIN INSERT INTO claim_marks VALUES (NEW.id); END;");
+  }
+  // Every branch of a fan-out and its fan-in goes through an advancer.
+  auto fan = run("steps:\n  - start: Range\n  - expand: Inc\n  - collapse: Sum\n", Json::array({4}));
+  ASSERT_EQ(report(fan)["status"].as_string(), "completed");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM claim_marks WHERE branch_id <> ?1", ""), 0)
+      << "no branch was marked claimed on its way";
+  // An edge routing cannot take: the advance throws, its branch is marked
+  // claimed, and the failure recorded through that claim halts it.
+  Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
+  def.edges[def.nodes[0]].type = "teleport";
+  auto bad = trigger(def, Json::array({1}));
+  drain();
+  Json doc = report(bad);
+  ASSERT_EQ(doc["status"].as_string(), "halted");
+  const std::string branch_id = doc["runs"][0]["branches"][0]["id"].as_string();
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"].as_string(), "transition_invalid");
+  EXPECT_EQ(count("SELECT COUNT(*) FROM claim_marks WHERE branch_id = ?1", branch_id), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM claim_marks WHERE branch_id <> ?1", branch_id), 0);
+}
+
 TEST_F(EngineTest, CommitsWakeTheLoopThatCanTakeTheNextStep) {
   trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), Json::array({1}));
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
