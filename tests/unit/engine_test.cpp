@@ -136,6 +136,63 @@ TEST_F(EngineTest, AnAdvancerMarksABranchClaimedOnlyWhenItsAdvanceFailed) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM claim_marks WHERE branch_id <> ?1", branch_id), 0);
 }
 
+// An advancer's batch writes each claim's transition and advancement once,
+// in the state its advance leaves them, instead of inserting them open and
+// closing them in the same transaction. A claim whose advance failed is
+// written open, and its failure recorded through the fence afterwards. A
+// trigger logs every update of the two tables.
+TEST_F(EngineTest, AnAdvancerWritesEachClaimsTransitionAndAdvancementOnce) {
+  {
+    auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
+    auto held = sql_store.lock();
+    sql_store.connection().exec_script(
+        testsupport::on_postgresql()
+            ? "CREATE TABLE row_updates (tbl TEXT, row_id TEXT); "
+              "CREATE FUNCTION log_update() RETURNS trigger LANGUAGE plpgsql AS "
+              "$$ BEGIN INSERT INTO row_updates VALUES (TG_TABLE_NAME, NEW.id); RETURN NEW; END $$; "
+              "CREATE TRIGGER log_transitions AFTER UPDATE ON transitions FOR EACH ROW EXECUTE FUNCTION log_update(); "
+              "CREATE TRIGGER log_advancements AFTER UPDATE ON advancements FOR EACH ROW "
+              "EXECUTE FUNCTION log_update();"
+            : "CREATE TABLE row_updates (tbl TEXT, row_id TEXT); "
+              "CREATE TRIGGER log_transitions AFTER UPDATE ON transitions "
+              "BEGIN INSERT INTO row_updates VALUES ('transitions', NEW.id); END; "
+              "CREATE TRIGGER log_advancements AFTER UPDATE ON advancements "
+              "BEGIN INSERT INTO row_updates VALUES ('advancements', NEW.id); END;");
+  }
+  // Range's expand, four arrivals at the collapse and Sum's end all go
+  // through an advancer.
+  auto fan = run("steps:\n  - start: Range\n  - expand: Inc\n  - collapse: Sum\n", Json::array({4}));
+  Json doc = report(fan);
+  ASSERT_EQ(doc["status"].as_string(), "completed");
+  EXPECT_EQ(doc["runs"][0]["steps"].as_array().back()["output"], Json(10)) << "Sum of Inc over 0..3";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM row_updates WHERE row_id <> ?1", ""), 0) << "no row rewritten";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE completed_at IS NULL AND id <> ?1", ""), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE completed_at IS NULL AND id <> ?1", ""), 0);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 6) << "Range, four Inc, Sum";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE id <> ?1", ""), 6);
+  // An edge routing cannot take: the claim's rows are written open, then
+  // closed through the fence that records the failure.
+  Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");
+  def.edges[def.nodes[0]].type = "teleport";
+  auto bad = trigger(def, Json::array({1}));
+  drain();
+  doc = report(bad);
+  ASSERT_EQ(doc["status"].as_string(), "halted");
+  const std::string branch_id = doc["runs"][0]["branches"][0]["id"].as_string();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements a JOIN transitions t ON t.id = a.transition_id "
+                  "WHERE t.branch_id = ?1 AND a.error_klass = 'ductwork::TransitionInvalid' AND "
+                  "a.completed_at IS NOT NULL",
+                  branch_id),
+            1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM row_updates u JOIN advancements a ON a.id = u.row_id "
+                  "JOIN transitions t ON t.id = a.transition_id WHERE t.branch_id = ?1",
+                  branch_id),
+            1)
+      << "the failure, recorded once through the fence";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE completed_at IS NULL AND branch_id = ?1", branch_id), 1)
+      << "left open for a revive to try again";
+}
+
 TEST_F(EngineTest, CommitsWakeTheLoopThatCanTakeTheNextStep) {
   trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n"), Json::array({1}));
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);

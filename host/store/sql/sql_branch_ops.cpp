@@ -125,6 +125,9 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
     for (size_t index : claims) {
       out[first + index].error = error;
       failed.push_back(&out[first + index].claim);
+      // What the body did to the held rows was rolled back with it: the
+      // fence finds the advancement open, as the claim left it.
+      reads.claim_rows.reopen(out[first + index].claim.advancement_id);
     }
     write_claims(failed, now);
   };
@@ -156,6 +159,9 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
     group.push_back(index);
   }
   finish_group();
+  // Before the commit: every claim's transition and advancement, in the
+  // state its advance (or its rollback) left them.
+  reads.claim_rows.write(conn_, now);
 }
 
 std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
@@ -260,14 +266,30 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
                            "created_at, updated_at) VALUES ",
                            "(?, ?, ?, ?, ?, ?, ?)", 7);
   for (BranchClaim& claim : claims) {
-    if (claim.transition_id.empty()) {
+    const bool new_transition = claim.transition_id.empty();
+    if (new_transition) {
       claim.transition_id = new_uuid_v7();
-      transitions.add({claim.transition_id, claim.branch_id, claim.step_id, now, now, now});
+      if (!lock_only) transitions.add({claim.transition_id, claim.branch_id, claim.step_id, now, now, now});
     } else {
       claim.advancement_crash_count = previous_advancement_crashes(claim.transition_id, now);
     }
     fault_point("before_advancement_create");
     claim.advancement_id = new_uuid_v7();
+    if (lock_only) {
+      // Advanced in this transaction: held, and written once as the
+      // advance leaves them (ClaimRows).
+      ClaimRows::Row row;
+      row.branch_id = claim.branch_id;
+      row.step_id = claim.step_id;
+      row.process_id = process_id;
+      row.started_at = now;
+      row.transition_id = claim.transition_id;
+      row.new_transition = new_transition;
+      row.advancement_id = claim.advancement_id;
+      row.crash_count = claim.advancement_crash_count;
+      reads.claim_rows.add(std::move(row));
+      continue;
+    }
     advancements.add(
         {claim.advancement_id, claim.transition_id, process_id, claim.advancement_crash_count, now, now, now});
   }

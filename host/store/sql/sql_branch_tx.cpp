@@ -61,6 +61,11 @@ void SqlBranchTx::complete_transition(const std::string& transition_id, const st
     rows->out_step_id = out_step_id;
     return;
   }
+  if (ClaimRows::Row* held = reads_ ? reads_->claim_rows.new_transition(transition_id) : nullptr) {
+    held->transition_completed = true;
+    held->out_step_id = out_step_id;
+    return;
+  }
   conn_.prepare("UPDATE transitions SET out_step_id = ?1, completed_at = ?2, updated_at = ?2 WHERE id = ?3")
       .bind_optional(1, out_step_id.empty() ? std::nullopt : std::optional<std::string>(out_step_id))
       .bind(2, now_)
@@ -73,6 +78,10 @@ void SqlBranchTx::complete_advancement(const std::string& advancement_id) {
     rows->advancement_completed = true;
     return;
   }
+  if (ClaimRows::Row* held = reads_ ? reads_->claim_rows.advancement(advancement_id) : nullptr) {
+    held->advancement_completed = true;
+    return;
+  }
   conn_.prepare("UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
       .bind(1, now_)
       .bind(2, advancement_id)
@@ -82,6 +91,10 @@ void SqlBranchTx::complete_advancement(const std::string& advancement_id) {
 void SqlBranchTx::fail_advancement(const std::string& advancement_id, const ErrorInfo& error) {
   if (InlineAdvance* rows = pending(); rows && advancement_id == rows->advancement_id) {
     rows->advancement_error = error;
+    return;
+  }
+  if (ClaimRows::Row* held = reads_ ? reads_->claim_rows.advancement(advancement_id) : nullptr) {
+    held->advancement_error = error;
     return;
   }
   conn_.prepare(
@@ -102,7 +115,7 @@ int64_t SqlBranchTx::errored_advancements(const std::string& transition_id) {
                             kCrashMarkersSql);
   stmt.bind(1, transition_id);
   stmt.step();
-  return stmt.int64(0);
+  return stmt.int64(0) + (reads_ ? reads_->claim_rows.errored(transition_id) : 0);
 }
 
 void SqlBranchTx::release_branch(const std::string& branch_id) {

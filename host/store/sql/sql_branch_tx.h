@@ -51,6 +51,43 @@ struct InlineAdvance {
   bool written = false;  // flushed: later changes are written as for any claim
 };
 
+// The transition and advancement rows of an advancer batch's claims, held
+// while the batch advances them and written once, in the state the
+// advances left them, before it commits (SqlStore::advance_claims): an
+// arrival at a fan-in, an advancer's chain step or a fan-out no longer
+// inserts them open and updates them closed in the same transaction. A
+// transition the claim found open (a retry) is already a row: only its
+// advancement is held. Nothing in the batch reads these tables back but
+// errored_advancements, which counts the held rows too.
+class ClaimRows {
+ public:
+  struct Row {
+    std::string branch_id, step_id, process_id, started_at;
+    std::string transition_id, out_step_id;
+    bool new_transition = false;  // false: the row exists and is completed as any other
+    bool transition_completed = false;
+    std::string advancement_id;
+    int64_t crash_count = 0;
+    bool advancement_completed = false;
+    std::optional<ErrorInfo> advancement_error;
+  };
+  void add(Row row);
+  // The held row of an advancement / a new transition, or nullptr.
+  Row* advancement(const std::string& advancement_id);
+  Row* new_transition(const std::string& transition_id);
+  // The advancement of `claim` as the claim left it (an advance that was
+  // rolled back to its savepoint).
+  void reopen(const std::string& advancement_id);
+  int64_t errored(const std::string& transition_id) const;
+  // Inserts the rows (transitions first) and forgets them.
+  void write(Connection& conn, const std::string& now);
+  bool empty() const { return rows_.empty(); }
+
+ private:
+  std::vector<Row> rows_;
+  std::unordered_map<std::string, size_t> by_advancement_, by_transition_;
+};
+
 // What an advancer's batch already knows of its claimed branches, and what
 // the barrier walks of the batch learnt, so that the siblings arriving at
 // one fan-in do not each read it again. Links and fan-out positions never
@@ -59,6 +96,7 @@ struct BatchReads {
   std::unordered_map<std::string, std::string> parent_of;    // branch → a parent branch ("" for none)
   std::unordered_map<std::string, int64_t> fanout_index_of;  // branch → its fanout_index, when it has one
   std::unordered_map<std::string, bool> ran_nodes;            // parent + '\n' + nodes JSON → ran one of them
+  ClaimRows claim_rows;  // not a read: the claims' rows, written when the batch ends
 };
 
 class SqlBranchTx final : public BranchTx {

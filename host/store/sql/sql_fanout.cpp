@@ -136,14 +136,29 @@ void SqlBranchTx::close_arrived(const std::vector<const BranchClaim*>& claims) {
   std::vector<std::string> steps, transitions, advancements, branches;
   for (const BranchClaim* claim : claims) {
     steps.push_back(claim->step_id);
-    transitions.push_back(claim->transition_id);
-    advancements.push_back(claim->advancement_id);
     branches.push_back(claim->branch_id);
+    // The batch's own claims: their rows are written once, closed.
+    ClaimRows* held = reads_ ? &reads_->claim_rows : nullptr;
+    if (ClaimRows::Row* transition = held ? held->new_transition(claim->transition_id) : nullptr) {
+      transition->transition_completed = true;
+      transition->out_step_id.clear();
+    } else {
+      transitions.push_back(claim->transition_id);
+    }
+    if (ClaimRows::Row* advancement = held ? held->advancement(claim->advancement_id) : nullptr) {
+      advancement->advancement_completed = true;
+    } else {
+      advancements.push_back(claim->advancement_id);
+    }
   }
   complete_steps(conn_, steps, now_);
-  update_keyed(conn_, "UPDATE transitions SET out_step_id = NULL, completed_at = ?1, updated_at = ?1 WHERE id",
-               transitions, now_);
-  update_keyed(conn_, "UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id", advancements, now_);
+  if (!transitions.empty()) {
+    update_keyed(conn_, "UPDATE transitions SET out_step_id = NULL, completed_at = ?1, updated_at = ?1 WHERE id",
+                 transitions, now_);
+  }
+  if (!advancements.empty()) {
+    update_keyed(conn_, "UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE id", advancements, now_);
+  }
   // complete_step's "no longer advanceable" and complete_branch, in one.
   update_keyed(conn_,
                "UPDATE branches SET status = 'completed', advanceable = 0, claim_token = NULL, "

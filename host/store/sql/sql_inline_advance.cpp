@@ -1,6 +1,7 @@
 // A job worker's own advance of its step's branch, inside the success
 // transaction (issue 11): the claim, the rows it writes once, and the batch
-// in which the advances of one transaction are written together.
+// in which the advances of one transaction are written together. Also the
+// rows an advancer's batch writes once (ClaimRows).
 #include <unordered_map>
 
 #include "store/sql/sql_branch_tx.h"
@@ -22,12 +23,39 @@ BatchInsert advancements_insert(Connection& conn) {
   return BatchInsert(conn,
                      "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, completed_at, "
                      "error_klass, error_message, error_backtrace, created_at, updated_at) VALUES ",
-                     "(?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)", 10);
+                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 11);
 }
 
 BatchInsert::Value text_or_null(bool present, const std::string& text) {
   if (!present) return std::monostate{};
   return text;
+}
+
+// A transition's and an advancement's row in their final state, from what
+// an inline advance (InlineAdvance) or an advancer batch (ClaimRows::Row)
+// holds of them; the two name these members alike.
+template <typename Held>
+std::vector<BatchInsert::Value> transition_values(const Held& rows, const std::string& now) {
+  return {rows.transition_id, rows.branch_id,
+          rows.step_id,       text_or_null(!rows.out_step_id.empty(), rows.out_step_id),
+          rows.started_at,    text_or_null(rows.transition_completed, now),
+          rows.started_at,    now};
+}
+
+template <typename Held>
+std::vector<BatchInsert::Value> advancement_values(const Held& rows, int64_t crash_count, const std::string& now) {
+  const bool failed = rows.advancement_error.has_value();
+  return {rows.advancement_id,
+          rows.transition_id,
+          rows.process_id,
+          crash_count,
+          rows.started_at,
+          text_or_null(rows.advancement_completed || failed, now),
+          text_or_null(failed, failed ? rows.advancement_error->klass : ""),
+          text_or_null(failed, failed ? rows.advancement_error->message : ""),
+          text_or_null(failed, failed ? rows.advancement_error->backtrace : ""),
+          rows.started_at,
+          now};
 }
 
 }  // namespace
@@ -49,31 +77,55 @@ void InlineBatch::write(Connection& conn, const std::string& now) {
   completed_steps.clear();
 }
 
-std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const {
-  const InlineAdvance& rows = *inline_;
-  return {rows.transition_id,
-          rows.branch_id,
-          rows.step_id,
-          text_or_null(!rows.out_step_id.empty(), rows.out_step_id),
-          rows.started_at,
-          text_or_null(rows.transition_completed, now_),
-          rows.started_at,
-          now_};
-}
+std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const { return transition_values(*inline_, now_); }
 
 std::vector<BatchInsert::Value> SqlBranchTx::inline_advancement() const {
-  const InlineAdvance& rows = *inline_;
-  const bool failed = rows.advancement_error.has_value();
-  return {rows.advancement_id,
-          rows.transition_id,
-          rows.process_id,
-          rows.started_at,
-          text_or_null(rows.advancement_completed || failed, now_),
-          text_or_null(failed, failed ? rows.advancement_error->klass : ""),
-          text_or_null(failed, failed ? rows.advancement_error->message : ""),
-          text_or_null(failed, failed ? rows.advancement_error->backtrace : ""),
-          rows.started_at,
-          now_};
+  return advancement_values(*inline_, 0, now_);
+}
+
+void ClaimRows::add(Row row) {
+  if (row.new_transition) by_transition_.emplace(row.transition_id, rows_.size());
+  by_advancement_.emplace(row.advancement_id, rows_.size());
+  rows_.push_back(std::move(row));
+}
+
+ClaimRows::Row* ClaimRows::advancement(const std::string& advancement_id) {
+  auto found = by_advancement_.find(advancement_id);
+  return found == by_advancement_.end() ? nullptr : &rows_[found->second];
+}
+
+ClaimRows::Row* ClaimRows::new_transition(const std::string& transition_id) {
+  auto found = by_transition_.find(transition_id);
+  return found == by_transition_.end() ? nullptr : &rows_[found->second];
+}
+
+void ClaimRows::reopen(const std::string& advancement_id) {
+  Row* row = advancement(advancement_id);
+  if (!row) return;
+  row->out_step_id.clear();
+  row->transition_completed = false;
+  row->advancement_completed = false;
+  row->advancement_error.reset();
+}
+
+int64_t ClaimRows::errored(const std::string& transition_id) const {
+  int64_t n = 0;
+  for (const Row& row : rows_) n += row.transition_id == transition_id && row.advancement_error ? 1 : 0;
+  return n;
+}
+
+void ClaimRows::write(Connection& conn, const std::string& now) {
+  BatchInsert transitions = transitions_insert(conn);
+  for (const Row& row : rows_) {
+    if (row.new_transition) transitions.add(transition_values(row, now));  // else the open one the claim found
+  }
+  transitions.flush();
+  BatchInsert advancements = advancements_insert(conn);
+  for (const Row& row : rows_) advancements.add(advancement_values(row, row.crash_count, now));
+  advancements.flush();
+  rows_.clear();
+  by_advancement_.clear();
+  by_transition_.clear();
 }
 
 void SqlBranchTx::flush_inline() {
