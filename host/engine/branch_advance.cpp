@@ -93,8 +93,8 @@ BranchAdvance::JobNode BranchAdvance::job_node(const std::string& definition_sha
   try {
     auto definition = definitions_.get(definition_sha1, run_id, store_);
     const Edge& edge = definition->edge(node);
-    out.worker_may_advance =
-        edge.type.empty() || edge.type == "chain" || edge.type == "converge" || edge.type == "divert";
+    out.worker_may_advance = edge.type.empty() || edge.type == "chain" || edge.type == "converge" ||
+                             edge.type == "divert" || edge.type == "combine" || edge.type == "collapse";
     out.timeout_seconds = edge.timeout_seconds;
   } catch (const std::exception&) {
     // An advancer meets the problem, and records it as SPEC §5 says.

@@ -35,9 +35,12 @@ class BranchAdvance {
   // run's definition once per job.
   struct JobNode {
     // Whether the edge leaving the node is one the worker may take alone in
-    // its success transaction: chain, converge, divert, or the end of the
-    // branch. Fan-out and fan-in stay with the advancers (their barrier rows
-    // are contended; their batching lives there); so does dampen.
+    // its success transaction: chain, converge, divert, the end of the
+    // branch, or an arrival at a fan-in (combine, collapse: counted by
+    // barrier with the batch's other arrivals, as an advancer's batch does).
+    // A fan-out stays with the advancers (one transaction may create a
+    // million children; it must not hold a worker's results back); so does
+    // dampen.
     bool worker_may_advance = false;
     double timeout_seconds = 0;  // the node's `timeout:` (0: none)
   };

@@ -222,11 +222,34 @@ void JobWorker::flush(bool claim_next) {
   // Chain, converge and divert edges (and a branch's end) are taken here,
   // in the successes' transaction: no advancer round trip (issue 11).
   std::vector<std::pair<BranchClaim, AdvanceEffects>> advanced;
-  Store::AdvanceInClaim advance_here = [&](BranchTx& tx, const BranchClaim& claim) {
+  // Arrivals at a fan-in are held back, one per job that made one, and
+  // written by barrier once the batch's advances of their run ran: the
+  // siblings of a fan-out this batch finished are counted together, as an
+  // advancer's batch counts them (Advancer::run_once).
+  std::vector<std::optional<PendingArrival>> arrivals;
+  Store::BatchAdvance advance_here;
+  advance_here.advance = [&](BranchTx& tx, const BranchClaim& claim, size_t index) -> std::string {
     fault_point("after_branch_claim");
     AdvanceEffects effects;
-    advance_->advance(tx, claim, effects);
+    if (arrivals.size() <= index) arrivals.resize(index + 1);
+    arrivals[index].reset();
+    advance_->advance(tx, claim, effects, &arrivals[index]);
+    if (arrivals[index]) return arrivals[index]->barrier.branch_id;  // advanced when its group is finished
     advanced.emplace_back(claim, std::move(effects));  // last: only once the advance went through
+    return std::string();
+  };
+  advance_here.finish = [&](BranchTx& tx, const std::vector<size_t>& indexes) {
+    std::vector<const PendingArrival*> group;
+    std::vector<AdvanceEffects> effects(indexes.size());
+    std::vector<AdvanceEffects*> group_effects;
+    for (size_t k = 0; k < indexes.size(); ++k) {
+      group.push_back(&*arrivals[indexes[k]]);
+      group_effects.push_back(&effects[k]);
+    }
+    arrive_together(tx, group, group_effects);
+    for (size_t k = 0; k < indexes.size(); ++k) {  // last: only once the group went through
+      advanced.emplace_back(arrivals[indexes[k]]->claim, std::move(effects[k]));
+    }
   };
   // The next claim may take more jobs while the steps stay quick; one slow
   // step brings it back to one, so a slow step never holds others back.
@@ -242,6 +265,7 @@ void JobWorker::flush(bool claim_next) {
     committed = retry_when_busy(
         [&] {
           advanced.clear();
+          arrivals.clear();
           return store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
                                        advance_ ? &advance_here : nullptr,
                                        /*advance_when_busy=*/config_.role == "worker");

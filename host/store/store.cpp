@@ -12,8 +12,16 @@ std::optional<ClaimedJob> Store::claim_job(const std::string& pipeline, const st
 bool Store::job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                           std::optional<ClaimedJob>* next, const AdvanceInClaim* advance, bool advance_when_busy) {
   std::vector<ClaimedJob> claimed;
-  std::vector<bool> committed = jobs_succeeded({JobSuccess{&job, output_json, advance != nullptr}}, process_id,
-                                               next ? &claimed : nullptr, 1, advance, advance_when_busy);
+  BatchAdvance each;
+  if (advance) {
+    each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
+      (*advance)(tx, claim);
+      return std::string();
+    };
+  }
+  std::vector<bool> committed =
+      jobs_succeeded({JobSuccess{&job, output_json, advance != nullptr}}, process_id, next ? &claimed : nullptr, 1,
+                     advance ? &each : nullptr, advance_when_busy);
   if (next) {
     if (claimed.empty()) {
       next->reset();

@@ -197,6 +197,20 @@ class Store {
   // Work done on a claimed branch in the claim's own transaction.
   using AdvanceInClaim = std::function<void(BranchTx&, const BranchClaim&)>;
 
+  // How claim_branches (and jobs_succeeded) advance their claims. `advance`
+  // runs for each claim in turn (`index`: its position in this batch), its
+  // writes in a savepoint of their own. It may hand the claim to a group instead of finishing it,
+  // by returning a non-empty group key: the claims of one key that follow
+  // each other in the batch are finished together by one `finish` call, in
+  // one savepoint (a throw there is the error of every claim of the group).
+  // Claims are taken in the order of their run and parent branch, so a
+  // fan-out's siblings follow each other, and the locks `finish` takes come
+  // in the same order in every transaction.
+  struct BatchAdvance {
+    std::function<std::string(BranchTx&, const BranchClaim&, size_t index)> advance;
+    std::function<void(BranchTx&, const std::vector<size_t>& indexes)> finish;
+  };
+
   // ---- job worker
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.
@@ -233,8 +247,13 @@ class Store {
   // taken away, nothing of it written). A job with `advance` set has its
   // branch advanced as job_succeeded does; every such job is advanced when
   // there are several, when there is one the rule of job_succeeded holds.
-  // When `next` is given, up to `next_max` due jobs are claimed after the
-  // writes (the advances may just have created them).
+  // `advance.advance` gets the job's position in `done` as its index; the
+  // claims it hands to a group (arrivals at one fan-in) are finished by
+  // `advance.finish`, the groups of a run before anything of the next run,
+  // each in a savepoint: a group that throws is undone and its jobs left to
+  // an advancer, as a job whose advance threw. When `next` is given, up to
+  // `next_max` due jobs are claimed after the writes (the advances may just
+  // have created them).
   struct JobSuccess {
     const ClaimedJob* job;
     std::string output_json;
@@ -242,7 +261,7 @@ class Store {
   };
   virtual std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
                                            std::vector<ClaimedJob>* next, int next_max,
-                                           const AdvanceInClaim* advance, bool advance_when_busy) = 0;
+                                           const BatchAdvance* advance, bool advance_when_busy) = 0;
   // errored!: same fence. Writes a failure result, then what `next` says:
   // a retry execution, or the step failed.
   virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
@@ -271,19 +290,6 @@ class Store {
   struct ClaimedBranch {
     BranchClaim claim;
     std::exception_ptr error;
-  };
-  // How claim_branches advances its claims. `advance` runs for each claim
-  // in turn (`index`: its position in this batch), its writes in a savepoint
-  // of their own. It may hand the claim to a group instead of finishing it,
-  // by returning a non-empty group key: the claims of one key that follow
-  // each other in the batch are finished together by one `finish` call, in
-  // one savepoint (a throw there is the error of every claim of the group).
-  // Claims are taken in the order of their run and parent branch, so a
-  // fan-out's siblings follow each other, and the locks `finish` takes come
-  // in the same order in every transaction.
-  struct BatchAdvance {
-    std::function<std::string(BranchTx&, const BranchClaim&, size_t index)> advance;
-    std::function<void(BranchTx&, const std::vector<size_t>& indexes)> finish;
   };
   // The batched form: claims and advances up to `max_claims` branches in one
   // transaction (appended to *out), so a busy advancer commits once per

@@ -16,9 +16,11 @@ class WorkerTakesTest : public test::EngineFixture {
   // returns what the commit claimed for the worker (at most `next_max`).
   std::vector<ClaimedJob> succeed(const std::vector<ClaimedJob>& jobs, int next_max) {
     BranchAdvance advance(*store, cache, config, logger, wakeups, &registry);
-    Store::AdvanceInClaim advance_here = [&](BranchTx& tx, const BranchClaim& claim) {
+    Store::BatchAdvance advance_here;
+    advance_here.advance = [&](BranchTx& tx, const BranchClaim& claim, size_t) {
       AdvanceEffects effects;
       advance.advance(tx, claim, effects);
+      return std::string();
     };
     std::vector<Store::JobSuccess> done;
     for (const ClaimedJob& job : jobs) done.push_back(Store::JobSuccess{&job, "7", true});

@@ -70,6 +70,7 @@ class ClaimRows {
     int64_t crash_count = 0;
     bool advancement_completed = false;
     std::optional<ErrorInfo> advancement_error;
+    bool dropped = false;  // the claim was given up: nothing is written
   };
   void add(Row row);
   // The held row of an advancement / a new transition, or nullptr.
@@ -78,6 +79,9 @@ class ClaimRows {
   // The advancement of `claim` as the claim left it (an advance that was
   // rolled back to its savepoint).
   void reopen(const std::string& advancement_id);
+  // Gives up the held rows of a branch's claim (a worker's arrival left to
+  // an advancer after all).
+  void drop(const std::string& branch_id);
   int64_t errored(const std::string& transition_id) const;
   // Inserts the rows (transitions first) and forgets them.
   void write(Connection& conn, const std::string& now);

@@ -65,7 +65,9 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
 
 std::optional<Barrier> SqlBranchTx::find_barrier(const std::string& branch_id,
                                                     const std::vector<std::string>& nodes) {
-  flush_inline();  // the inline rows exist before anything reads them back
+  // Reads links, the ancestors' steps and positions: nothing an inline
+  // advance holds unwritten (its own branch's transition, advancement and
+  // steps), so its rows stay held for the arrival's group.
   const std::string wanted = json_string_list(nodes);
   std::string current = branch_id;
   // A definition is acyclic and a branch has at least one step, so the walk

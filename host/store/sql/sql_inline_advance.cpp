@@ -2,6 +2,7 @@
 // transaction (issue 11): the claim, the rows it writes once, and the batch
 // in which the advances of one transaction are written together. Also the
 // rows an advancer's batch writes once (ClaimRows).
+#include <stdexcept>
 #include <unordered_map>
 
 #include "store/sql/sql_branch_tx.h"
@@ -91,12 +92,12 @@ void ClaimRows::add(Row row) {
 
 ClaimRows::Row* ClaimRows::advancement(const std::string& advancement_id) {
   auto found = by_advancement_.find(advancement_id);
-  return found == by_advancement_.end() ? nullptr : &rows_[found->second];
+  return found == by_advancement_.end() || rows_[found->second].dropped ? nullptr : &rows_[found->second];
 }
 
 ClaimRows::Row* ClaimRows::new_transition(const std::string& transition_id) {
   auto found = by_transition_.find(transition_id);
-  return found == by_transition_.end() ? nullptr : &rows_[found->second];
+  return found == by_transition_.end() || rows_[found->second].dropped ? nullptr : &rows_[found->second];
 }
 
 void ClaimRows::reopen(const std::string& advancement_id) {
@@ -108,20 +109,26 @@ void ClaimRows::reopen(const std::string& advancement_id) {
   row->advancement_error.reset();
 }
 
+void ClaimRows::drop(const std::string& branch_id) {
+  for (Row& row : rows_) row.dropped = row.dropped || row.branch_id == branch_id;
+}
+
 int64_t ClaimRows::errored(const std::string& transition_id) const {
   int64_t n = 0;
-  for (const Row& row : rows_) n += row.transition_id == transition_id && row.advancement_error ? 1 : 0;
+  for (const Row& row : rows_) n += !row.dropped && row.transition_id == transition_id && row.advancement_error;
   return n;
 }
 
 void ClaimRows::write(Connection& conn, const std::string& now) {
   BatchInsert transitions = transitions_insert(conn);
   for (const Row& row : rows_) {
-    if (row.new_transition) transitions.add(transition_values(row, now));  // else the open one the claim found
+    if (row.new_transition && !row.dropped) transitions.add(transition_values(row, now));  // else: a row already
   }
   transitions.flush();
   BatchInsert advancements = advancements_insert(conn);
-  for (const Row& row : rows_) advancements.add(advancement_values(row, row.crash_count, now));
+  for (const Row& row : rows_) {
+    if (!row.dropped) advancements.add(advancement_values(row, row.crash_count, now));
+  }
   advancements.flush();
   rows_.clear();
   by_advancement_.clear();
@@ -242,9 +249,10 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
   return claim;
 }
 
-bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                                  const std::string& output_json, const AdvanceInClaim& advance,
-                                  InlineBatch& batch) {
+bool SqlStore::advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id,
+                                  const std::string& now, const std::string& output_json,
+                                  const BatchAdvance& advance, InlineBatch& batch, BatchReads& reads,
+                                  std::string* group_key) {
   // The savepoint holds the claim and the advance: either can be given up
   // while the step's success (already written above) still commits.
   conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();
@@ -252,9 +260,28 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& proc
     fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
     InlineAdvance rows;
     BranchClaim claim = inline_claim(job, process_id, now, output_json, &rows);
-    SqlBranchTx branch_tx(*this, now, &rows);
-    advance(branch_tx, claim);
-    branch_tx.finish_inline(batch);
+    SqlBranchTx branch_tx(*this, now, &rows, &reads);
+    *group_key = advance.advance(branch_tx, claim, index);
+    if (group_key->empty()) {
+      branch_tx.finish_inline(batch);
+    } else {
+      // Handed to a group (an arrival): the advance only looked its barrier
+      // up. The claim's rows are held for the group's finish, which closes
+      // them with the arrivals it writes.
+      if (rows.written || rows.step_completed || rows.transition_completed || !rows.new_steps.empty()) {
+        throw std::logic_error("an advance handed to a group wrote its claim's rows");
+      }
+      rows.written = true;
+      ClaimRows::Row held;
+      held.branch_id = rows.branch_id;
+      held.step_id = rows.step_id;
+      held.process_id = rows.process_id;
+      held.started_at = rows.started_at;
+      held.transition_id = rows.transition_id;
+      held.new_transition = true;
+      held.advancement_id = rows.advancement_id;
+      reads.claim_rows.add(std::move(held));
+    }
     conn_.prepare("RELEASE advance_in_success").exec_deferred();
     return true;
   } catch (const StoreError& e) {
@@ -265,8 +292,36 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, const std::string& proc
   // undone, and the caller
   // makes the branch advanceable for an advancer to move (which records a
   // routing error on its claim as it always does).
+  group_key->clear();
+  reads.claim_rows.drop(job.branch_id);
   conn_.exec_script("ROLLBACK TO advance_in_success; RELEASE advance_in_success;");
   return false;
+}
+
+void SqlStore::finish_success_groups(const BatchAdvance& advance, const std::string& now, BatchReads& reads,
+                                     const std::vector<JobSuccess>& done,
+                                     std::vector<std::pair<std::string, std::vector<size_t>>>& groups,
+                                     std::vector<const ClaimedJob*>& handed) {
+  for (auto& [key, indexes] : groups) {
+    conn_.prepare("SAVEPOINT finish_in_success").exec_deferred();
+    try {
+      SqlBranchTx branch_tx(*this, now, nullptr, &reads);
+      advance.finish(branch_tx, indexes);
+      conn_.prepare("RELEASE finish_in_success").exec_deferred();
+      continue;
+    } catch (const StoreError& e) {
+      if (e.fault() == StoreFault::kBusy || e.fault() == StoreFault::kUnavailable) throw;
+    } catch (...) {
+    }
+    // Undone: the jobs are left to an advancer, which claims them afresh
+    // (and records a routing error on its own claim should it throw again).
+    conn_.exec_script("ROLLBACK TO finish_in_success; RELEASE finish_in_success;");
+    for (size_t index : indexes) {
+      reads.claim_rows.drop(done[index].job->branch_id);
+      handed.push_back(done[index].job);
+    }
+  }
+  groups.clear();
 }
 
 }  // namespace ductwork::sql

@@ -292,7 +292,7 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 
 std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
                                            std::vector<ClaimedJob>* next, int next_max,
-                                           const AdvanceInClaim* advance, bool advance_when_busy) {
+                                           const BatchAdvance* advance, bool advance_when_busy) {
   std::vector<bool> committed(done.size(), false);
   if (next) next->clear();
   if (done.empty()) return committed;
@@ -351,18 +351,39 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs);
   std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
   InlineBatch batch;
-  std::vector<std::string> handed_steps, handed_branches;  // left to an advancer, marked in two statements
+  BatchReads reads;  // the barrier walks of the batch's arrivals, and their held rows
+  std::vector<const ClaimedJob*> handed;  // left to an advancer
+  // The arrivals the advances handed to groups (by barrier), finished when
+  // the batch moves on to the next run (the jobs come in run order): the
+  // locks of one run, then of the next, as in every transaction.
+  std::vector<std::pair<std::string, std::vector<size_t>>> groups;
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;
     const ClaimedJob& job = *done[i].job;
+    if (!groups.empty() && done[groups.back().second.back()].job->run_id != job.run_id) {
+      finish_success_groups(*advance, now, reads, done, groups, handed);
+    }
     auto lock = advance && done[i].advance ? locks.find(job.branch_id) : locks.end();
-    if (lock != locks.end() && advance_in_success(job, process_id, now, done[i].output_json, *advance, batch)) {
+    std::string key;
+    if (lock != locks.end() &&
+        advance_in_success(job, i, process_id, now, done[i].output_json, *advance, batch, reads, &key)) {
       advanced = true;
       if (lock->second.run_in_progress) runs_in_progress.emplace(job.run_id, job.definition_sha1);
+      if (!key.empty()) {
+        auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+        if (group == groups.end()) group = groups.insert(groups.end(), {key, {}});
+        group->second.push_back(i);
+      }
     } else {
-      handed_steps.push_back(job.step_id);
-      handed_branches.push_back(job.branch_id);
+      handed.push_back(&job);
     }
+  }
+  if (!groups.empty()) finish_success_groups(*advance, now, reads, done, groups, handed);
+  reads.claim_rows.write(conn_, now);
+  std::vector<std::string> handed_steps, handed_branches;  // marked in two statements
+  for (const ClaimedJob* job : handed) {
+    handed_steps.push_back(job->step_id);
+    handed_branches.push_back(job->branch_id);
   }
   if (!handed_steps.empty()) {
     // mark_advanceable's two writes, for every job an advancer moves on.

@@ -69,7 +69,7 @@ class SqlStore final : public Store {
   std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
   int release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) override;
   std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
-                                   std::vector<ClaimedJob>* next, int next_max, const AdvanceInClaim* advance,
+                                   std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
                                    bool advance_when_busy) override;
   bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
                    const NextExecution& next) override;
@@ -173,11 +173,22 @@ class SqlStore final : public Store {
   // The claim of a branch lock_inline_branches locked, and its rows.
   BranchClaim inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
                            const std::string& output_json, InlineAdvance* rows);
-  // The advance of such a branch, in a savepoint (store.h): false when it
-  // threw and nothing of it stayed. What it writes is handed to `batch`,
-  // which the caller writes before anything reads it.
-  bool advance_in_success(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                          const std::string& output_json, const AdvanceInClaim& advance, InlineBatch& batch);
+  // The advance of such a branch (`index`: the job's position in the
+  // batch), in a savepoint (store.h): false when it threw and nothing of it
+  // stayed. What it writes is handed to `batch`, which the caller writes
+  // before anything reads it. An advance that hands its claim to a group
+  // (an arrival at a fan-in) sets *group_key; its transition and advancement
+  // are then held in `reads` for the group's finish (ClaimRows).
+  bool advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id,
+                          const std::string& now, const std::string& output_json, const BatchAdvance& advance,
+                          InlineBatch& batch, BatchReads& reads, std::string* group_key);
+  // Finishes the groups jobs_succeeded's advances handed back (`groups`:
+  // key → indexes into `done`, in the order they came), each in a
+  // savepoint; the jobs of a group that threw are appended to `handed`.
+  void finish_success_groups(const BatchAdvance& advance, const std::string& now, BatchReads& reads,
+                             const std::vector<JobSuccess>& done,
+                             std::vector<std::pair<std::string, std::vector<size_t>>>& groups,
+                             std::vector<const ClaimedJob*>& handed);
   // Inserts step + job + execution + availability (inside an open
   // transaction), stamped with the transaction's instant `now`: a job the
   // transaction creates is due at that instant, so the same transaction can
