@@ -50,6 +50,14 @@ class EngineFixture : public ::testing::Test, public StoreFixture {
     return out;
   }
 
+  // Runs `sqlite_sql` or `postgresql_sql`: the script for the dialect the
+  // tests run on (triggers, functions).
+  void exec_dialect(const std::string& sqlite_sql, const std::string& postgresql_sql) {
+    auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
+    auto held = sql_store.lock();
+    sql_store.connection().exec_script(testsupport::on_postgresql() ? postgresql_sql : sqlite_sql);
+  }
+
   // A single integer from `sql`, whose ?1 is bound to `arg`.
   int64_t count(const std::string& sql, const std::string& arg) {
     auto& sqlite = dynamic_cast<sql::SqlStore&>(*store);

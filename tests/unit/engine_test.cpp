@@ -103,20 +103,15 @@ TEST_F(EngineTest, AnEdgeTheAdvancerCannotTakeHaltsTransitionInvalid) {
 // only when the advance failed, so that the failure can be recorded
 // through the claim's fence after the commit. A trigger logs every mark.
 TEST_F(EngineTest, AnAdvancerMarksABranchClaimedOnlyWhenItsAdvanceFailed) {
-  {
-    auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
-    auto held = sql_store.lock();
-    sql_store.connection().exec_script(
-        testsupport::on_postgresql()
-            ? "CREATE TABLE claim_marks (branch_id TEXT); "
-              "CREATE FUNCTION mark_claim() RETURNS trigger LANGUAGE plpgsql AS "
-              "$$ BEGIN INSERT INTO claim_marks VALUES (NEW.id); RETURN NEW; END $$; "
-              "CREATE TRIGGER mark_claims AFTER UPDATE ON branches FOR EACH ROW "
-              "WHEN (NEW.status = 'advancing') EXECUTE FUNCTION mark_claim();"
-            : "CREATE TABLE claim_marks (branch_id TEXT); "
-              "CREATE TRIGGER mark_claims AFTER UPDATE ON branches WHEN NEW.status = 'advancing' "
-              "BEGIN INSERT INTO claim_marks VALUES (NEW.id); END;");
-  }
+  exec_dialect(
+      "CREATE TABLE claim_marks (branch_id TEXT); "
+      "CREATE TRIGGER mark_claims AFTER UPDATE ON branches WHEN NEW.status = 'advancing' "
+      "BEGIN INSERT INTO claim_marks VALUES (NEW.id); END;",
+      "CREATE TABLE claim_marks (branch_id TEXT); "
+      "CREATE FUNCTION mark_claim() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$ BEGIN INSERT INTO claim_marks VALUES (NEW.id); RETURN NEW; END $$; "
+      "CREATE TRIGGER mark_claims AFTER UPDATE ON branches FOR EACH ROW "
+      "WHEN (NEW.status = 'advancing') EXECUTE FUNCTION mark_claim();");
   // Every branch of a fan-out and its fan-in goes through an advancer.
   auto fan = run("steps:\n  - start: Range\n  - expand: Inc\n  - collapse: Sum\n", Json::array({4}));
   ASSERT_EQ(report(fan)["status"].as_string(), "completed");
@@ -142,23 +137,17 @@ TEST_F(EngineTest, AnAdvancerMarksABranchClaimedOnlyWhenItsAdvanceFailed) {
 // written open, and its failure recorded through the fence afterwards. A
 // trigger logs every update of the two tables.
 TEST_F(EngineTest, AnAdvancerWritesEachClaimsTransitionAndAdvancementOnce) {
-  {
-    auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
-    auto held = sql_store.lock();
-    sql_store.connection().exec_script(
-        testsupport::on_postgresql()
-            ? "CREATE TABLE row_updates (tbl TEXT, row_id TEXT); "
-              "CREATE FUNCTION log_update() RETURNS trigger LANGUAGE plpgsql AS "
-              "$$ BEGIN INSERT INTO row_updates VALUES (TG_TABLE_NAME, NEW.id); RETURN NEW; END $$; "
-              "CREATE TRIGGER log_transitions AFTER UPDATE ON transitions FOR EACH ROW EXECUTE FUNCTION log_update(); "
-              "CREATE TRIGGER log_advancements AFTER UPDATE ON advancements FOR EACH ROW "
-              "EXECUTE FUNCTION log_update();"
-            : "CREATE TABLE row_updates (tbl TEXT, row_id TEXT); "
-              "CREATE TRIGGER log_transitions AFTER UPDATE ON transitions "
-              "BEGIN INSERT INTO row_updates VALUES ('transitions', NEW.id); END; "
-              "CREATE TRIGGER log_advancements AFTER UPDATE ON advancements "
-              "BEGIN INSERT INTO row_updates VALUES ('advancements', NEW.id); END;");
-  }
+  exec_dialect(
+      "CREATE TABLE row_updates (tbl TEXT, row_id TEXT); "
+      "CREATE TRIGGER log_transitions AFTER UPDATE ON transitions "
+      "BEGIN INSERT INTO row_updates VALUES ('transitions', NEW.id); END; "
+      "CREATE TRIGGER log_advancements AFTER UPDATE ON advancements "
+      "BEGIN INSERT INTO row_updates VALUES ('advancements', NEW.id); END;",
+      "CREATE TABLE row_updates (tbl TEXT, row_id TEXT); "
+      "CREATE FUNCTION log_update() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$ BEGIN INSERT INTO row_updates VALUES (TG_TABLE_NAME, NEW.id); RETURN NEW; END $$; "
+      "CREATE TRIGGER log_transitions AFTER UPDATE ON transitions FOR EACH ROW EXECUTE FUNCTION log_update(); "
+      "CREATE TRIGGER log_advancements AFTER UPDATE ON advancements FOR EACH ROW EXECUTE FUNCTION log_update();");
   // Range's expand, four arrivals at the collapse and Sum's end all go
   // through an advancer.
   auto fan = run("steps:\n  - start: Range\n  - expand: Inc\n  - collapse: Sum\n", Json::array({4}));

@@ -6,7 +6,6 @@
 
 #include "engine/branch_advance.h"
 #include "engine_fixture.h"
-#include "test_database.h"
 
 namespace ductwork {
 namespace {
@@ -36,12 +35,6 @@ class WorkerArrivesTest : public test::EngineFixture {
     return rounds;
   }
 
-  void exec(const std::string& sqlite_sql, const std::string& postgresql_sql) {
-    auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
-    auto held = sql_store.lock();
-    sql_store.connection().exec_script(testsupport::on_postgresql() ? postgresql_sql : sqlite_sql);
-  }
-
   const char* kFan = "pipeline: P\nsteps:\n  - start: Range\n  - expand: Inc\n  - collapse: Sum\n";
 };
 
@@ -67,7 +60,7 @@ TEST_F(WorkerArrivesTest, AGroupWhoseWritesFailIsUndoneAndLeftToAnAdvancer) {
   run_worker();
   ASSERT_EQ(run_advancer(), 1) << "the expand";
   // Every arrival's insert fails while the trigger exists.
-  exec(
+  exec_dialect(
       "CREATE TRIGGER refuse_arrivals BEFORE INSERT ON fan_in_arrivals "
       "BEGIN SELECT RAISE(ABORT, 'arrivals refused'); END;",
       "CREATE FUNCTION refuse_arrival() RETURNS trigger LANGUAGE plpgsql AS "
@@ -85,7 +78,7 @@ TEST_F(WorkerArrivesTest, AGroupWhoseWritesFailIsUndoneAndLeftToAnAdvancer) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 1) << "only the expand's: nothing held";
   EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals WHERE id <> ?1", ""), 0);
   // Without the trigger an advancer moves them on, and the worker runs Sum.
-  exec("DROP TRIGGER refuse_arrivals;", "DROP TRIGGER refuse_arrivals ON fan_in_arrivals;");
+  exec_dialect("DROP TRIGGER refuse_arrivals;", "DROP TRIGGER refuse_arrivals ON fan_in_arrivals;");
   EXPECT_GE(run_advancer(), 1);
   run_worker();
   doc = report(t);

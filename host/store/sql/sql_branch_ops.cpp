@@ -278,16 +278,7 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
     if (lock_only) {
       // Advanced in this transaction: held, and written once as the
       // advance leaves them (ClaimRows).
-      ClaimRows::Row row;
-      row.branch_id = claim.branch_id;
-      row.step_id = claim.step_id;
-      row.process_id = process_id;
-      row.started_at = now;
-      row.transition_id = claim.transition_id;
-      row.new_transition = new_transition;
-      row.advancement_id = claim.advancement_id;
-      row.crash_count = claim.advancement_crash_count;
-      reads.claim_rows.add(std::move(row));
+      reads.claim_rows.add(ClaimRows::Row::claimed(claim, process_id, now, new_transition));
       continue;
     }
     advancements.add(

@@ -62,6 +62,20 @@ struct InlineAdvance {
 class ClaimRows {
  public:
   struct Row {
+    // The rows as a claim at `started_at` leaves them: both open.
+    static Row claimed(const BranchClaim& claim, const std::string& process_id, const std::string& started_at,
+                       bool new_transition) {
+      Row row;
+      row.branch_id = claim.branch_id;
+      row.step_id = claim.step_id;
+      row.process_id = process_id;
+      row.started_at = started_at;
+      row.transition_id = claim.transition_id;
+      row.new_transition = new_transition;
+      row.advancement_id = claim.advancement_id;
+      row.crash_count = claim.advancement_crash_count;
+      return row;
+    }
     std::string branch_id, step_id, process_id, started_at;
     std::string transition_id, out_step_id;
     bool new_transition = false;  // false: the row exists and is completed as any other

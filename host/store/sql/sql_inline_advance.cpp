@@ -272,15 +272,7 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, size_t index, const std
         throw std::logic_error("an advance handed to a group wrote its claim's rows");
       }
       rows.written = true;
-      ClaimRows::Row held;
-      held.branch_id = rows.branch_id;
-      held.step_id = rows.step_id;
-      held.process_id = rows.process_id;
-      held.started_at = rows.started_at;
-      held.transition_id = rows.transition_id;
-      held.new_transition = true;
-      held.advancement_id = rows.advancement_id;
-      reads.claim_rows.add(std::move(held));
+      reads.claim_rows.add(ClaimRows::Row::claimed(claim, rows.process_id, rows.started_at, true));
     }
     conn_.prepare("RELEASE advance_in_success").exec_deferred();
     return true;
