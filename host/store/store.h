@@ -260,8 +260,8 @@ class Store {
     bool advance;
   };
   virtual std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
-                                           std::vector<ClaimedJob>* next, int next_max,
-                                           const BatchAdvance* advance, bool advance_when_busy) = 0;
+                                           std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
+                                           bool advance_when_busy) = 0;
   // errored!: same fence. Writes a failure result, then what `next` says:
   // a retry execution, or the step failed.
   virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,

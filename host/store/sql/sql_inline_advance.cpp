@@ -250,9 +250,8 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
 }
 
 bool SqlStore::advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id,
-                                  const std::string& now, const std::string& output_json,
-                                  const BatchAdvance& advance, InlineBatch& batch, BatchReads& reads,
-                                  std::string* group_key) {
+                                  const std::string& now, const std::string& output_json, const BatchAdvance& advance,
+                                  InlineBatch& batch, BatchReads& reads, std::string* group_key) {
   // The savepoint holds the claim and the advance: either can be given up
   // while the step's success (already written above) still commits.
   conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();

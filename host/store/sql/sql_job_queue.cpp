@@ -291,8 +291,8 @@ void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& ne
 }  // namespace
 
 std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
-                                           std::vector<ClaimedJob>* next, int next_max,
-                                           const BatchAdvance* advance, bool advance_when_busy) {
+                                           std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
+                                           bool advance_when_busy) {
   std::vector<bool> committed(done.size(), false);
   if (next) next->clear();
   if (done.empty()) return committed;

@@ -179,9 +179,9 @@ class SqlStore final : public Store {
   // before anything reads it. An advance that hands its claim to a group
   // (an arrival at a fan-in) sets *group_key; its transition and advancement
   // are then held in `reads` for the group's finish (ClaimRows).
-  bool advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id,
-                          const std::string& now, const std::string& output_json, const BatchAdvance& advance,
-                          InlineBatch& batch, BatchReads& reads, std::string* group_key);
+  bool advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id, const std::string& now,
+                          const std::string& output_json, const BatchAdvance& advance, InlineBatch& batch,
+                          BatchReads& reads, std::string* group_key);
   // Finishes the groups jobs_succeeded's advances handed back (`groups`:
   // key → indexes into `done`, in the order they came), each in a
   // savepoint; the jobs of a group that threw are appended to `handed`.
