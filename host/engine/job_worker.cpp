@@ -219,8 +219,9 @@ void JobWorker::flush(bool claim_next) {
   std::vector<Store::JobSuccess> batch;
   batch.reserve(done_.size());
   for (const Done& d : done_) batch.push_back(Store::JobSuccess{&d.job, d.outcome.output_json, d.may_advance});
-  // Chain, converge and divert edges (and a branch's end) are taken here,
-  // in the successes' transaction: no advancer round trip (issue 11).
+  // Chain, converge and divert edges, a branch's end and an arrival at a
+  // fan-in are taken here, in the successes' transaction: no advancer round
+  // trip (issue 11).
   std::vector<std::pair<BranchClaim, AdvanceEffects>> advanced;
   // Arrivals at a fan-in are held back, one per job that made one, and
   // written by barrier once the batch's advances of their run ran: the
