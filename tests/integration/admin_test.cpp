@@ -349,6 +349,10 @@ TEST(PluginsTest, OverwritingAPluginFileUnderARunningHostChangesNothingItRuns) {
   testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(60));
   ASSERT_TRUE(eventually(15, [&] { return ws.status(id)["runs"][0]["steps"][0]["status"] == "in_progress"; }))
       << host.stdout_so_far();
+  // Both children (the advancer and the worker) have loaded their copy: a
+  // child still starting would load the garbage below and rightly refuse it.
+  ASSERT_TRUE(eventually(15, [&] { return count_of(host.stdout_so_far(), "\"msg\":\"Host started\"") == 2; }))
+      << host.stdout_so_far();
   // In place, like `cp new.so old.so` (same inode): garbage where code was.
   {
     auto size = fs::file_size(installed);
