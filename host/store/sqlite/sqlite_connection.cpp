@@ -422,6 +422,11 @@ void SharedDatabase::checkpoint_loop() {
     bool force = wal_too_big_ && now >= next_force;
     wal_too_big_ = false;
     lock.unlock();
+    // A forced checkpoint first copies what it can without holding writers
+    // back; the TRUNCATE then only has the frames committed meanwhile to
+    // copy (after a 100,000-wide expand: a 0.4 s stall of every writer
+    // otherwise).
+    if (force) sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     int rc = sqlite3_wal_checkpoint_v2(db, nullptr, force ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE,
                                        nullptr, nullptr);
     if (force && rc != SQLITE_OK) next_force = now + std::chrono::seconds(kForceBackoffSeconds);
