@@ -155,7 +155,7 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
 }
 
 std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_branches(
-    const std::vector<const ClaimedJob*>& jobs) {
+    const std::vector<const ClaimedJob*>& jobs, BatchReads& reads) {
   std::unordered_map<std::string, InlineLock> locked;
   if (jobs.empty()) return locked;
   std::unordered_map<std::string, const ClaimedJob*> by_branch;
@@ -171,14 +171,18 @@ std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_bran
   // and the advance leaves the branch as it found it. `last_advanced_at`
   // stays the advancers' order, the instant an advancer last let the branch
   // go (docs/decisions.md). The step's output is the one this transaction
-  // just wrote: the caller has it.
+  // just wrote: the caller has it. A fan-out child's position and parent
+  // come with it, for the walk to its barrier should the job's edge be a
+  // fan-in (find_barrier): one read for the batch, not two per child.
   const std::string latest_step =
       "(SELECT s.id FROM steps s WHERE s.branch_id = b.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1)";
   const Keys branches(branch_ids);
   auto lock = conn_.prepare("SELECT b.id, " + latest_step +
                                 ", (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = b.id AND t.in_step_id = " +
                                 latest_step +
-                                " AND t.completed_at IS NULL), (SELECT r.status FROM runs r WHERE r.id = b.run_id) "
+                                " AND t.completed_at IS NULL), (SELECT r.status FROM runs r WHERE r.id = b.run_id), "
+                                "b.fanout_index, CASE WHEN b.fanout_index IS NOT NULL THEN (SELECT l.parent_branch_id "
+                                "FROM branch_links l WHERE l.child_branch_id = b.id LIMIT 1) END "
                                 "FROM branches b WHERE b.id" +
                                 branches.test(conn_.dialect(), "?1") +
                                 " AND b.pipeline_klass = ?2 AND b.status = 'in_progress' AND b.claim_token IS NULL" +
@@ -191,6 +195,10 @@ std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_bran
       continue;  // not as its job left it: an advancer sorts it out
     }
     locked.emplace(job->first, InlineLock{!lock.is_null(3) && lock.text(3) == "in_progress"});
+    if (!lock.is_null(4) && !lock.is_null(5)) {
+      reads.fanout_index_of.emplace(job->first, lock.int64(4));
+      reads.parent_of.emplace(job->first, lock.text(5));
+    }
   }
   return locked;
 }

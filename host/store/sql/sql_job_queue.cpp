@@ -348,10 +348,10 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
       inline_jobs.push_back(done[i].job);
     }
   }
-  const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs);
+  BatchReads reads;  // the barrier walks of the batch's arrivals, and their held rows
+  const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs, reads);
   std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
   InlineBatch batch;
-  BatchReads reads;  // the barrier walks of the batch's arrivals, and their held rows
   std::vector<const ClaimedJob*> handed;  // left to an advancer
   // The arrivals the advances handed to groups (by barrier), finished when
   // the batch moves on to the next run (the jobs come in run order): the

@@ -160,8 +160,10 @@ class SqlStore final : public Store {
   // job_succeeded's claims of the jobs' own branches, in one statement
   // (InlineAdvance in sql_branch_tx.h): each branch that was locked and is
   // as its job left it (not taken, not locked by another transaction, its
-  // latest step the job's, no transition open from it), by branch.
-  std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs);
+  // latest step the job's, no transition open from it), by branch. A locked
+  // fan-out child's position and parent are added to `reads`.
+  std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
+                                                                   BatchReads& reads);
   // How many of the steps in `batch` take_new_steps could take.
   static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
   // Takes for `process_id` up to `max` of the steps the inline advances of
