@@ -177,17 +177,17 @@ std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_bran
   const std::string latest_step =
       "(SELECT s.id FROM steps s WHERE s.branch_id = b.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1)";
   const Keys branches(branch_ids);
-  auto lock = conn_.prepare("SELECT b.id, " + latest_step +
-                                ", (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = b.id AND t.in_step_id = " +
-                                latest_step +
-                                " AND t.completed_at IS NULL), (SELECT r.status FROM runs r WHERE r.id = b.run_id), "
-                                "b.fanout_index, CASE WHEN b.fanout_index IS NOT NULL THEN (SELECT l.parent_branch_id "
-                                "FROM branch_links l WHERE l.child_branch_id = b.id LIMIT 1) END "
-                                "FROM branches b WHERE b.id" +
-                                branches.test(conn_.dialect(), "?1") +
-                                " AND b.pipeline_klass = ?2 AND b.status = 'in_progress' AND b.claim_token IS NULL" +
-                                conn_.dialect().skip_locked,
-                            branches.planning());
+  auto lock = conn_.prepare(
+      "SELECT b.id, " + latest_step +
+          ", (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = b.id AND t.in_step_id = " + latest_step +
+          " AND t.completed_at IS NULL), (SELECT r.status FROM runs r WHERE r.id = b.run_id), "
+          "b.fanout_index, CASE WHEN b.fanout_index IS NOT NULL THEN (SELECT l.parent_branch_id "
+          "FROM branch_links l WHERE l.child_branch_id = b.id LIMIT 1) END "
+          "FROM branches b WHERE b.id" +
+          branches.test(conn_.dialect(), "?1") +
+          " AND b.pipeline_klass = ?2 AND b.status = 'in_progress' AND b.claim_token IS NULL" +
+          conn_.dialect().skip_locked,
+      branches.planning());
   lock.bind(1, branches.value()).bind(2, jobs.front()->pipeline);
   while (lock.step()) {
     auto job = by_branch.find(lock.text(0));
