@@ -94,6 +94,24 @@ BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const st
   return BranchClaimResult::kClaimed;
 }
 
+bool SqlStore::in_savepoint(const std::string& name, Kept kept, const std::function<void()>& body,
+                            std::exception_ptr* error) {
+  conn_.prepare("SAVEPOINT " + name).exec_deferred();
+  try {
+    body();
+    conn_.prepare("RELEASE " + name).exec_deferred();
+    return true;
+  } catch (const StoreError& e) {
+    const bool busy = e.fault() == StoreFault::kBusy && kept == Kept::kAllButLostConnectionOrBusy;
+    if (e.fault() == StoreFault::kUnavailable || busy) throw;  // the whole transaction goes
+    if (error) *error = std::current_exception();
+  } catch (...) {
+    if (error) *error = std::current_exception();
+  }
+  conn_.exec_script("ROLLBACK TO " + name + "; RELEASE " + name + ";");
+  return false;
+}
+
 void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const std::string& now, BatchReads& reads,
                               const std::vector<std::pair<std::string, std::string>>& picked,
                               std::vector<ClaimedBranch>& out) {
@@ -104,21 +122,17 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
   // through the fence. A deadlock or a lost connection says nothing about
   // the branches: the whole transaction goes (its claims too) and the
   // branches are claimed again later, with no error charged to them.
-  auto in_savepoint = [&](const std::vector<size_t>& claims, const std::function<void(SqlBranchTx&)>& body) {
-    conn_.prepare("SAVEPOINT advance_in_claim").exec_deferred();
+  auto advance_in_savepoint = [&](const std::vector<size_t>& claims, const std::function<void(SqlBranchTx&)>& body) {
     std::exception_ptr error;
-    try {
-      SqlBranchTx branch_tx(*this, now, nullptr, &reads);
-      body(branch_tx);
-      conn_.prepare("RELEASE advance_in_claim").exec_deferred();
+    if (in_savepoint(
+            "advance_in_claim", Kept::kAllButLostConnectionOrBusy,
+            [&] {
+              SqlBranchTx branch_tx(*this, now, nullptr, &reads);
+              body(branch_tx);
+            },
+            &error)) {
       return;
-    } catch (const StoreError& e) {
-      if (e.fault() == StoreFault::kBusy || e.fault() == StoreFault::kUnavailable) throw;
-      error = std::current_exception();
-    } catch (...) {
-      error = std::current_exception();
     }
-    conn_.exec_script("ROLLBACK TO advance_in_claim; RELEASE advance_in_claim;");
     // The failure is recorded after the commit, through the claim's fence:
     // the branches that were only locked are claimed now.
     std::vector<const BranchClaim*> failed;
@@ -138,7 +152,7 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
   const std::string* group_order = nullptr;
   auto finish_group = [&] {
     if (group.empty()) return;
-    in_savepoint(group, [&](SqlBranchTx& branch_tx) { advance.finish(branch_tx, group); });
+    advance_in_savepoint(group, [&](SqlBranchTx& branch_tx) { advance.finish(branch_tx, group); });
     group.clear();
   };
   for (size_t index = 0; first + index < out.size(); ++index) {
@@ -146,7 +160,7 @@ void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const s
     const std::string* claim_order = run_parent.at(claim.branch_id);
     if (group_order && *group_order != *claim_order) finish_group();
     std::string key;
-    in_savepoint({index}, [&](SqlBranchTx& branch_tx) { key = advance.advance(branch_tx, claim, index); });
+    advance_in_savepoint({index}, [&](SqlBranchTx& branch_tx) { key = advance.advance(branch_tx, claim, index); });
     if (key.empty()) continue;
     if (!advance.finish) {
       // A claim handed to a group nobody finishes would stay claimed with

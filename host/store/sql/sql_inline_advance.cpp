@@ -262,8 +262,7 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, size_t index, const std
                                   InlineBatch& batch, BatchReads& reads, std::string* group_key) {
   // The savepoint holds the claim and the advance: either can be given up
   // while the step's success (already written above) still commits.
-  conn_.prepare("SAVEPOINT advance_in_success").exec_deferred();
-  try {
+  const bool advanced = in_savepoint("advance_in_success", Kept::kAllButLostConnection, [&] {
     fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
     InlineAdvance rows;
     BranchClaim claim = inline_claim(job, process_id, now, output_json, &rows);
@@ -271,29 +270,23 @@ bool SqlStore::advance_in_success(const ClaimedJob& job, size_t index, const std
     *group_key = advance.advance(branch_tx, claim, index);
     if (group_key->empty()) {
       branch_tx.finish_inline(batch);
-    } else {
-      // Handed to a group (an arrival): the advance only looked its barrier
-      // up. The claim's rows are held for the group's finish, which closes
-      // them with the arrivals it writes.
-      if (rows.written || rows.step_completed || rows.transition_completed || !rows.new_steps.empty()) {
-        throw std::logic_error("an advance handed to a group wrote its claim's rows");
-      }
-      rows.written = true;
-      reads.claim_rows.add(ClaimRows::Row::claimed(claim, rows.process_id, rows.started_at, true));
+      return;
     }
-    conn_.prepare("RELEASE advance_in_success").exec_deferred();
-    return true;
-  } catch (const StoreError& e) {
-    if (e.fault() == StoreFault::kUnavailable) throw;  // the connection is gone: nothing can be kept
-  } catch (...) {
-  }
-  // A routing error, an injected fault: what the savepoint holds is
-  // undone, and the caller
-  // makes the branch advanceable for an advancer to move (which records a
-  // routing error on its claim as it always does).
+    // Handed to a group (an arrival): the advance only looked its barrier
+    // up. The claim's rows are held for the group's finish, which closes
+    // them with the arrivals it writes.
+    if (rows.written || rows.step_completed || rows.transition_completed || !rows.new_steps.empty()) {
+      throw std::logic_error("an advance handed to a group wrote its claim's rows");
+    }
+    rows.written = true;
+    reads.claim_rows.add(ClaimRows::Row::claimed(claim, rows.process_id, rows.started_at, true));
+  });
+  if (advanced) return true;
+  // A routing error, an injected fault: what the savepoint held is undone,
+  // and the caller makes the branch advanceable for an advancer to move
+  // (which records a routing error on its claim as it always does).
   group_key->clear();
   reads.claim_rows.drop(job.branch_id);
-  conn_.exec_script("ROLLBACK TO advance_in_success; RELEASE advance_in_success;");
   return false;
 }
 
@@ -302,19 +295,14 @@ void SqlStore::finish_success_groups(const BatchAdvance& advance, const std::str
                                      std::vector<std::pair<std::string, std::vector<size_t>>>& groups,
                                      std::vector<const ClaimedJob*>& handed) {
   for (auto& [key, indexes] : groups) {
-    conn_.prepare("SAVEPOINT finish_in_success").exec_deferred();
-    try {
-      SqlBranchTx branch_tx(*this, now, nullptr, &reads);
-      advance.finish(branch_tx, indexes);
-      conn_.prepare("RELEASE finish_in_success").exec_deferred();
+    if (in_savepoint("finish_in_success", Kept::kAllButLostConnectionOrBusy, [&] {
+          SqlBranchTx branch_tx(*this, now, nullptr, &reads);
+          advance.finish(branch_tx, indexes);
+        })) {
       continue;
-    } catch (const StoreError& e) {
-      if (e.fault() == StoreFault::kBusy || e.fault() == StoreFault::kUnavailable) throw;
-    } catch (...) {
     }
     // Undone: the jobs are left to an advancer, which claims them afresh
     // (and records a routing error on its own claim should it throw again).
-    conn_.exec_script("ROLLBACK TO finish_in_success; RELEASE finish_in_success;");
     for (size_t index : indexes) {
       reads.claim_rows.drop(done[index].job->branch_id);
       handed.push_back(done[index].job);

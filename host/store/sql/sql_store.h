@@ -1,7 +1,8 @@
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <memory>
-
 #include <mutex>
 #include <unordered_map>
 
@@ -141,6 +142,14 @@ class SqlStore final : public Store {
   // starts with; an advancement a dead advancer left open is closed as a
   // crash first.
   int64_t previous_advancement_crashes(const std::string& transition_id, const std::string& now);
+  // What a savepoint's body may throw without taking the transaction with it.
+  enum class Kept { kAllButLostConnection, kAllButLostConnectionOrBusy };
+  // Runs `body` in SAVEPOINT `name`: true when it went through. A throw
+  // rolls the savepoint back and returns false (the exception in *error when
+  // given), unless `kept` says the whole transaction must go: then it is
+  // rethrown.
+  bool in_savepoint(const std::string& name, Kept kept, const std::function<void()>& body,
+                    std::exception_ptr* error = nullptr);
   // Runs the batch's advances over out[first..] in claim order (savepoints,
   // groups: Store::BatchAdvance).
   void advance_claims(const BatchAdvance& advance, size_t first, const std::string& now, BatchReads& reads,
