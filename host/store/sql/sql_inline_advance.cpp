@@ -294,7 +294,8 @@ void SqlStore::finish_success_groups(const BatchAdvance& advance, const std::str
                                      const std::vector<JobSuccess>& done,
                                      std::vector<std::pair<std::string, std::vector<size_t>>>& groups,
                                      std::vector<const ClaimedJob*>& handed) {
-  for (auto& [key, indexes] : groups) {
+  for (const auto& group : groups) {
+    const std::vector<size_t>& indexes = group.second;  // a lambda may not capture a structured binding (Clang 14)
     if (in_savepoint("finish_in_success", Kept::kAllButLostConnectionOrBusy, [&] {
           SqlBranchTx branch_tx(*this, now, nullptr, &reads);
           advance.finish(branch_tx, indexes);
