@@ -6,8 +6,9 @@
 // --drain` until the run is complete and checks Sum's output (N(N-1)).
 // Reports, per mode (forking supervisor, and `forking: none`):
 //   * wall time of the drain (median of --repeat),
-//   * where it went, from stored timestamps: expand committed, last child
-//     done, collapse fired, run completed,
+//   * where it went, from stored timestamps: expand started, first child
+//     claimed (the expand committed), last child done, collapse fired, run
+//     completed,
 //   * peak RSS of the largest process of the host's process tree
 //     (getrusage(RUSAGE_CHILDREN) after waiting for it).
 //
@@ -93,6 +94,7 @@ double median(std::vector<double> v) {
 struct Sample {
   double wall_s = 0;
   double expand_s = 0;     // trigger → children created (Double steps started)
+  double claimed_s = 0;    // → first Double claimed (the expand's commit let the workers in)
   double children_s = 0;   // → last Double completed
   double collapse_s = 0;   // → Sum step created
   double complete_s = 0;   // → run completed
@@ -148,6 +150,9 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
   int64_t t0 = parse_micros(text("SELECT started_at FROM runs LIMIT 1"));
   auto since = [&](const std::string& sql) { return (parse_micros(text(sql)) - t0) / 1e6; };
   s.expand_s = since("SELECT MIN(started_at) FROM steps WHERE klass = 'Double'");
+  s.claimed_s = since(
+      "SELECT MIN(a.started_at) FROM attempts a JOIN executions e ON e.id = a.execution_id "
+      "JOIN jobs j ON j.id = e.job_id WHERE j.klass = 'Double'");
   s.children_s = since("SELECT MAX(completed_at) FROM steps WHERE klass = 'Double'");
   s.collapse_s = since("SELECT started_at FROM steps WHERE klass = 'Sum'");
   s.complete_s = since("SELECT completed_at FROM runs LIMIT 1");
@@ -189,7 +194,7 @@ int main(int argc, char** argv) {
               o.items, o.workers, o.advancers, o.database_url.empty() ? "SQLite" : "PostgreSQL");
   int failures = 0;
   for (const auto& mode : o.modes) {
-    std::vector<double> wall, expand, children, collapse, complete, rss;
+    std::vector<double> wall, expand, claimed, children, collapse, complete, rss;
     for (int r = 0; r < o.repeat; ++r) {
       Sample s = one_run(o, mode, r);
       if (!s.ok) {
@@ -198,6 +203,7 @@ int main(int argc, char** argv) {
       }
       wall.push_back(s.wall_s);
       expand.push_back(s.expand_s);
+      claimed.push_back(s.claimed_s);
       children.push_back(s.children_s);
       collapse.push_back(s.collapse_s);
       complete.push_back(s.complete_s);
@@ -208,8 +214,8 @@ int main(int argc, char** argv) {
     if (wall.empty()) continue;
     std::printf(
         "forking: %-4s median of %zu: wall %.1f s (%.0f items/s); from run start: children created %.1f s, "
-        "last child done %.1f s, collapse fired %.1f s, run completed %.1f s; peak RSS %.0f MB\n",
-        mode.c_str(), wall.size(), median(wall), o.items / median(wall), median(expand), median(children),
+        "first claimed %.1f s, last child done %.1f s, collapse fired %.1f s, run completed %.1f s; peak RSS %.0f MB\n",
+        mode.c_str(), wall.size(), median(wall), o.items / median(wall), median(expand), median(claimed), median(children),
         median(collapse), median(complete), median(rss));
   }
   return failures == 0 ? 0 : 1;

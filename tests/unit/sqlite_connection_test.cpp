@@ -67,6 +67,32 @@ TEST_F(SqliteConnectionTest, BatchInsertWritesEveryFlushedRow) {
   EXPECT_EQ(rows(), 2500);
 }
 
+// add() borrows its values only while it runs: text from temporaries that
+// are gone by the flush, numbers, NULLs and owned rows all arrive as
+// queued, across the automatic flush of every 1,000 rows.
+TEST_F(SqliteConnectionTest, BatchInsertKeepsItsOwnCopyOfEveryQueuedValue) {
+  conn_->exec_script("CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT, n INTEGER, w TEXT)");
+  BatchInsert batch(*conn_, "INSERT INTO u (id, v, n, w) VALUES ", "(?, ?, ?, ?)", 4);
+  for (int64_t i = 0; i < 1500; ++i) {
+    std::string text = "text-" + std::to_string(i) + std::string(40, 'x');  // longer than any short-string buffer
+    if (i % 2 == 0) {
+      batch.add({i, text, i * 3, std::monostate{}});
+    } else {
+      batch.add(std::vector<BatchInsert::Value>{i, text, i * 3, std::string("odd")});
+    }
+    text.assign(text.size(), '?');  // overwritten before the row is written
+  }
+  batch.flush();
+  auto s = conn_->prepare("SELECT COUNT(*), SUM(v = 'text-' || id || printf('%.40c', 'x')), SUM(n = id * 3), "
+                          "SUM(w IS NULL), SUM(w = 'odd') FROM u");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.int64(0), 1500);
+  EXPECT_EQ(s.int64(1), 1500) << "every text as it was when queued";
+  EXPECT_EQ(s.int64(2), 1500);
+  EXPECT_EQ(s.int64(3), 750);
+  EXPECT_EQ(s.int64(4), 750);
+}
+
 TEST_F(SqliteConnectionTest, ABatchInsertDestroyedWithUnflushedRowsAborts) {
   EXPECT_DEATH(
       {

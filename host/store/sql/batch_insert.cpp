@@ -21,10 +21,44 @@ BatchInsert::~BatchInsert() {
   std::abort();
 }
 
-void BatchInsert::add(std::vector<Value> values) {
+BatchInsert::Cell::Cell(const Value& value) {
+  if (const std::string* text = std::get_if<std::string>(&value)) {
+    text_ = *text;
+  } else if (const int64_t* number = std::get_if<int64_t>(&value)) {
+    kind_ = Kind::kNumber;
+    number_ = *number;
+  } else {
+    kind_ = Kind::kNull;
+  }
+}
+
+BatchInsert::Value BatchInsert::Cell::owned() const {
+  switch (kind_) {
+    case Kind::kNumber:
+      return number_;
+    case Kind::kNull:
+      return std::monostate{};
+    case Kind::kText:
+      break;
+  }
+  return std::string(text_);
+}
+
+void BatchInsert::add(const std::vector<Value>& values) {
   if (static_cast<int>(values.size()) != width_) throw std::logic_error("BatchInsert: row of the wrong width");
-  for (auto& v : values) pending_.push_back(std::move(v));
+  for (const Value& value : values) append(Cell(value));
   if (pending_.size() >= kRowsPerStatement * static_cast<size_t>(width_)) flush();
+}
+
+void BatchInsert::add(const Cell* values, size_t count) {
+  if (static_cast<int>(count) != width_) throw std::logic_error("BatchInsert: row of the wrong width");
+  for (size_t i = 0; i < count; ++i) append(values[i]);
+  if (pending_.size() >= kRowsPerStatement * static_cast<size_t>(width_)) flush();
+}
+
+void BatchInsert::append(const Cell& cell) {
+  pending_.push_back(Slot{cell.number_, text_.size(), cell.text_.size(), cell.kind_});
+  if (cell.kind_ == Cell::Kind::kText) text_.append(cell.text_);
 }
 
 void BatchInsert::flush() {
@@ -41,6 +75,7 @@ void BatchInsert::flush() {
     done += chunk;
   }
   pending_.clear();
+  text_.clear();  // keeps its capacity for the next rows
 }
 
 void BatchInsert::write(size_t first_row, size_t rows) {
@@ -54,13 +89,17 @@ void BatchInsert::write(size_t first_row, size_t rows) {
   int index = 1;
   for (size_t r = first_row; r < first_row + rows; ++r) {
     for (int c = 0; c < width_; ++c) {
-      const Value& v = pending_[r * static_cast<size_t>(width_) + static_cast<size_t>(c)];
-      if (std::holds_alternative<int64_t>(v)) {
-        stmt.bind(index++, std::get<int64_t>(v));
-      } else if (std::holds_alternative<std::monostate>(v)) {
-        stmt.bind_null(index++);
-      } else {
-        stmt.bind_kept(index++, std::get<std::string>(v));  // pending_ outlives stmt
+      const Slot& slot = pending_[r * static_cast<size_t>(width_) + static_cast<size_t>(c)];
+      switch (slot.kind) {
+        case Cell::Kind::kNumber:
+          stmt.bind(index++, slot.number);
+          break;
+        case Cell::Kind::kNull:
+          stmt.bind_null(index++);
+          break;
+        case Cell::Kind::kText:  // text_ is not touched until the statement ran
+          stmt.bind_kept(index++, std::string_view(text_).substr(slot.offset, slot.size));
+          break;
       }
     }
   }

@@ -41,16 +41,20 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
   BatchInsert links = branch_links_insert(conn_);
   StepInserts steps(conn_);
   const std::string& now = now_;
+  // One NewStep, refilled per child: its strings keep their buffers.
+  NewStep step{parent.run_id, "", parent.pipeline, parent.step_id, "", "", to_transition, "", 0};
   for (size_t i = 0; i < children.size(); ++i) {
     const NewChild& child = children[i];
-    std::string branch_id = new_uuid_v7();
+    step.branch_id = new_uuid_v7();
+    step.node = child.node;
+    step.klass = child.klass;
+    step.args_json = child.args_json;
+    step.delay_seconds = child.delay_seconds;
     // Added parent-first, so each table's batch is written after the
     // batches of the rows it refers to.
-    branches.add({branch_id, parent.run_id, parent.pipeline, static_cast<int64_t>(i), now, now, now, now});
-    links.add({new_uuid_v7(), parent.branch_id, branch_id, now, now});
-    steps.add(step_rows(NewStep{parent.run_id, branch_id, parent.pipeline, parent.step_id, child.node, child.klass,
-                                to_transition, child.args_json, child.delay_seconds},
-                        "pending", now));
+    branches.add({step.branch_id, parent.run_id, parent.pipeline, static_cast<int64_t>(i), now, now, now, now});
+    links.add({new_uuid_v7(), parent.branch_id, step.branch_id, now, now});
+    steps.add(step, "pending", now);
   }
   branches.flush();
   links.flush();

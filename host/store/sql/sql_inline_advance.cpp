@@ -2,6 +2,7 @@
 // transaction (issue 11): the claim, the rows it writes once, and the batch
 // in which the advances of one transaction are written together. Also the
 // rows an advancer's batch writes once (ClaimRows).
+#include <array>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -27,16 +28,18 @@ BatchInsert advancements_insert(Connection& conn) {
                      "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 11);
 }
 
-BatchInsert::Value text_or_null(bool present, const std::string& text) {
-  if (!present) return std::monostate{};
-  return text;
+using Cell = BatchInsert::Cell;
+
+Cell text_or_null(bool present, const std::string& text) {
+  return present ? Cell(text) : Cell(std::monostate{});
 }
 
 // A transition's and an advancement's row in their final state, from what
 // an inline advance (InlineAdvance) or an advancer batch (ClaimRows::Row)
-// holds of them; the two name these members alike.
+// holds of them; the two name these members alike. The cells borrow from
+// `rows` and `now`.
 template <typename Held>
-std::vector<BatchInsert::Value> transition_values(const Held& rows, const std::string& now) {
+std::array<Cell, 8> transition_cells(const Held& rows, const std::string& now) {
   return {rows.transition_id, rows.branch_id,
           rows.step_id,       text_or_null(!rows.out_step_id.empty(), rows.out_step_id),
           rows.started_at,    text_or_null(rows.transition_completed, now),
@@ -44,7 +47,8 @@ std::vector<BatchInsert::Value> transition_values(const Held& rows, const std::s
 }
 
 template <typename Held>
-std::vector<BatchInsert::Value> advancement_values(const Held& rows, int64_t crash_count, const std::string& now) {
+std::array<Cell, 11> advancement_cells(const Held& rows, int64_t crash_count, const std::string& now) {
+  static const std::string kNone;
   const bool failed = rows.advancement_error.has_value();
   return {rows.advancement_id,
           rows.transition_id,
@@ -52,11 +56,19 @@ std::vector<BatchInsert::Value> advancement_values(const Held& rows, int64_t cra
           crash_count,
           rows.started_at,
           text_or_null(rows.advancement_completed || failed, now),
-          text_or_null(failed, failed ? rows.advancement_error->klass : ""),
-          text_or_null(failed, failed ? rows.advancement_error->message : ""),
-          text_or_null(failed, failed ? rows.advancement_error->backtrace : ""),
+          text_or_null(failed, failed ? rows.advancement_error->klass : kNone),
+          text_or_null(failed, failed ? rows.advancement_error->message : kNone),
+          text_or_null(failed, failed ? rows.advancement_error->backtrace : kNone),
           rows.started_at,
           now};
+}
+
+template <size_t N>
+std::vector<BatchInsert::Value> owned(const std::array<Cell, N>& cells) {
+  std::vector<BatchInsert::Value> values;
+  values.reserve(N);
+  for (const Cell& cell : cells) values.push_back(cell.owned());
+  return values;
 }
 
 }  // namespace
@@ -78,10 +90,10 @@ void InlineBatch::write(Connection& conn, const std::string& now) {
   completed_steps.clear();
 }
 
-std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const { return transition_values(*inline_, now_); }
+std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const { return owned(transition_cells(*inline_, now_)); }
 
 std::vector<BatchInsert::Value> SqlBranchTx::inline_advancement() const {
-  return advancement_values(*inline_, 0, now_);
+  return owned(advancement_cells(*inline_, 0, now_));
 }
 
 void ClaimRows::add(Row row) {
@@ -122,12 +134,17 @@ int64_t ClaimRows::errored(const std::string& transition_id) const {
 void ClaimRows::write(Connection& conn, const std::string& now) {
   BatchInsert transitions = transitions_insert(conn);
   for (const Row& row : rows_) {
-    if (row.new_transition && !row.dropped) transitions.add(transition_values(row, now));  // else: a row already
+    if (row.new_transition && !row.dropped) {  // else: a row already
+      const auto cells = transition_cells(row, now);
+      transitions.add(cells.data(), cells.size());
+    }
   }
   transitions.flush();
   BatchInsert advancements = advancements_insert(conn);
   for (const Row& row : rows_) {
-    if (!row.dropped) advancements.add(advancement_values(row, row.crash_count, now));
+    if (row.dropped) continue;
+    const auto cells = advancement_cells(row, row.crash_count, now);
+    advancements.add(cells.data(), cells.size());
   }
   advancements.flush();
   rows_.clear();

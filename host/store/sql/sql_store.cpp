@@ -67,10 +67,8 @@ std::vector<std::string> SqlStore::pending_migrations() {
 }
 
 std::string SqlStore::insert_step(const NewStep& step, const std::string& status, const std::string& now) {
-  StepRows rows = step_rows(step, status, now);
-  std::string step_id = rows.step_id;
   StepInserts inserts(conn_);
-  inserts.add(std::move(rows));
+  std::string step_id = inserts.add(step, status, now);
   inserts.flush();
   return step_id;
 }

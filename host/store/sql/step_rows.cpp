@@ -1,22 +1,54 @@
 #include "store/sql/step_rows.h"
 
+#include <iterator>
+
 #include "store/sql/sql_store.h"
 #include "util/uuid.h"
 
 namespace ductwork::sql {
 
+namespace {
+
+using Cell = BatchInsert::Cell;
+
+// The one layout of a new step's four rows: calls emit(step, job,
+// execution, availability) with each row's values (borrowed until emit
+// returns) and returns the new step's id.
+template <typename Emit>
+std::string lay_out_step_rows(const NewStep& step, const std::string& status, const std::string& now, Emit&& emit) {
+  const std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
+  const std::string availability_id = new_uuid_v7();
+  const std::string args = args_document(step.args_json);
+  const std::string due = add_seconds(now, step.delay_seconds);
+  const Cell source = step.source_step_id.empty() ? Cell(std::monostate{}) : Cell(step.source_step_id);
+  const Cell step_row[] = {step_id, step.run_id,        step.branch_id, source, step.node, step.klass,
+                           step.to_transition, status, now, now, now};
+  const Cell job_row[] = {job_id, step_id, step.klass, args, now, now, now};
+  const Cell execution_row[] = {execution_id, job_id, std::monostate{}, now, now, now};
+  const Cell availability_row[] = {availability_id, execution_id, step.pipeline, std::monostate{},
+                                   due,             std::monostate{}, now,       now};
+  emit(step_row, job_row, execution_row, availability_row);
+  return step_id;
+}
+
+template <size_t N>
+std::vector<BatchInsert::Value> owned(const Cell (&row)[N]) {
+  std::vector<BatchInsert::Value> values;
+  values.reserve(N);
+  for (const Cell& cell : row) values.push_back(cell.owned());
+  return values;
+}
+
+}  // namespace
+
 StepRows step_rows(const NewStep& step, const std::string& status, const std::string& now) {
   StepRows rows;
-  rows.step_id = new_uuid_v7();
-  std::string job_id = new_uuid_v7(), execution_id = new_uuid_v7();
-  BatchInsert::Value source = std::monostate{};
-  if (!step.source_step_id.empty()) source = step.source_step_id;
-  rows.step = {rows.step_id, step.run_id, step.branch_id, source, step.node, step.klass, step.to_transition, status,
-               now,          now,         now};
-  rows.job = {job_id, rows.step_id, step.klass, args_document(step.args_json), now, now, now};
-  rows.execution = {execution_id, job_id, std::monostate{}, now, now, now};
-  rows.availability = {new_uuid_v7(), execution_id, step.pipeline, std::monostate{},
-                       add_seconds(now, step.delay_seconds), std::monostate{}, now, now};
+  rows.step_id = lay_out_step_rows(step, status, now, [&](const auto& s, const auto& j, const auto& e, const auto& a) {
+    rows.step = owned(s);
+    rows.job = owned(j);
+    rows.execution = owned(e);
+    rows.availability = owned(a);
+  });
   rows.run_id = step.run_id;
   rows.due_now = step.delay_seconds <= 0;
   return rows;
@@ -72,6 +104,16 @@ void StepInserts::add(StepRows rows) {
   executions_.add(std::move(rows.execution));
   availabilities_.add(std::move(rows.availability));
   any_ = true;
+}
+
+std::string StepInserts::add(const NewStep& step, const std::string& status, const std::string& now) {
+  any_ = true;
+  return lay_out_step_rows(step, status, now, [&](const auto& s, const auto& j, const auto& e, const auto& a) {
+    steps_.add(s, std::size(s));
+    jobs_.add(j, std::size(j));
+    executions_.add(e, std::size(e));
+    availabilities_.add(a, std::size(a));
+  });
 }
 
 void StepInserts::flush() {

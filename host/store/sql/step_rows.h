@@ -36,6 +36,9 @@ class StepInserts {
  public:
   explicit StepInserts(Connection& conn);
   void add(StepRows rows);
+  // Queues the rows of a new step without building them as StepRows first
+  // (a fan-out's children); returns the step's id.
+  std::string add(const NewStep& step, const std::string& status, const std::string& now);
   void flush();
 
  private:
