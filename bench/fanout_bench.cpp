@@ -12,7 +12,7 @@
 //   * peak RSS of the largest process of the host's process tree
 //     (getrusage(RUSAGE_CHILDREN) after waiting for it).
 //
-//   ductwork_fanout_bench [--items N] [--repeat R] [--workers W] [--advancers A] [--modes fork,none]
+//   ductwork_fanout_bench [--items N] [--repeat R] [--workers W] [--advancers A] [--batch B] [--modes fork,none]
 //                         [--database-url postgresql://USER@HOST:PORT/DB] [--binary PATH]
 // (with a URL each run gets a fresh database on that PostgreSQL server;
 // --binary runs another build's `ductwork`, for a before/after pair)
@@ -52,6 +52,7 @@ struct Options {
   int repeat = 1;
   int workers = 2;
   int advancers = 2;
+  int batch = 0;  // job_worker.batch; 0: the default
   std::vector<std::string> modes = {"fork", "none"};
   std::string database_url;  // PostgreSQL server; empty: SQLite files
 };
@@ -114,7 +115,8 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
   std::ofstream(dir / "ductwork.yml") << db.yaml() << "plugins: {directory: " << DUCTWORK_PLUGIN_DIR << "}\n"
                                       << "definitions: {directory: " << (dir / "pipelines").string() << "}\n"
                                       << "pipelines: '*'\nforking: " << mode << "\nlogger: {level: warn}\n"
-                                      << "job_worker: {count: " << o.workers << ", polling_timeout: 0.05}\n"
+                                      << "job_worker: {count: " << o.workers << ", polling_timeout: 0.05"
+                                      << (o.batch > 0 ? ", batch: " + std::to_string(o.batch) : std::string()) << "}\n"
                                       << "pipeline_advancer: {count: " << o.advancers << ", polling_timeout: 0.05}\n"
                                       << "supervisor: {polling_timeout: 0.2}\n";
   std::string config = (dir / "ductwork.yml").string();
@@ -179,6 +181,7 @@ int main(int argc, char** argv) {
     else if (flag == "--repeat") o.repeat = std::atoi(value.c_str());
     else if (flag == "--workers") o.workers = std::atoi(value.c_str());
     else if (flag == "--advancers") o.advancers = std::atoi(value.c_str());
+    else if (flag == "--batch") o.batch = std::atoi(value.c_str());
     else if (flag == "--database-url") o.database_url = value;
     else if (flag == "--binary") o.binary = value;  // e.g. an older build, for a before/after pair
     else if (flag == "--modes") {

@@ -31,8 +31,8 @@ constexpr double kMinPluginLoadSeconds = 0.5;
 constexpr double kMinReaperSeconds = 0.5;
 // More threads than that per pipeline is a typo, not a plan.
 constexpr long long kMaxCount = 1000;
-// job_worker.batch: the started log (process/started_log.h) holds 512 open steps per thread.
-constexpr long long kMaxBatch = 256;
+// job_worker.batch: the started log (process/started_log.h) holds 1,056 open steps per thread.
+constexpr long long kMaxBatch = 1024;
 
 const std::vector<std::string> kTopLevelKeys = {"database", "plugins", "definitions", "pipelines", "job_worker",
                                                 "pipeline_advancer", "supervisor", "logger", "forking", "role", "http"};

@@ -828,3 +828,22 @@ TEST(Suggest, ClosestMatchIsATypoNotAGuess) {
 
 }  // namespace
 }  // namespace ductwork
+
+namespace ductwork {
+namespace {
+
+// job_worker.batch goes up to 1,024 claims per transaction (issue 11: a
+// wide fan-out of microsecond steps commits in fewer, larger batches); the
+// started log holds that many open steps per thread.
+TEST(Config, JobWorkerBatchAcceptsUpTo1024) {
+  Config c = parse("pipelines: '*'\njob_worker: {batch: {default: 1024, P: 1}}");
+  EXPECT_EQ(c.job_worker.batch.get("X"), 1024);
+  EXPECT_EQ(c.job_worker.batch.get("P"), 1);
+  EXPECT_EQ(error_of("pipelines: '*'\njob_worker: {batch: 1025}"),
+            "test.yml:2: job_worker.batch: expected an integer from 1 to 1024, got 1025");
+  EXPECT_EQ(error_of("pipelines: '*'\njob_worker: {batch: 0}"),
+            "test.yml:2: job_worker.batch: expected an integer from 1 to 1024, got 0");
+}
+
+}  // namespace
+}  // namespace ductwork
