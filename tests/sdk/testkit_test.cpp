@@ -197,19 +197,20 @@ TEST_F(TestkitDeathTest, CrashTimesKillsItsProcessWithSigkill) {
               testing::KilledBySignal(SIGKILL), "");
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DUCTWORK_TEST_ASAN 1
+// A sanitizer that catches SIGSEGV itself: ASan (with UBSan) or TSan.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DUCTWORK_TEST_SANITIZER_SEGV 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DUCTWORK_TEST_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DUCTWORK_TEST_SANITIZER_SEGV 1
 #endif
 #endif
 
 TEST_F(TestkitDeathTest, SegfaultDiesOfSigsegv) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-#ifdef DUCTWORK_TEST_ASAN
-  // The sanitizers report the null store (UBSan) or the SIGSEGV (ASan) and
-  // exit instead of letting the signal kill the process.
+#ifdef DUCTWORK_TEST_SANITIZER_SEGV
+  // The sanitizers report the null store (UBSan) or the SIGSEGV (ASan,
+  // TSan) and exit instead of letting the signal kill the process.
   EXPECT_DEATH(run("Segfault", R"([{"times": 3}])", 0, 2), "null pointer|SEGV on unknown address");
 #else
   EXPECT_EXIT(run("Segfault", R"([{"times": 3}])", 0, 2), testing::KilledBySignal(SIGSEGV), "");
