@@ -1,7 +1,10 @@
 #pragma once
 
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 
@@ -17,6 +20,56 @@ inline int64_t parse_micros(const std::string& text) {
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
+}
+
+// Command lines of the benchmark programs. A mistyped flag or number ends
+// the program (exit 2, a line naming what was wrong, then the usage) rather
+// than running minutes of benchmark on a default or on zero.
+
+[[noreturn]] inline void usage_error(const char* usage, const std::string& message) {
+  std::fprintf(stderr, "%s\n%s", message.c_str(), usage);
+  std::exit(2);
+}
+
+// Walks "--flag value" pairs from argv[1]; `on_flag(flag, value)` returns
+// false for a flag it does not know. --help or -h prints the usage and
+// exits 0.
+template <typename OnFlag>
+void parse_flags(int argc, char** argv, const char* usage, OnFlag&& on_flag) {
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) usage_error(usage, flag + " needs a value");
+    if (!on_flag(flag, std::string(argv[i + 1]))) usage_error(usage, "unknown option " + flag);
+  }
+}
+
+// `text` as a whole number in [min, max], or exit 2 naming `what`.
+inline long whole_number(const char* usage, const std::string& what, const std::string& text, long min,
+                         long max = INT_MAX) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) {
+    const std::string range =
+        max < INT_MAX ? "from " + std::to_string(min) + " to " + std::to_string(max) : "of at least " + std::to_string(min);
+    usage_error(usage, what + ": expected a whole number " + range + ", got '" + text + "'");
+  }
+  return value;
+}
+
+// `text` as a number of seconds >= 0, or exit 2 naming `what`.
+inline double seconds(const char* usage, const std::string& what, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !(value >= 0)) {
+    usage_error(usage, what + ": expected a number of seconds (0 or more), got '" + text + "'");
+  }
+  return value;
 }
 
 }  // namespace ductwork::bench

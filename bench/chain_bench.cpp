@@ -359,26 +359,29 @@ std::vector<double> hosts_light_run(const Options& o, const fs::path& dir, const
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A] [--batch B]\n"
+    "                      [--light-chains C] [--database-url postgresql://USER@HOST:PORT/DB]\n"
+    "                      [--scrape-every SECONDS] [--binary PATH]\n";
+
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i];
-    int v = std::atoi(argv[i + 1]);
-    if (k == "--chains") o.chains = v;
-    else if (k == "--length") o.length = v;
-    else if (k == "--repeat") o.repeat = v;
-    else if (k == "--workers") o.workers = v;
-    else if (k == "--advancers") o.advancers = v;
-    else if (k == "--batch") o.batch = v;
-    else if (k == "--light-chains") o.light_chains = v;
-    else if (k == "--binary") o.binary = argv[i + 1];
-    else if (k == "--database-url") o.database_url = argv[i + 1];
-    else if (k == "--scrape-every") o.scrape_every = std::atof(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      return 2;
-    }
-  }
+  using ductwork::bench::whole_number;
+  ductwork::bench::parse_flags(argc, argv, kUsage, [&](const std::string& k, const std::string& v) {
+    auto count = [&](long min, long max = INT_MAX) { return static_cast<int>(whole_number(kUsage, k, v, min, max)); };
+    if (k == "--chains") o.chains = count(1);
+    else if (k == "--length") o.length = count(1);
+    else if (k == "--repeat") o.repeat = count(1);
+    else if (k == "--workers") o.workers = count(1);
+    else if (k == "--advancers") o.advancers = count(1);
+    else if (k == "--batch") o.batch = count(0);  // 0: the default; the host checks the upper bound
+    else if (k == "--light-chains") o.light_chains = count(0);
+    else if (k == "--binary") o.binary = v;
+    else if (k == "--database-url") o.database_url = v;
+    else if (k == "--scrape-every") o.scrape_every = ductwork::bench::seconds(kUsage, k, v);
+    else return false;
+    return true;
+  });
   Logger logger(stderr, Logger::Format::kJson, LogLevel::kError);
   PluginRegistry registry;
   if (!registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger)) return 1;

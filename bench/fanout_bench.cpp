@@ -173,26 +173,38 @@ Sample one_run(const Options& o, const std::string& mode, int index) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: ductwork_fanout_bench [--items N] [--repeat R] [--workers W] [--advancers A] [--batch B]\n"
+    "                             [--modes fork,none] [--database-url postgresql://USER@HOST:PORT/DB]\n"
+    "                             [--binary PATH]\n";
+
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--items") o.items = std::atol(value.c_str());
-    else if (flag == "--repeat") o.repeat = std::atoi(value.c_str());
-    else if (flag == "--workers") o.workers = std::atoi(value.c_str());
-    else if (flag == "--advancers") o.advancers = std::atoi(value.c_str());
-    else if (flag == "--batch") o.batch = std::atoi(value.c_str());
+  using ductwork::bench::whole_number;
+  ductwork::bench::parse_flags(argc, argv, kUsage, [&](const std::string& flag, const std::string& value) {
+    auto count = [&](long min) { return static_cast<int>(whole_number(kUsage, flag, value, min)); };
+    if (flag == "--items") o.items = whole_number(kUsage, flag, value, 1, LONG_MAX);
+    else if (flag == "--repeat") o.repeat = count(1);
+    else if (flag == "--workers") o.workers = count(1);
+    else if (flag == "--advancers") o.advancers = count(1);
+    else if (flag == "--batch") o.batch = count(0);  // 0: the default; the host checks the upper bound
     else if (flag == "--database-url") o.database_url = value;
     else if (flag == "--binary") o.binary = value;  // e.g. an older build, for a before/after pair
     else if (flag == "--modes") {
       o.modes.clear();
       std::stringstream list(value);
-      for (std::string m; std::getline(list, m, ',');) o.modes.push_back(m);
+      for (std::string m; std::getline(list, m, ',');) {
+        if (m != "fork" && m != "none") {
+          ductwork::bench::usage_error(kUsage, "--modes: expected fork and/or none, got '" + m + "'");
+        }
+        o.modes.push_back(m);
+      }
+      if (o.modes.empty()) ductwork::bench::usage_error(kUsage, "--modes: expected fork and/or none, got nothing");
     } else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
+      return false;
     }
-  }
+    return true;
+  });
   std::printf("fan-out %ld items: Range -> expand Double -> collapse Sum; %d worker(s), %d advancer(s), on %s\n",
               o.items, o.workers, o.advancers, o.database_url.empty() ? "SQLite" : "PostgreSQL");
   int failures = 0;

@@ -11,14 +11,15 @@
 #include <Poco/Data/Statement.h>
 #include <libpq-fe.h>
 
-#include "store/postgresql/pg_connection.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "bench_util.h"
+#include "store/postgresql/pg_connection.h"
 
 using Poco::Data::Keywords::into;
 using Poco::Data::Keywords::now;
@@ -77,11 +78,13 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: ductwork_pg_driver_bench URL [N]\n");
-    return 2;
+  static const char* const kUsage = "usage: ductwork_pg_driver_bench postgresql://USER@HOST:PORT/DB [N]   (N: 5000)\n";
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
-  int n = argc > 2 ? std::atoi(argv[2]) : 5000;
+  if (argc < 2 || argc > 3) ductwork::bench::usage_error(kUsage, argc < 2 ? "a URL is needed" : "too many arguments");
+  const int n = argc > 2 ? static_cast<int>(ductwork::bench::whole_number(kUsage, "N", argv[2], 1)) : 5000;
   Poco::Data::PostgreSQL::Connector::registerConnector();
   // Poco's connector takes libpq's keyword form only; the dialect's parser
   // turns the URL into it.

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
+
 using Poco::Data::Keywords::into;
 using Poco::Data::Keywords::now;
 using Poco::Data::Keywords::use;
@@ -91,7 +93,13 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
+  static const char* const kUsage = "usage: ductwork_sqlite_driver_bench [N]   (N statements of each kind, 20000)\n";
+  if (argc > 2) ductwork::bench::usage_error(kUsage, "too many arguments");
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const int n = argc > 1 ? static_cast<int>(ductwork::bench::whole_number(kUsage, "N", argv[1], 1)) : 20000;
   Poco::Data::SQLite::Connector::registerConnector();
   const std::string path =
       (std::filesystem::temp_directory_path() / ("ductwork-sqlite-bench-" + std::to_string(::getpid()) + ".sqlite3"))
