@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <vector>
+
+extern char** environ;  // POSIX: the process's environment
 
 namespace ductwork::bench {
 
@@ -20,6 +23,22 @@ inline int64_t parse_micros(const std::string& text) {
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   return static_cast<int64_t>(timegm(&tm)) * 1000000 + micros;
+}
+
+// The benchmarks write every setting of the hosts they run; a DUCTWORK_
+// variable of the caller's shell (DUCTWORK_DATABASE_URL, say) would quietly
+// override one of them in every `ductwork` they start. Each is removed from
+// the program's environment at start, and named on stderr.
+inline void drop_ductwork_environment(const char* program) {
+  std::vector<std::string> names;
+  for (char** e = ::environ; e && *e; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("DUCTWORK_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+  }
+  for (const std::string& name : names) {
+    std::fprintf(stderr, "%s: ignoring %s (the benchmark writes its own configuration)\n", program, name.c_str());
+    ::unsetenv(name.c_str());
+  }
 }
 
 // Command lines of the benchmark programs. A mistyped flag or number ends

@@ -382,6 +382,7 @@ int main(int argc, char** argv) {
     else return false;
     return true;
   });
+  ductwork::bench::drop_ductwork_environment("ductwork_bench");
   Logger logger(stderr, Logger::Format::kJson, LogLevel::kError);
   PluginRegistry registry;
   if (!registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger)) return 1;

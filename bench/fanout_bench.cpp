@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     }
     return true;
   });
+  ductwork::bench::drop_ductwork_environment("ductwork_fanout_bench");
   std::printf("fan-out %ld items: Range -> expand Double -> collapse Sum; %d worker(s), %d advancer(s), on %s\n",
               o.items, o.workers, o.advancers, o.database_url.empty() ? "SQLite" : "PostgreSQL");
   int failures = 0;

@@ -76,4 +76,19 @@ TEST(BenchCommandLineTest, DriverBenchesRefuseBadCounts) {
                  "N: expected a whole number of at least 1, got '12z'");
 }
 
+TEST(BenchCommandLineTest, FanoutBenchIgnoresTheCallersDuctworkVariables) {
+  if (std::string(DUCTWORK_BENCH_DIR).empty()) GTEST_SKIP() << "built without the benchmark programs";
+  // A shell that exported DUCTWORK_DATABASE_URL would otherwise send every
+  // `ductwork` the benchmark starts to that server, not to the database it
+  // wrote into their configuration.
+  ductwork::testsupport::ProcessOptions options;
+  options.timeout_seconds = 60;
+  options.env = {{"DUCTWORK_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none"}};
+  ProcessResult r =
+      run_process({program("ductwork_fanout_bench"), "--items", "20", "--repeat", "1", "--modes", "fork"}, options);
+  EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+  EXPECT_NE(r.err.find("ductwork_fanout_bench: ignoring DUCTWORK_DATABASE_URL"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("fork median of 1: wall"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 #include "process_runner.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <string>
 
@@ -27,6 +28,26 @@ TEST(ProcessRunnerTest, LinesFourProcessesPrintAtOnceAreAllKept) {
     EXPECT_EQ(count, static_cast<size_t>(kLines)) << "writer " << p;
   }
   EXPECT_EQ(r.out.size(), static_cast<size_t>(4 * kLines) * std::string("writer 1\n").size());
+}
+
+TEST(ProcessRunnerTest, TheTestsOwnDuctworkVariablesNeverReachAChild) {
+  // A developer who exported DUCTWORK_DATABASE_URL, or a test script that
+  // keeps a DUCTWORK_ setting of its own, must not point every spawned host
+  // at another database or make it warn on stderr.
+  ::setenv("DUCTWORK_DATABASE_URL", "sqlite:///elsewhere.sqlite3", 1);
+  ::setenv("DUCTWORK_BUILD_DIR", "/somewhere", 1);
+  ::setenv("DWTEST_RUNNER_KEEPS_THIS", "kept", 1);
+  testsupport::ProcessOptions options;
+  options.env = {{"DUCTWORK_LOG_LEVEL", "debug"}};
+  testsupport::ProcessResult r = testsupport::run_process({"/usr/bin/env"}, options);
+  ::unsetenv("DUCTWORK_DATABASE_URL");
+  ::unsetenv("DUCTWORK_BUILD_DIR");
+  ::unsetenv("DWTEST_RUNNER_KEEPS_THIS");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out.find("DUCTWORK_DATABASE_URL"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DUCTWORK_BUILD_DIR"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nDUCTWORK_LOG_LEVEL=debug\n"), std::string::npos) << "asked for in options.env:\n" << r.out;
+  EXPECT_NE(r.out.find("DWTEST_RUNNER_KEEPS_THIS=kept"), std::string::npos) << "other variables pass:\n" << r.out;
 }
 
 }  // namespace

@@ -85,12 +85,16 @@ Subprocess::Subprocess(const std::vector<std::string>& argv, const ProcessOption
   out_fd_ = make_output_file("child-stdout");
   err_fd_ = make_output_file("child-stderr");
 
-  // The child's environment: ours, minus unset_env, with env applied.
+  // The child's environment: ours, minus unset_env and minus every
+  // DUCTWORK_ variable (a developer's shell, a test script's own settings:
+  // `ductwork` reads them as configuration and warns about names it does
+  // not know), with env applied — a test that wants one says so there.
   std::vector<std::string> env_strings;
   for (char** e = environ; e && *e; ++e) {
     std::string entry = *e;
     std::string name = entry.substr(0, entry.find('='));
-    bool drop = std::find(options.unset_env.begin(), options.unset_env.end(), name) != options.unset_env.end();
+    bool drop = name.rfind("DUCTWORK_", 0) == 0 ||
+                std::find(options.unset_env.begin(), options.unset_env.end(), name) != options.unset_env.end();
     for (const auto& [k, v] : options.env) drop = drop || k == name;
     if (!drop) env_strings.push_back(entry);
   }

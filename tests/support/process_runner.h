@@ -29,7 +29,9 @@ struct ProcessResult {
 
 struct ProcessOptions {
   std::string cwd;                                         // empty: the parent's
-  std::vector<std::pair<std::string, std::string>> env;   // set (or override) in the child
+  // Set (or override) in the child. DUCTWORK_* variables of the parent's
+  // own environment never reach the child; only those listed here do.
+  std::vector<std::pair<std::string, std::string>> env;
   std::vector<std::string> unset_env;                      // removed from the child's environment
   double timeout_seconds = 60;                             // then SIGKILL (whole process group)
 };
