@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -85,7 +86,7 @@ inline double seconds(const char* usage, const std::string& what, const std::str
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !(value >= 0)) {
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < 0) {
     usage_error(usage, what + ": expected a number of seconds (0 or more), got '" + text + "'");
   }
   return value;
