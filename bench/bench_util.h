@@ -51,17 +51,21 @@ inline void drop_ductwork_environment(const char* program) {
   std::exit(2);
 }
 
+// --help or -h: prints the usage and exits 0.
+inline void help_if_asked(const std::string& arg, const char* usage) {
+  if (arg != "--help" && arg != "-h") return;
+  std::fputs(usage, stdout);
+  std::exit(0);
+}
+
 // Walks "--flag value" pairs from argv[1]; `on_flag(flag, value)` returns
-// false for a flag it does not know. --help or -h prints the usage and
-// exits 0.
+// false for a flag it does not know. --help or -h anywhere a flag may be
+// prints the usage and exits 0.
 template <typename OnFlag>
 void parse_flags(int argc, char** argv, const char* usage, OnFlag&& on_flag) {
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(usage, stdout);
-      std::exit(0);
-    }
+    help_if_asked(flag, usage);
     if (i + 1 >= argc) usage_error(usage, flag + " needs a value");
     if (!on_flag(flag, std::string(argv[i + 1]))) usage_error(usage, "unknown option " + flag);
   }

@@ -368,7 +368,7 @@ int main(int argc, char** argv) {
   Options o;
   using ductwork::bench::whole_number;
   ductwork::bench::parse_flags(argc, argv, kUsage, [&](const std::string& k, const std::string& v) {
-    auto count = [&](long min, long max = INT_MAX) { return static_cast<int>(whole_number(kUsage, k, v, min, max)); };
+    auto count = [&](long min) { return static_cast<int>(whole_number(kUsage, k, v, min)); };
     if (k == "--chains") o.chains = count(1);
     else if (k == "--length") o.length = count(1);
     else if (k == "--repeat") o.repeat = count(1);

@@ -79,10 +79,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   static const char* const kUsage = "usage: ductwork_pg_driver_bench postgresql://USER@HOST:PORT/DB [N]   (N: 5000)\n";
-  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
+  if (argc >= 2) ductwork::bench::help_if_asked(argv[1], kUsage);
   if (argc < 2 || argc > 3) ductwork::bench::usage_error(kUsage, argc < 2 ? "a URL is needed" : "too many arguments");
   const int n = argc > 2 ? static_cast<int>(ductwork::bench::whole_number(kUsage, "N", argv[2], 1)) : 5000;
   Poco::Data::PostgreSQL::Connector::registerConnector();

@@ -94,11 +94,8 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   static const char* const kUsage = "usage: ductwork_sqlite_driver_bench [N]   (N statements of each kind, 20000)\n";
+  if (argc >= 2) ductwork::bench::help_if_asked(argv[1], kUsage);
   if (argc > 2) ductwork::bench::usage_error(kUsage, "too many arguments");
-  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
   const int n = argc > 1 ? static_cast<int>(ductwork::bench::whole_number(kUsage, "N", argv[1], 1)) : 20000;
   Poco::Data::SQLite::Connector::registerConnector();
   const std::string path =

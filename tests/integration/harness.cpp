@@ -67,12 +67,9 @@ std::vector<std::string> Workspace::command(const std::vector<std::string>& args
 testsupport::ProcessOptions Workspace::process_options(double timeout_seconds) const {
   testsupport::ProcessOptions options;
   options.cwd = dir();
-  // The workspace's file alone configures the host: none of the deployment
-  // overrides of the environment the tests run in (a test sets what it needs
-  // through options.env).
-  options.unset_env = {"DUCTWORK_CONFIG",         "DUCTWORK_ROLE",     "DUCTWORK_DATABASE_URL",
-                       "DUCTWORK_PLUGINS_DIRECTORY", "DUCTWORK_DEFINITIONS_DIRECTORY", "DUCTWORK_PIPELINES",
-                       "DUCTWORK_FORKING",        "DUCTWORK_LOG_LEVEL", "DUCTWORK_LOG_FORMAT"};
+  // The workspace's file alone configures the host: the process runner
+  // passes none of the DUCTWORK_ overrides of the environment the tests run
+  // in (a test sets what it needs through options.env).
   // Compiled definitions are cached in the workspace, not the user's home.
   options.env.emplace_back("XDG_CACHE_HOME", dir() + "/.cache");
   options.timeout_seconds = timeout_seconds;
