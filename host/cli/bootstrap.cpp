@@ -5,6 +5,7 @@
 #include "config/config_check.h"
 #include "engine/catalog.h"
 #include "plugin/plugin_probe.h"
+#include "process/plugin_load_watch.h"
 #include "store/store_error.h"
 #include "util/suggest.h"
 
@@ -21,7 +22,7 @@ PluginRegistry& Bootstrap::plugins() {
   if (!plugins_) {
     auto registry = std::make_unique<PluginRegistry>();
     if (plugins_in_process_) {
-      registry->load_directory(config_.plugins_directory, *logger_);
+      load_checked_plugins(*registry, checked_, config_.plugins_load_timeout, plugin_timeout_exit_code_, *logger_);
     } else {
       probe_plugins(std::filesystem::read_symlink("/proc/self/exe").string(), config_.plugins_directory,
                     config_.plugins_load_timeout, *registry, *logger_, stop_check_);
@@ -36,7 +37,7 @@ PluginRegistry& Bootstrap::runnable_plugins() {
   if (plugins_in_process_) return checked;
   if (!runnable_) {
     runnable_ = std::make_unique<PluginRegistry>();
-    runnable_->load_directory(config_.plugins_directory, *logger_);
+    load_checked_plugins(*runnable_, checked.checked(), config_.plugins_load_timeout, plugin_timeout_exit_code_, *logger_);
   }
   return *runnable_;
 }

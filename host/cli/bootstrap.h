@@ -33,12 +33,20 @@ class Bootstrap {
   // plugins.load_timeout, so no plugin code runs in this one; a plugin that
   // hangs, exits or crashes while loading is a PluginLoadError naming it.
   PluginRegistry& plugins();
-  // Plugins whose steps can run here: loaded in this process (after the
-  // probe has shown they load, unless load_plugins_in_process()).
+  // Plugins whose steps can run here: loaded in this process, only the
+  // files the probe accepted and only while their bytes are the ones it
+  // checked (CheckedPlugin), within plugins.load_timeout
+  // (plugin_load_watch.h: past it the process logs the refusal and ends,
+  // exit 1 or set_plugin_timeout_exit_code's).
   PluginRegistry& runnable_plugins();
-  // A worker child: load plugins here directly, no probe (the supervisor
-  // probed them).
-  void load_plugins_in_process() { plugins_in_process_ = true; }
+  // A child of the supervisor: the supervisor's probe accepted `checked`;
+  // load those here, no probe of its own.
+  void load_plugins_in_process(std::vector<CheckedPlugin> checked) {
+    plugins_in_process_ = true;
+    checked_ = std::move(checked);
+  }
+  // The exit code a child ends with when its plugins do not load in time.
+  void set_plugin_timeout_exit_code(int code) { plugin_timeout_exit_code_ = code; }
   // A child: the supervisor that started it has migrated the database, so
   // stores() only opens it (a child starts sooner; on PostgreSQL the
   // migration check is a connection and several round trips).
@@ -75,6 +83,8 @@ class Bootstrap {
   std::unique_ptr<PluginRegistry> plugins_;
   std::unique_ptr<PluginRegistry> runnable_;
   bool plugins_in_process_ = false;
+  std::vector<CheckedPlugin> checked_;
+  int plugin_timeout_exit_code_ = 1;
   bool migrate_ = true;
   std::function<bool()> stop_check_;
   std::unique_ptr<DefinitionSet> definitions_;

@@ -52,7 +52,10 @@ int cmd_health(const Args& args) {
     ++considered;
     bool fresh = p.heartbeat_age_seconds <= limit;
     bool alive = p.machine != machine || ::kill(static_cast<pid_t>(p.pid), 0) == 0;
-    if (fresh && alive) {
+    if (fresh && alive && !p.problem.empty()) {
+      // Alive, but it says its host cannot work (supervisor.cpp).
+      problems.push_back(p.role + " pid " + std::to_string(p.pid) + ": " + p.problem);
+    } else if (fresh && alive) {
       ++healthy;
     } else {
       char line[256];

@@ -24,6 +24,7 @@
 #include "metrics/metrics.h"
 #include "engine/catalog.h"
 #include "plugin/plugin_probe.h"
+#include "process/child_exit.h"
 #include "process/crash_report.h"
 #include "process/started_log.h"
 #include "process/host_runtime.h"
@@ -154,7 +155,10 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
   runtime.stop();
   if (drained) log_drained(boot.logger(), *drained);
-  const int rc = runtime.database_unusable() ? kExitFailure : sig == SIGHUP ? kRestart : kExitOk;
+  // A child says why (child_exit.h): its supervisor must not restart it
+  // into the same corrupt database.
+  const int unusable = supervised ? kChildExitDatabaseUnusable : kExitFailure;
+  const int rc = runtime.database_unusable() ? unusable : sig == SIGHUP ? kRestart : kExitOk;
   if (rc != kRestart && runtime.abandoned_running() > 0) {
     // A thread abandoned to a step that ignored its timeout still runs in
     // plugin code and may return into the host's state: end the process
@@ -174,6 +178,7 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
   options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
   if (!args.config_path.empty()) options.config_path = std::filesystem::absolute(args.config_path).string();
   options.drain = drain;
+  options.checked_plugins = boot.plugins().checked();
   Supervisor supervisor(boot.config(), boot.stores(), boot.logger(), pipelines, options);
   // The supervisor runs no plugin code, so it serves the HTTP API itself;
   // listening before any child starts makes a taken port fail the start.
@@ -247,7 +252,14 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
   Bootstrap boot(args, stdout, LogLevel::kDebug);
   boot.logger().set_role(child ? child->substr(0, child->find(':')) : boot.config().forking ? "supervisor" : "host");
   if (child) {
-    boot.load_plugins_in_process();
+    const std::string* checked = args.option("plugins-checked");
+    if (checked == nullptr) throw BadInput("--child needs --plugins-checked (the plugins the supervisor's probe accepted)");
+    try {
+      boot.load_plugins_in_process(parse_checked_plugins(*checked));
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(std::string("--plugins-checked: ") + e.what());
+    }
+    boot.set_plugin_timeout_exit_code(kChildExitPluginLoadTimeout);
     boot.trust_migrated_database();
   } else {
     // The plugins load in a probe process: a SIGINT/SIGTERM meanwhile

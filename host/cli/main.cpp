@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
     if (command == "start") {
-      return run_server_command(argc, argv, {{"drain"}, {"child", "crash-folder"}, [](const Args& args, auto&) {
+      return run_server_command(argc, argv, {{"drain"}, {"child", "crash-folder", "plugins-checked"}, [](const Args& args, auto&) {
                                                return cmd_start(args);
                                              }});
     }

@@ -33,6 +33,12 @@ class PluginProbeInterrupted : public std::runtime_error {
 void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
                    PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop = {});
 
+// The checked plugins as one line of text (a child's --plugins-checked),
+// and back; parse_checked_plugins throws std::invalid_argument naming what
+// is malformed.
+std::string checked_plugins_text(const std::vector<CheckedPlugin>& checked);
+std::vector<CheckedPlugin> parse_checked_plugins(const std::string& text);
+
 // The probe's side (`ductwork __probe-plugins DIRECTORY FD PARENT_PID`):
 // loads every plugin in this process and writes, on `out_fd`, one JSON
 // line {"loading": PATH} before each file and a last line

@@ -4,12 +4,16 @@
 
 #include <boost/dll/import.hpp>
 
+#include <Poco/DigestEngine.h>
+#include <Poco/SHA1Engine.h>
+
 #include <stdlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "plugin/host_api.h"
@@ -77,7 +81,34 @@ void PluginRegistry::adopt(std::unique_ptr<LoadedPlugin> plugin, Logger& logger)
 }
 
 
+void PluginRegistry::load_checked(const std::vector<CheckedPlugin>& checked, Logger& logger,
+                                  const std::function<void(const std::string&)>& before_each) {
+  for (const auto& plugin : checked) {
+    if (before_each) before_each(plugin.path);
+    load_file(plugin.path, logger, &plugin.sha1);
+  }
+}
+
+std::vector<CheckedPlugin> PluginRegistry::checked() const {
+  std::vector<CheckedPlugin> out;
+  for (const auto& plugin : plugins_) out.push_back(CheckedPlugin{plugin->path, plugin->sha1});
+  return out;
+}
+
 namespace {
+
+std::string file_sha1(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  Poco::SHA1Engine engine;
+  char buffer[65536];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    engine.update(buffer, static_cast<unsigned>(in.gcount()));
+  }
+  if (in.bad()) throw std::runtime_error("cannot read " + path);
+  return Poco::DigestEngine::digestToHex(engine.digest());
+}
 
 // Loads `path` from a private copy: an operator who copies a new build over
 // the file (same inode, rewritten in place) would otherwise change code
@@ -85,8 +116,11 @@ namespace {
 // copy lives in a fresh folder that is removed as soon as the library is
 // mapped (the mapping outlives the unlinked file), so a killed process
 // leaves nothing behind.
-// Returns the path the library was mapped from (what backtraces show).
-std::string load_private_copy(boost::dll::shared_library& library, const std::string& path) {
+// With `expected_sha1`, a copy whose bytes differ is refused unmapped.
+// Returns the path the library was mapped from (what backtraces show), and
+// the copy's SHA-1 in *sha1.
+std::string load_private_copy(boost::dll::shared_library& library, const std::string& path,
+                              const std::string* expected_sha1, std::string* sha1) {
   std::string folder = (fs::temp_directory_path() / "ductwork-plugin-XXXXXX").string();
   if (!::mkdtemp(folder.data())) throw std::runtime_error(std::string("cannot make a private copy: ") + std::strerror(errno));
   struct Cleanup {
@@ -98,17 +132,24 @@ std::string load_private_copy(boost::dll::shared_library& library, const std::st
   } cleanup{folder};
   fs::path copy = fs::path(folder) / fs::path(path).filename();
   fs::copy_file(path, copy);
+  *sha1 = file_sha1(copy.string());
+  if (expected_sha1 && *sha1 != *expected_sha1) {
+    throw std::runtime_error(
+        "the file changed since the plugin probe checked it; reload the host (SIGHUP) to check and load the new "
+        "file");
+  }
   library.load(copy.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   return copy.string();
 }
 
 }  // namespace
 
-bool PluginRegistry::load_file(const std::string& path, Logger& logger) {
+bool PluginRegistry::load_file(const std::string& path, Logger& logger, const std::string* expected_sha1) {
   auto plugin = std::make_unique<LoadedPlugin>();
   plugin->path = path;
   try {
-    plugin->frames = std::make_unique<FrameSymbols>(load_private_copy(plugin->library, path), path);
+    plugin->frames = std::make_unique<FrameSymbols>(
+        load_private_copy(plugin->library, path, expected_sha1, &plugin->sha1), path);
   } catch (const std::exception& e) {
     return refuse(path, std::string("cannot be loaded: ") + e.what(), logger);
   }

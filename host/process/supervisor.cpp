@@ -20,6 +20,8 @@
 
 #include "engine/error_info.h"
 #include "engine/reaper.h"
+#include "plugin/plugin_probe.h"
+#include "process/child_exit.h"
 #include "process/crash_report.h"
 #include "process/started_log.h"
 #include "process/host_runtime.h"
@@ -35,6 +37,14 @@ namespace {
 
 // `start`'s exit code when it stopped because the database is unusable.
 constexpr int kExitDatabaseUnusable = 1;
+// Children that exit because the database is not usable before the
+// supervisor stops: a corrupt page may be met by one child and not by the
+// supervisor's own few statements, and restarting would only loop (89
+// restarts in 70 s were seen), so a few such exits end the host.
+constexpr int kUnusableExitsToStop = 3;
+// How long past plugins.load_timeout a child may take to register before
+// `health` hears of it (opening the database, starting its loops).
+constexpr double kReadyMarginSeconds = 10;
 
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
@@ -80,6 +90,7 @@ Supervisor::Supervisor(const Config& config, StoreFactory& stores, Logger& logge
       pipelines_(std::move(pipelines)),
       options_(std::move(options)),
       machine_(machine_identifier()) {
+  checked_plugins_ = options_.checked_plugins;
   if (config_.role == "all" || config_.role == "advancer") children_.push_back(Child{"advancer"});
   if (config_.role == "all" || config_.role == "worker") {
     for (const auto& p : pipelines_) children_.push_back(Child{"worker:" + p});
@@ -129,6 +140,10 @@ void Supervisor::spawn(Child& child) {
     args.push_back("-c");
     args.push_back(options_.config_path);
   }
+  args.push_back("--plugins-checked");
+  args.push_back(checked_plugins_text(checked_plugins_));
+  child.spawned_at = std::chrono::steady_clock::now();
+  child.ready = false;
   std::string error;
   pid_t pid = spawn_process(args, &error);
   if (pid < 0) {
@@ -186,6 +201,16 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
           death.backtrace_execution_id = std::move(report->execution_id);
         }
         bool had_started = reap_child_row(child.pid, "exited", death);
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (code == kChildExitDatabaseUnusable) ++unusable_exits_;
+        if (code == kChildExitPluginLoadTimeout) {
+          char shown[32];
+          std::snprintf(shown, sizeof shown, "%g", config_.plugins_load_timeout);
+          child.unready_reason = std::string("its plugins did not finish loading within ") + shown +
+                                 " s (plugins.load_timeout); see the log's \"Plugin refused\" line";
+        } else if (!had_started && !child.reloading) {
+          child.unready_reason = "ended before it became ready (" + how_it_ended(status) + ")";
+        }
         metrics::process_table().add(metrics::Family::kProcessRestartsTotal,
                                      {role_of(child.spec), child.reloading      ? "reload"
                                                            : WIFSIGNALED(status) ? "signal"
@@ -194,7 +219,9 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         child.reloading = false;
         // Died before registering (cannot load config, plugins, database):
         // pause before the next try instead of spinning.
-        if (!had_started) child.not_before = now + std::chrono::seconds(1);
+        // So did one that met a database it cannot use: the pause leaves
+        // `health` a moment to see it before the host stops.
+        if (!had_started || code == kChildExitDatabaseUnusable) child.not_before = now + std::chrono::seconds(1);
       } else if (auto stale = check_heartbeats ? store_->heartbeat_stale(child.pid, machine_, child_stale_after())
                                                : std::nullopt;
                  stale && *stale) {
@@ -210,6 +237,62 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
     }
     if (child.pid <= 0 && !stopping && now >= child.not_before) spawn(child);
   }
+}
+
+void Supervisor::check_readiness() {
+  for (auto& child : children_) {
+    if (child.pid <= 0 || child.ready) continue;
+    if (store_->find_process(child.pid, machine_)) {
+      child.ready = true;
+      child.unready_reason.clear();
+    }
+  }
+}
+
+std::string Supervisor::problem() const {
+  std::string out;
+  auto add = [&out](const std::string& text) { out += (out.empty() ? "" : "; ") + text; };
+  if (unusable_exits_ > 0) {
+    add(std::to_string(unusable_exits_) + " child process" + (unusable_exits_ == 1 ? "" : "es") +
+        " exited because the database " + database_name(config_.database) + " is not usable");
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const auto patience = std::chrono::duration<double>(config_.plugins_load_timeout + kReadyMarginSeconds);
+  for (const auto& child : children_) {
+    if (child.ready) continue;
+    if (!child.unready_reason.empty()) {
+      add(child.spec + " is not running: " + child.unready_reason);
+    } else if (child.pid > 0 && now - child.spawned_at > patience) {
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%.0f", patience.count());
+      add(child.spec + " pid " + std::to_string(child.pid) + " has not become ready within " + shown + " s");
+    }
+  }
+  return out;
+}
+
+void Supervisor::start_reprobe() {
+  if (reprobe_.valid()) return;  // one is under way: its answer serves this hangup too
+  reprobe_ = std::async(std::launch::async, [this] {
+    PluginRegistry registry;
+    probe_plugins(options_.executable, config_.plugins_directory, config_.plugins_load_timeout, registry, logger_,
+                  [this] { return stop_reprobe_.load(); });
+    return registry.checked();
+  });
+}
+
+void Supervisor::finish_reprobe_if_done() {
+  if (!reprobe_.valid() || reprobe_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+  try {
+    checked_plugins_ = reprobe_.get();
+    logger_.info("Plugins checked for the reload", Json::object({{"plugins", checked_plugins_.size()}}));
+  } catch (const std::exception& e) {
+    reprobe_ = {};
+    logger_.error("Reload: the plugins folder was refused; children restart with the plugins checked before",
+                  Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
+  }
+  reload_children();
+  if (options_.notifier) options_.notifier->notify("READY=1");
 }
 
 void Supervisor::reload_children() {
@@ -291,11 +374,12 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     if (sig == SIGHUP) {
       // A hangup (a closed terminal, `systemctl reload`) never kills the
       // supervisor: its children restart gracefully and pick up changes.
-      logger_.info("Reload requested: restarting children gracefully", Json::object({{"signal", "SIGHUP"}}));
+      logger_.info("Reload requested: checking the plugins, then restarting children gracefully",
+                   Json::object({{"signal", "SIGHUP"}}));
       if (systemd) systemd->notify("RELOADING=1");
-      reload_children();
-      if (systemd) systemd->notify("READY=1");
+      start_reprobe();
     }
+    finish_reprobe_if_done();
     const uint64_t attempt = outage_.attempt();
     try {
       // Exits are checked on every wake-up (SIGCHLD); heartbeats, whose
@@ -303,13 +387,38 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       auto now = std::chrono::steady_clock::now();
       bool tick = now >= next_tick;
       check_children(false, tick);
+      // A new problem is written at once, not at the next tick: `health`
+      // is asked exactly when something goes wrong.
+      if (!tick && problem() != published_problem_) tick = true;
+      if (unusable_exits_ >= kUnusableExitsToStop) {
+        logger_.error("Database is not usable; stopping the host",
+                      Json::object({{"database", database_name(config_.database)},
+                                    {"child_exits", unusable_exits_},
+                                    {"error_message", "children exited " + std::to_string(unusable_exits_) +
+                                                          " times because the database " +
+                                                          database_name(config_.database) + " is not usable"}}));
+        rc = kExitDatabaseUnusable;
+        break;
+      }
       if (tick) {
         next_tick = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(config_.supervisor.polling_timeout));
         store_->check_storage();
-        if (!store_->heartbeat(process_id_)) {
+        check_readiness();
+        const std::string now_wrong = problem();
+        if (!store_->heartbeat(process_id_, now_wrong)) {
           logger_.warn("Supervisor row was reaped; re-adopting", Json::object({{"process_id", process_id_}}));
           store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
+          store_->heartbeat(process_id_, now_wrong);
+        }
+        if (now_wrong != published_problem_) {
+          // Said once a change is written, so what the log says `health` says too.
+          if (now_wrong.empty()) {
+            logger_.info("Host problem cleared", Json::object({{"was", published_problem_}}));
+          } else {
+            logger_.warn("Host problem reported to health", Json::object({{"problem", now_wrong}}));
+          }
+          published_problem_ = now_wrong;
         }
         reaper.tick(process_id_);
       }
@@ -346,6 +455,10 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     }
   }
   if (systemd) systemd->notify("STOPPING=1");
+  if (reprobe_.valid()) {
+    stop_reprobe_.store(true);
+    reprobe_.wait();
+  }
   stop_children();
   try {
     store_->remove_process(process_id_);

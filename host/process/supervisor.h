@@ -6,14 +6,17 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 
 #include "metrics/collector.h"
 #include "process/database_outage.h"
 #include "process/sd_notify.h"
 #include "config/config.h"
+#include "plugin/plugin_registry.h"
 #include "process/host_runtime.h"
 #include "store/store.h"
 #include "store/store_types.h"
@@ -38,6 +41,9 @@ class Supervisor {
     bool drain = false;       // stop once no run of these pipelines is open
     // systemd's notification socket (READY/STOPPING/RELOADING/WATCHDOG); null: none.
     SystemdNotifier* notifier = nullptr;
+    // The plugins the probe accepted: the only files a child may load
+    // (CheckedPlugin). A reload (SIGHUP) probes the folder again.
+    std::vector<CheckedPlugin> checked_plugins;
   };
 
   Supervisor(const Config& config, StoreFactory& stores, Logger& logger, std::vector<std::string> pipelines,
@@ -62,6 +68,13 @@ class Supervisor {
     // Asked to stop by a reload (SIGHUP): its exit is expected, and it is
     // started again at once.
     bool reloading = false;
+    // When it was spawned, and whether it has registered its process row
+    // since (loaded its plugins, opened the database): a child that never
+    // does is a problem `health` reports.
+    std::chrono::steady_clock::time_point spawned_at{};
+    bool ready = false;
+    // Why the last one ended before it became ready ("" when it did not).
+    std::string unready_reason;
   };
 
   void spawn(Child& child);
@@ -77,6 +90,15 @@ class Supervisor {
   // steps (shutdown timeout) and is started again, re-reading ductwork.yml,
   // the definitions and the plugins.
   void reload_children();
+  // SIGHUP: probes the plugins folder again in the background; the children
+  // restart once it answered (with the new list, or the old one if a plugin
+  // was refused as a whole: hung, exited or crashed the probe).
+  void start_reprobe();
+  void finish_reprobe_if_done();
+  // Marks children whose process row exists now as ready.
+  void check_readiness();
+  // What is wrong with this host, for its process row ("" when nothing).
+  std::string problem() const;
   double child_stale_after() const;
 
   const Config& config_;
@@ -89,6 +111,13 @@ class Supervisor {
   std::string process_id_;
   std::string machine_;
   std::vector<Child> children_;
+  std::vector<CheckedPlugin> checked_plugins_;
+  std::future<std::vector<CheckedPlugin>> reprobe_;
+  std::atomic<bool> stop_reprobe_{false};
+  // Children that exited because the database is not usable
+  // (child_exit.h); at kUnusableExitsToStop the supervisor stops, exit 1.
+  int unusable_exits_ = 0;
+  std::string published_problem_;  // problem() as the process row has it
   // Where children leave their crash reports (crash_report.h): a private
   // folder made at construction, removed with the supervisor.
   struct CrashFolder {

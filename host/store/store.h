@@ -147,8 +147,9 @@ class Store {
   // Inserts (or adopts, on a reused pid) the row `id` for this process.
   virtual void register_process(const std::string& id, int64_t pid, const std::string& machine,
                                 const std::string& role) = 0;
-  // False when the row is gone (reaped).
-  virtual bool heartbeat(const std::string& process_id) = 0;
+  // False when the row is gone (reaped). `problem`: what this process knows
+  // is wrong with its host (ProcessInfo::problem); empty when nothing is.
+  virtual bool heartbeat(const std::string& process_id, const std::string& problem = std::string()) = 0;
   virtual void remove_process(const std::string& process_id) = 0;
 
   // ---- crash recovery (SPEC §6)

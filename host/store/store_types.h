@@ -303,6 +303,10 @@ struct ProcessInfo {
   double heartbeat_age_seconds = 0;  // by the database clock
   int64_t jobs_running = 0;          // executions it has claimed and not closed
   int64_t branches_advancing = 0;    // advancements it has open
+  // What a supervisor reported wrong with its host at its last heartbeat
+  // (a child that never became ready, a database its children cannot use);
+  // empty when nothing is.
+  std::string problem;
 };
 
 // What /metrics reads from the database at each scrape (SPEC §12), by

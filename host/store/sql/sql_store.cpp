@@ -200,11 +200,14 @@ void SqlStore::register_process(const std::string& id, int64_t pid, const std::s
   tx.commit();
 }
 
-bool SqlStore::heartbeat(const std::string& process_id) {
+bool SqlStore::heartbeat(const std::string& process_id, const std::string& problem) {
   auto held = lock();
   WriteTransaction tx(conn_);
-  int changed = conn_.prepare("UPDATE processes SET last_heartbeat_at = dw_now(), updated_at = dw_now() WHERE id = ?")
+  int changed = conn_.prepare(
+                         "UPDATE processes SET last_heartbeat_at = dw_now(), updated_at = dw_now(), "
+                         "problem = NULLIF(?2, '') WHERE id = ?1")
                     .bind(1, process_id)
+                    .bind(2, problem)
                     .exec();
   tx.commit();
   return changed > 0;
