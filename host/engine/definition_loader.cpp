@@ -353,6 +353,9 @@ DefinitionSet load_definition_directory(const std::string& directory, std::vecto
   for (const auto& entry : it) {
     auto ext = entry.path().extension().string();
     if (ext != ".yml" && ext != ".yaml" && ext != ".json") continue;
+    // Hidden files are an editor's lock or swap files (`.#echo.yml`), never
+    // definitions: one broke every command that reads the folder.
+    if (entry.path().filename().string().front() == '.') continue;
     std::error_code file_ec;
     bool regular = entry.is_regular_file(file_ec);
     if (file_ec) {

@@ -48,6 +48,7 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
   }
   for (const auto& entry : it) {
     if (entry.path().extension() != ".so") continue;
+    if (entry.path().filename().string().front() == '.') continue;  // hidden: an editor's or a copy's temporary
     std::error_code file_ec;
     bool regular = entry.is_regular_file(file_ec);
     if (file_ec) {

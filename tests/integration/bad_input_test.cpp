@@ -1,5 +1,6 @@
 // Bad input of every kind: exit 2, a message on stderr naming the problem,
 // nothing on stdout, and the database exactly as it was (or still absent).
+#include <filesystem>
 #include <random>
 #include <sstream>
 
@@ -187,6 +188,40 @@ TEST(CorruptDatabaseTest, CommandsFailNamingThePathAndLeaveTheFileAlone) {
     }
     EXPECT_TRUE(testsupport::read_file(ws.db_path()) == garbage) << "the corrupt file was modified";
   }
+}
+
+}  // namespace
+}  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+// An editor's lock or swap file beside the definitions (Emacs writes
+// `.#echo_one.yml` as a dangling symlink; others write hidden copies) is not
+// a definition: before, it broke trigger, start and validate for every
+// pipeline. The same for a hidden file in the plugins folder.
+TEST(HiddenFilesTest, HiddenFilesInTheDefinitionsAndPluginsFoldersAreSkipped) {
+  Workspace ws;
+  const std::string plugins = ws.file("plugins");
+  std::filesystem::create_directories(plugins);
+  std::filesystem::copy_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so",
+                             plugins + "/libductwork_testkit.so");
+  ws.write("plugins/.libductwork_testkit.so.partial.so", "half a copy");
+  ws.write_config(ConfigOptions{plugins});
+  ws.define("echo_one.yml", chain_definition("EchoOne", {"Echo"}));
+  ws.define(".#echo_one.yml", "pipeline: [this is not a definition\n");
+  ws.define(".echo_one.yml", "\x01\x02 not yaml {");
+  for (const auto& cmd :
+       std::vector<std::vector<std::string>>{{"validate"}, {"plugins"}, {"trigger", "EchoOne", "1"}}) {
+    SCOPED_TRACE(cmd[0]);
+    ProcessResult r = ws.run(cmd);
+    EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
+    EXPECT_EQ(r.err.find("echo_one.yml:"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("partial"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("partial"), std::string::npos) << r.out;
+  }
+  ws.drain();
+  EXPECT_EQ(ws.list({"--status", "completed"}).size(), 1u);
 }
 
 }  // namespace
