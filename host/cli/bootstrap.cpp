@@ -44,7 +44,8 @@ PluginRegistry& Bootstrap::runnable_plugins() {
 
 const DefinitionSet& Bootstrap::definitions() {
   if (!definitions_) {
-    definitions_ = std::make_unique<DefinitionSet>(load_catalog(config_.definitions_directory, plugins()));
+    definitions_ = std::make_unique<DefinitionSet>(load_catalog(
+        config_.definitions_directory, plugins(), tolerate_broken_definitions_ ? &definition_problems_ : nullptr));
   }
   return *definitions_;
 }
@@ -85,8 +86,10 @@ std::vector<std::string> Bootstrap::hosted_pipelines() {
     if (!defs.find(name)) {
       std::vector<std::string> known;
       for (const auto& [defined, _] : defs.pipelines) known.push_back(defined);
+      std::string refused;
+      for (const auto& problem : definition_problems_) refused += "\n  refused definition: " + problem;
       throw BadInput(config_.pipelines_origin + ": '" + name + "' is not defined in " +
-                     config_.definitions_directory + " or by a loaded plugin" + did_you_mean(name, known));
+                     config_.definitions_directory + " or by a loaded plugin" + did_you_mean(name, known) + refused);
     }
     out.push_back(name);
   }

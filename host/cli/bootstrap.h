@@ -54,8 +54,17 @@ class Bootstrap {
   // Polled while the probe runs; true gives up (PluginProbeInterrupted).
   void set_stop_check(std::function<bool()> check) { stop_check_ = std::move(check); }
   // Loads definition files and plugin pipelines (plugins first). Throws
-  // DefinitionError for a broken definition.
+  // DefinitionError for a broken definition, unless
+  // tolerate_broken_definitions() was called.
   const DefinitionSet& definitions();
+  // `start`: a definition that does not load is left out, and
+  // definition_problems() says why, instead of failing the command: one
+  // broken file must not stop every pipeline of a host.
+  void tolerate_broken_definitions() { tolerate_broken_definitions_ = true; }
+  const std::vector<std::string>& definition_problems() {
+    definitions();
+    return definition_problems_;
+  }
   // The pipelines this host runs: pipelines: "*" means every known one; a
   // listed name that is not defined is BadInput. Also checks the
   // configuration against the definitions (config_problems): any problem
@@ -88,6 +97,8 @@ class Bootstrap {
   bool migrate_ = true;
   std::function<bool()> stop_check_;
   std::unique_ptr<DefinitionSet> definitions_;
+  bool tolerate_broken_definitions_ = false;
+  std::vector<std::string> definition_problems_;
   std::unique_ptr<StoreFactory> stores_;
 };
 

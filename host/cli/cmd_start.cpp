@@ -270,6 +270,10 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
       return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1;
     });
   }
+  // One broken definition file must not stop every pipeline of the host:
+  // the others are served, and each refusal is logged (by the supervisor or
+  // threaded host; its children would only repeat it).
+  boot.tolerate_broken_definitions();
   std::vector<std::string> pipelines;
   try {
     pipelines = boot.hosted_pipelines();
@@ -277,15 +281,36 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
     boot.logger().info("Shutdown requested while loading plugins");
     return kExitOk;
   }
-  auto problems = check_steps_resolve(boot.definitions(), boot.plugins(), &pipelines);
-  if (!problems.empty()) {
+  std::vector<std::string> refused = boot.definition_problems();
+  if (boot.config().all_pipelines) {
+    // A pipeline naming a step no plugin exports is refused like a broken file.
+    std::vector<std::string> served;
+    for (const auto& name : pipelines) {
+      const std::vector<std::string> only{name};
+      std::vector<std::string> missing = check_steps_resolve(boot.definitions(), boot.plugins(), &only);
+      if (missing.empty()) served.push_back(name);
+      refused.insert(refused.end(), missing.begin(), missing.end());
+    }
+    pipelines = std::move(served);
+  } else if (auto problems = check_steps_resolve(boot.definitions(), boot.plugins(), &pipelines); !problems.empty()) {
+    // Pipelines the configuration names must all run.
     std::string all;
     for (const auto& p : problems) all += "\n  " + p;
     throw BadInput("definitions name steps that no plugin exports:" + all);
   }
+  if (pipelines.empty() && !refused.empty()) {
+    std::string why;
+    for (const auto& problem : refused) why += "\n  " + problem;
+    throw BadInput("no pipelines to run: every definition was refused:" + why);
+  }
   if (pipelines.empty()) {
     throw BadInput("no pipelines to run: no definition in " + boot.config().definitions_directory +
                    " and none exported by a plugin in " + boot.config().plugins_directory);
+  }
+  if (!child) {
+    for (const auto& problem : refused) {
+      boot.logger().error("Definition refused; its pipeline is not served", Json::object({{"problem", problem}}));
+    }
   }
   bool drain = args.flag("drain");
   if (child) {

@@ -25,9 +25,19 @@ const char* kUsage =
     "usage: ductwork trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY] | ductwork trigger PIPELINE --from FILE";
 
 // The definition of `name`, checked the way `start` checks what it hosts.
+// A broken definition file elsewhere in the folder does not stop it (as it
+// does not stop `start`); when `name` is not found, the refused files are
+// named, since its own may be among them.
 const Definition& triggerable(Bootstrap& boot, const std::string& name) {
+  boot.tolerate_broken_definitions();
   TriggerTarget target = find_triggerable(boot.definitions(), boot.plugins(), name);
-  if (!target.definition) throw BadInput(target.problem);
+  if (!target.definition) {
+    std::string problem = target.problem;
+    if (target.unknown) {
+      for (const auto& refused : boot.definition_problems()) problem += "\n  refused definition: " + refused;
+    }
+    throw BadInput(problem);
+  }
   return *target.definition;
 }
 

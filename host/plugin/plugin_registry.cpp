@@ -7,6 +7,7 @@
 #include <Poco/DigestEngine.h>
 #include <Poco/SHA1Engine.h>
 
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -139,7 +140,28 @@ std::string load_private_copy(boost::dll::shared_library& library, const std::st
         "the file changed since the plugin probe checked it; reload the host (SIGHUP) to check and load the new "
         "file");
   }
+  // Mapped once by hand first: Boost.DLL reports a failed dlopen as errno's
+  // text ("Bad file descriptor") wrapped in its own, while the loader's
+  // reason names what is wrong (a missing dependency, an undefined symbol).
+  // Boost's load of the mapped library then only counts a reference.
+  // Called through a pointer the compiler cannot see through: glibc
+  // declares dlopen nothrow, yet a plugin's static initialiser may throw
+  // out of it, and a call the compiler takes for nothrow has no unwind entry
+  // (the exception would end the process in std::terminate).
+  static void* (*volatile const open_library)(const char*, int) = ::dlopen;
+  void* mapped = open_library(copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (mapped == nullptr) {
+    const char* why = ::dlerror();
+    std::string reason = why != nullptr ? why : "the dynamic loader refused it";
+    // It names the private copy; the operator knows the file by its own path.
+    const std::string shown = copy.string();
+    for (size_t at = reason.find(shown); at != std::string::npos; at = reason.find(shown, at + path.size())) {
+      reason.replace(at, shown.size(), path);
+    }
+    throw std::runtime_error(reason);
+  }
   library.load(copy.string(), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  ::dlclose(mapped);
   return copy.string();
 }
 

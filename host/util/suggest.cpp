@@ -37,8 +37,15 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   const size_t allowed = w.size() <= 2 ? 0 : w.size() <= 4 ? 1 : w.size() <= 8 ? 2 : 3;
   std::string best;
   size_t best_distance = allowed + 1;
+  const bool word_is_qualified = word.find("::") != std::string::npos;
   for (const auto& candidate : candidates) {
     size_t distance = edit_distance(w, lower(candidate));
+    // `DUCTWORK_STEP(billing::Charge)` exports "billing::Charge": a
+    // definition saying `Charge` means it, so the name after the last "::"
+    // is compared too.
+    if (const size_t colons = candidate.rfind("::"); !word_is_qualified && colons != std::string::npos) {
+      distance = std::min(distance, edit_distance(w, lower(candidate.substr(colons + 2))));
+    }
     if (distance < best_distance) {
       best = candidate;
       best_distance = distance;

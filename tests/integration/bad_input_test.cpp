@@ -58,6 +58,19 @@ class BadInputTest : public ::testing::TestWithParam<bool> {
     EXPECT_EQ(ws_.snapshot(), before) << "the database must be unchanged";
   }
 
+  // `start --drain` serves the pipelines that load (Chain10 here), and logs
+  // the refused definition once, with `needles` (issue 41 item 8: one bad
+  // file stopped start for every pipeline).
+  void expect_start_serves_the_rest(const std::vector<std::string>& needles) {
+    SCOPED_TRACE("ductwork start --drain");
+    const std::string id = ws_.trigger("Chain10", {"0"});
+    testsupport::ProcessResult r = ws_.run({"start", "--drain"}, 30);
+    EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
+    EXPECT_EQ(count_of(r.out, "Definition refused; its pipeline is not served"), 1u) << r.out;
+    for (const auto& n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << "the log lacks '" << n << "': " << r.out;
+    EXPECT_EQ(ws_.status(id)["status"], "completed");
+  }
+
   Workspace ws_;
 };
 
@@ -118,8 +131,8 @@ TEST_P(BadInputTest, ConfigThatIsNotYaml) {
 TEST_P(BadInputTest, DefinitionWithoutStart) {
   std::string file = ws_.define("nostart.yml", "pipeline: NoStart\nsteps:\n  - chain: Inc\n");
   expect_bad_input({"trigger", "NoStart"}, {file, "start"});
-  expect_bad_input({"start", "--drain"}, {file, "start"});
   expect_bad_input({"validate"}, {file, "start"});
+  expect_start_serves_the_rest({file, "start"});
 }
 
 TEST_P(BadInputTest, DefinitionWithAnUnclosableFanIn) {
@@ -127,19 +140,33 @@ TEST_P(BadInputTest, DefinitionWithAnUnclosableFanIn) {
                                                "  - combine: Sum\n");
   const std::string rule = file + ":5: pipeline Div: ambiguous 'combine': the innermost open fan-out is an 'expand'";
   expect_bad_input({"trigger", "Div", "3"}, {rule});
-  expect_bad_input({"start", "--drain"}, {rule});
   expect_bad_input({"validate"}, {rule});
+  expect_start_serves_the_rest({rule});
 }
 
 TEST_P(BadInputTest, DivertWithoutOtherwise) {
   std::string file =
       ws_.define("divert.yml", "pipeline: Dv\nsteps:\n  - start: Route\n  - divert: {a: Inc, b: Echo}\n");
   expect_bad_input({"trigger", "Dv", "3"}, {file + ":4: pipeline Dv: 'divert' needs an 'otherwise' target"});
-  expect_bad_input({"start", "--drain"}, {"'divert' needs an 'otherwise' target"});
+  expect_start_serves_the_rest({"'divert' needs an 'otherwise' target"});
 }
 
-TEST_P(BadInputTest, DefinitionWithUnknownStepClassCannotStart) {
+TEST_P(BadInputTest, DefinitionWithUnknownStepClassIsNotServed) {
   ws_.define("ghost.yml", chain_definition("Ghost", {"NoSuchStep"}));
+  expect_start_serves_the_rest({"NoSuchStep"});
+}
+
+// When the configuration names the pipeline, or no definition loads at
+// all, `start` still refuses (exit 2), naming why.
+TEST_P(BadInputTest, StartRefusesWhenWhatItMustServeIsBroken) {
+  std::string file = ws_.define("nostart.yml", "pipeline: NoStart\nsteps:\n  - chain: Inc\n");
+  std::filesystem::remove(ws_.definitions_dir() + "/chain10.yml");
+  expect_bad_input({"start", "--drain"}, {"no pipelines to run: every definition was refused", file});
+  ws_.define("ghost.yml", chain_definition("Ghost", {"NoSuchStep"}));
+  std::string text = testsupport::read_file(ws_.config_path());
+  const std::string all = "pipelines: \"*\"\n";
+  ASSERT_NE(text.find(all), std::string::npos) << text;
+  ws_.write_config_text(text.replace(text.find(all), all.size(), "pipelines: [Ghost]\n"));
   expect_bad_input({"start", "--drain"}, {"NoSuchStep"});
 }
 

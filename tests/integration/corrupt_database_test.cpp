@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <random>
 #include <sstream>
 
@@ -52,7 +53,8 @@ TEST(CorruptDatabaseTest, StartStopsWithExit1NamingTheDatabaseAndHealthFailsMean
 
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(90));
   int health_calls = 0;
-  while (host.running()) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (host.running() && std::chrono::steady_clock::now() < give_up) {
     // Once the supervisor has written down that a child exited on the
     // corrupt database, `health` must not say healthy.
     const bool seen = host.stdout_so_far().find("Host problem reported to health") != std::string::npos;

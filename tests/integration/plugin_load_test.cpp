@@ -148,6 +148,22 @@ TEST_F(PluginLoadTest, WhatAPluginPrintsAtLoadNeverReachesACommandsOutput) {
   EXPECT_NE(r.err.find("noise from a plugin's initialiser"), std::string::npos) << r.err;
 }
 
+// A plugin whose shared-library dependency is not installed is refused
+// with the loader's reason, naming the missing library and the plugin file
+// (before: Boost's wrapping and a bogus "Bad file descriptor").
+TEST_F(PluginLoadTest, AMissingDependencyIsNamed) {
+  const std::string library = plugins_ + "/libneeds_dep.so";
+  fs::copy_file(std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libneeds_dep.so", library);
+  ProcessResult r = ws_.run({"plugins"});
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find(library + ": cannot be loaded: libfixture_dep.so: cannot open shared object file"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("Bad file descriptor"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("boost"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("ductwork-plugin-"), std::string::npos) << "the private copy is not named: " << r.err;
+}
+
 TEST_F(PluginLoadTest, TheLoadTimeoutHasAMinimum) {
   configure("  load_timeout: 0.1\n");
   ProcessResult r = ws_.run({"validate"});

@@ -53,6 +53,17 @@ TEST(Suggest, QualifiedNamesAreComparedWhole) {
   EXPECT_EQ(closest_match("dupstp:Echo", qualified), "dupstep:Echo");
 }
 
+// DUCTWORK_STEP(billing::Charge) exports the step "billing::Charge"; a
+// definition saying Charge (or a typo of it) is pointed at it.
+TEST(Suggest, ACppQualifiedStepIsFoundByItsLastName) {
+  const std::vector<std::string> exported = {"Echo", "billing::Charge", "billing::Refund"};
+  EXPECT_EQ(closest_match("Charge", exported), "billing::Charge");
+  EXPECT_EQ(closest_match("Chrage", exported), "billing::Charge");
+  EXPECT_EQ(closest_match("billing::Refnd", exported), "billing::Refund");
+  EXPECT_EQ(closest_match("shipping::Charge", exported), "") << "a qualified word is compared whole";
+  EXPECT_EQ(did_you_mean("Charge", exported), ", did you mean 'billing::Charge'?");
+}
+
 TEST(Suggest, NothingToSuggestFromIsEmpty) {
   EXPECT_EQ(closest_match("", kSteps), "");
   EXPECT_EQ(closest_match("Echo", {}), "");
