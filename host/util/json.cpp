@@ -124,7 +124,7 @@ std::string parse_problem(const Poco::Exception& e) {
     if (quote == std::string::npos) break;
     bool printable = quote > at + 6;
     for (std::size_t i = at + 6; i < quote; ++i) printable = printable && std::isprint(static_cast<unsigned char>(why[i]));
-    if (!printable) why.replace(at, quote + 1 - at, "the end of the text");
+    if (!printable) why.replace(at, quote + 1 - at, "end of the text");
   }
   return why;
 }

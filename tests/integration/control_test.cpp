@@ -79,7 +79,9 @@ TEST(CancelTest, ACancelledWideFanOutStopsAndNothingRunsAfterTheCancelCommits) {
       "SELECT COUNT(*) FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
       "JOIN runs r ON r.id = s.run_id WHERE r.pipeline_id = '" + id + "' AND e.completed_at IS NULL";
   EXPECT_TRUE(eventually(3, [&] { return count(ws, open_executions) == 0; })) << ws.sql(open_executions);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // room for anything that would wrongly go on
+  // A later run of the same pipeline completes: its worker claimed (oldest
+  // first) and the advancers advanced after the cancel committed.
+  ASSERT_TRUE(a_later_run_completes(ws, "Wide", {"3"})) << host.stdout_so_far();
   ASSERT_TRUE(host.running()) << host.wait(1).describe();
   testsupport::ProcessResult stopped;
   host.signal(SIGTERM);
@@ -157,7 +159,8 @@ TEST(CancelTest, ARunningStepSeesCancelledAndReviveTakesTheCancelledPipelineBack
   EXPECT_NE(step["executions"][0]["error_klass"].get<std::string>().find("Cancelled"), std::string::npos)
       << step.dump(2);
   EXPECT_EQ(step["status"], "cancelled") << "no retry for a cancelled branch";
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::string open_gate = ws.write("other-gate", "open");
+  ASSERT_TRUE(a_later_run_completes(ws, "Gated", {json{{"file", open_gate}, {"value", 1}}.dump()}));
   EXPECT_EQ(ws.status(id)["runs"][0]["steps"][0]["executions"].size(), 1u) << "a retry was made";
 
   ProcessResult revived = ws.run({"revive", id});
@@ -191,7 +194,8 @@ TEST(CancelTest, ALateSuccessIsRecordedButNeverAdvanced) {
     return !executions[0]["result_type"].is_null();
   };
   ASSERT_TRUE(eventually(20, recorded)) << ws.status(id).dump(2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // time an advance would take
+  // A later run through the same two steps advances: so would this one have.
+  ASSERT_TRUE(a_later_run_completes(ws, "Late", {"0"}));
   json doc = ws.status(id);
   EXPECT_EQ(doc["status"], "cancelled") << doc.dump(2);
   const json& steps = doc["runs"][0]["steps"];

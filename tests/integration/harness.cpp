@@ -207,6 +207,16 @@ bool is_single_uuid_line(const std::string& text) {
   return std::regex_match(text, uuid_line);
 }
 
+bool a_later_run_completes(const Workspace& ws, const std::string& pipeline, const std::vector<std::string>& args,
+                           double seconds) {
+  const std::string id = ws.trigger(pipeline, args);
+  if (id.empty()) return false;
+  return eventually(seconds, [&] {
+    json doc = ws.status(id);
+    return doc.is_object() && doc["status"] == "completed";
+  });
+}
+
 size_t count_of(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;

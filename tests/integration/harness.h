@@ -132,6 +132,14 @@ bool eventually(double seconds, F ready) {
   return ready();
 }
 
+// For negative checks against a running host ("nothing advanced after the
+// cancel"): triggers a fresh run of `pipeline` and waits up to `seconds`
+// for it to complete. Its completion proves the host's worker claimed and
+// its advancers advanced after this moment, so anything that would wrongly
+// have happened by then has had its chance (instead of a fixed sleep).
+bool a_later_run_completes(const Workspace& ws, const std::string& pipeline, const std::vector<std::string>& args,
+                           double seconds = 30);
+
 // How many times `needle` occurs in `text` (e.g. a log message in a log).
 size_t count_of(const std::string& text, const std::string& needle);
 

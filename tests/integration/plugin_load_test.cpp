@@ -99,7 +99,9 @@ TEST_F(PluginLoadTest, StartStaysStoppableWhileAPluginHangs) {
   testsupport::ProcessOptions options = ws_.process_options(60);
   options.env.emplace_back("FIXTURE_LOAD_FAULT", "hang");
   testsupport::Subprocess host(ws_.command({"start"}), options);
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // The probe is up and loading (the plugin hangs in it): SIGTERM now
+  // reaches `start` while it waits for the plugins.
+  ASSERT_TRUE(eventually(10, [&] { return !no_probe_left(); })) << host.stdout_so_far();
   ASSERT_TRUE(host.running()) << "still loading (plugins.load_timeout is 60 s)";
   auto signalled = std::chrono::steady_clock::now();
   host.signal(SIGTERM);

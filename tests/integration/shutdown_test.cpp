@@ -33,8 +33,9 @@ void expect_stops_on(int sig) {
   testsupport::Subprocess host(ws.command({"start"}), ws.process_options(30));
   ASSERT_TRUE(eventually(10, [&] { return host.stdout_so_far().find("Host started") != std::string::npos; }))
       << "host never logged 'Host started'; stdout: " << host.stdout_so_far() << "\nstderr: " << host.stderr_so_far();
-  // Without --drain an idle host keeps running.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Without --drain a host keeps running once it is idle again (a run
+  // started and finished, which a drain would have stopped at).
+  ASSERT_TRUE(a_later_run_completes(ws, "Chain1", {"1"})) << host.stdout_so_far();
   ASSERT_TRUE(host.running()) << "start without --drain exited by itself: " << host.wait(1).describe();
 
   testsupport::ProcessResult r;

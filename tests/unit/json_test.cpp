@@ -109,6 +109,21 @@ TEST(ParseJson, AParseErrorIsAJsonErrorWithAMessage) {
   }
 }
 
+// Text that ends too soon is said so in plain words (an HTTP 400 read
+// "unexpected the end of the text").
+TEST(ParseJson, TextThatEndsTooSoonIsNamedAsSuch) {
+  for (const char* text : {"[1", "[1,", "[[1]", R"({"a": )"}) {
+    try {
+      parse_json(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const JsonParseError& e) {
+      const std::string why = e.what();
+      EXPECT_NE(why.find("unexpected end of"), std::string::npos) << text << ": " << why;
+      EXPECT_EQ(why.find("unexpected the"), std::string::npos) << text << ": " << why;
+    }
+  }
+}
+
 TEST(ParseJson, SixtyFourBitIntegersAreKeptExactly) {
   Json max_int = parse_json("9223372036854775807");
   EXPECT_TRUE(max_int.is_int64());
