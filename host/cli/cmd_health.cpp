@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/bootstrap.h"
+#include "process/gone_processes.h"
 #include "process/machine.h"
 
 namespace ductwork::cli {
@@ -51,7 +52,7 @@ int cmd_health(const Args& args) {
     if (want_pid ? p.pid != want_pid || p.machine != machine : !supervising(p)) continue;
     ++considered;
     bool fresh = p.heartbeat_age_seconds <= limit;
-    bool alive = p.machine != machine || ::kill(static_cast<pid_t>(p.pid), 0) == 0;
+    bool alive = p.machine != machine || process_exists(static_cast<long>(p.pid));
     if (fresh && alive && !p.problem.empty()) {
       // Alive, but it says its host cannot work (supervisor.cpp).
       problems.push_back(p.role + " pid " + std::to_string(p.pid) + ": " + p.problem);

@@ -1,5 +1,7 @@
 #include "process/host_runtime.h"
 
+#include "process/gone_processes.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -59,8 +61,14 @@ void HostRuntime::start() {
   auto store = stores_.open();
   // Adopt on boot: a row with our pid on this machine belongs to a dead
   // process whose pid was reused. Recover its claims before taking its place.
-  if (auto previous = store->find_process(::getpid(), machine_identifier())) {
-    Reaper(*store, config_, logger_, &wakeups_).reap(*previous, /*force=*/true);
+  // A host that reaps also recovers every row of this machine whose process
+  // is gone (a child of a supervisor leaves that to the supervisor, which
+  // knows how its children died).
+  Reaper boot_reaper(*store, config_, logger_, &wakeups_);
+  if (role_.reaper) {
+    reap_gone_processes(*store, boot_reaper, machine_identifier(), logger_);
+  } else if (auto previous = store->find_process(::getpid(), machine_identifier())) {
+    boot_reaper.reap(*previous, /*force=*/true);
   }
   process_id_ = new_uuid_v7();
   store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);

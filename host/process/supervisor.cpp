@@ -22,6 +22,7 @@
 #include "engine/reaper.h"
 #include "plugin/plugin_probe.h"
 #include "process/child_exit.h"
+#include "process/gone_processes.h"
 #include "process/crash_report.h"
 #include "process/started_log.h"
 #include "process/host_runtime.h"
@@ -342,8 +343,9 @@ void Supervisor::stop_children() {
 int Supervisor::run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress) {
   std::optional<Progress> drained;  // said last, once everything stopped
   store_ = stores_.open();
-  if (auto previous = store_->find_process(::getpid(), machine_)) {
-    Reaper(*store_, config_, logger_, nullptr).reap(*previous, /*force=*/true);
+  {
+    Reaper boot_reaper(*store_, config_, logger_, nullptr);
+    reap_gone_processes(*store_, boot_reaper, machine_, logger_);
   }
   process_id_ = new_uuid_v7();
   store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
