@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages needed to build, test and run Ductwork.
+#   packaging/install-deps.sh          everything: build, test suite, packages, CI
+#   packaging/install-deps.sh --host   only what building the host and the
+#                                      example plugins and running the demo need
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
 
+# The host (Poco with its SQLite and PostgreSQL connectors, Boost.DLL,
+# yaml-cpp), the plugins, and the demo's jq.
 packages=(
   build-essential cmake g++
   libpoco-dev libboost-dev libyaml-cpp-dev
-  # the integration tests read what the binary prints with a JSON parser of their own
-  nlohmann-json3-dev
-  libsqlite3-dev sqlite3
-  libgtest-dev libgmock-dev
+  libsqlite3-dev sqlite3 libpq-dev
   jq
-  clang-14 libclang-rt-14-dev
-  postgresql-15 libpq-dev
-  lintian dpkg-dev systemd pkgconf
-  # the tests check /metrics with `promtool check metrics`, drive the HTTP API with curl and
-  # load the dashboard in a headless browser
-  prometheus curl chromium
 )
+case "${1:-}" in
+  --host) ;;
+  "")
+    packages+=(
+      # the integration tests read what the binary prints with a JSON parser of their own
+      nlohmann-json3-dev
+      libgtest-dev libgmock-dev
+      clang-14 libclang-rt-14-dev
+      postgresql-15
+      lintian dpkg-dev systemd pkgconf
+      # the tests check /metrics with `promtool check metrics`, drive the HTTP API with curl and
+      # load the dashboard in a headless browser
+      prometheus curl chromium
+    )
+    ;;
+  *) echo "usage: packaging/install-deps.sh [--host]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

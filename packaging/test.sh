@@ -6,7 +6,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # Warnings are errors in the project's own test run (never in a user's build).
-flags=(-DDUCTWORK_WERROR=ON)
+# Tests on explicitly: packaging/demo.sh configures the same folder without them.
+flags=(-DDUCTWORK_WERROR=ON -DDUCTWORK_BUILD_TESTS=ON)
 build=${DUCTWORK_BUILD_DIR:-$root/build}
 case "${1:-}" in
   --asan) build=${DUCTWORK_BUILD_DIR:-$root/build-asan}; flags+=(-DDUCTWORK_ASAN=ON) ;;
