@@ -4,6 +4,7 @@
 //   failure_steps.cpp  Fail, FailTimes, FailPermanently, CrashTimes, Segfault
 //   sleep_step.cpp     Sleep, Gate
 //   context_steps.cpp  ContextSet, ContextGet, RecordHalt
+//   key_step.cpp       RecordKey
 #include <ductwork/step.hpp>
 
 DUCTWORK_PLUGIN("testkit", "1.0.0");
