@@ -20,6 +20,16 @@ class ReviveTest : public test::EngineFixture {
     return run_id;
   }
 
+  // A divide whose middle branch (FailTimes, failing `times` times) halted
+  // on a budget of one retry.
+  TriggeredPipeline halted_divide(int times) {
+    configure("job_worker: {retry_delay: 0, max_retry: 1}");
+    auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
+                 Json::array({Json::object({{"times", times}, {"value", "fixed"}})}));
+    EXPECT_EQ(report(t)["status"].as_string(), "halted");
+    return t;
+  }
+
   static std::string halt_reason(const Json& run) {
     for (const Json& b : run["branches"].as_array())
       if (b["status"].as_string() == "halted") return b["halt_reason"].as_string();
@@ -51,10 +61,7 @@ TEST_F(ReviveTest, JobRetriesExhaustedOnAChainFinishesWithCorrectOutputs) {
 }
 
 TEST_F(ReviveTest, AFailedBranchOfADivideIsReRunAndTheCombineFiresWithOrderedOutputs) {
-  configure("job_worker: {retry_delay: 0, max_retry: 1}");
-  auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
-               Json::array({Json::object({{"times", 3}, {"value", "fixed"}})}));
-  ASSERT_EQ(report(t)["status"].as_string(), "halted");
+  auto t = halted_divide(3);
   configure("job_worker: {retry_delay: 0, max_retry: 5}");
   revive(t);
   Json doc = report(t);
@@ -91,10 +98,7 @@ TEST_F(ReviveTest, AFailedChildOfAnExpandIsReRunAndTheCollapseGetsEveryItemInOrd
 // of the step it was copied from, through two revives, on a chain step
 // and on the children of a divide; within a run no two steps share a key.
 TEST_F(ReviveTest, CopiedStepsKeepTheirPositionsIdempotencyKeysThroughTwoRevives) {
-  configure("job_worker: {retry_delay: 0, max_retry: 1}");
-  auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
-               Json::array({Json::object({{"times", 5}, {"value", "fixed"}})}));
-  ASSERT_EQ(report(t)["status"].as_string(), "halted");
+  auto t = halted_divide(5);
   configure("job_worker: {retry_delay: 0, max_retry: 2}");
   revive(t);
   ASSERT_EQ(report(t)["status"].as_string(), "halted") << "retries 0..2 of 5: still failing";
