@@ -13,7 +13,7 @@ namespace {
 
 const std::vector<std::string> kTestkitSteps = {"Echo",  "Inc",        "Double",     "Sum",        "Range",
                                                 "Route", "Fail",       "FailTimes",  "FailPermanently",
-                                                "CrashTimes", "Segfault", "Sleep", "Gate", "ContextSet",
+                                                "CrashTimes", "Segfault", "Sleep", "Gate", "Pause", "ContextSet",
                                                 "ContextGet", "RecordHalt", "RecordKey"};
 
 std::string testkit_library() { return std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so"; }

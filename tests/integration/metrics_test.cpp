@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -111,25 +112,46 @@ pid_t worker_pid(const std::string& at) {
   return 0;
 }
 
+// The number of lines of a file (0 when it does not exist).
+size_t line_count(const std::string& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
 // Issue 41: a step's end is counted when its result is committed, by
 // whoever commits it. A worker child killed by SIGKILL mid-run holds
 // successes it ran but had not committed (run again after the reap, and
 // committed then, once) and claims the supervisor's reaper closes as
 // crashes: after the run, ductwork_steps_total{result} equals the results
 // the database holds, for every result.
+//
+// Each kill comes while the worker thread waits in a Pause step (the test
+// creates its file and waits for the thread's line in its log), so it is
+// not between a commit and its count: that gap, a few instructions long
+// unless the thread is descheduled right after its commit, is the one
+// place a kill still loses counts (docs/http-api.md). One thread: a second
+// one could be in that gap, or idle because the paused thread holds every
+// due job in its batch.
 TEST(MetricsTest, StepCountersEqualTheDatabaseAfterAWorkerChildIsKilled) {
-  Workspace ws(http_options());
-  // Per pipeline: FailTimes fails once, then it and nine Inc succeed.
+  ConfigOptions options = http_options();
+  options.job_workers = 1;
+  Workspace ws(options);
+  // Per pipeline: FailTimes fails once, then it and nine Pause succeed.
   std::vector<std::string> steps = {"FailTimes"};
-  for (int i = 0; i < 9; ++i) steps.push_back("Inc");
+  for (int i = 0; i < 9; ++i) steps.push_back("Pause");
   ws.define("counted.yml", chain_definition("Counted", steps));
   constexpr int kPipelines = 600;
   constexpr int kSuccesses = 10 * kPipelines;
+  const std::string pause = ws.file("pause"), paused = ws.file("paused.log");
+  const json pause_arg{{"file", pause}, {"log", paused}};
   std::string lines;
-  for (int i = 0; i < kPipelines; ++i) lines += R"([{"times": 1, "value": 0}])" "\n";
+  for (int i = 0; i < kPipelines; ++i) lines += json::array({{{"times", 1}, {"value", pause_arg}}}).dump() + "\n";
   ProcessResult triggered = ws.run({"trigger", "Counted", "--from", ws.write("args.jsonl", lines)}, 60);
   ASSERT_EQ(triggered.exit_code, 0) << triggered.describe() << triggered.err;
 
+  ws.write("pause", "");  // the first kill: as soon as the thread waits
   Served host(ws, {"start"});
   ASSERT_FALSE(host.address().empty()) << host.process().stdout_so_far();
   const std::string& at = host.address();
@@ -138,18 +160,25 @@ TEST(MetricsTest, StepCountersEqualTheDatabaseAfterAWorkerChildIsKilled) {
     return sample(text, "ductwork_steps_total{pipeline=\"Counted\",step=\"" + step + "\",result=\"" + result + "\"}");
   };
   auto successes = [&](const std::string& text) {
-    return std::max(0.0, counted(text, "FailTimes", "success")) + std::max(0.0, counted(text, "Inc", "success"));
+    return std::max(0.0, counted(text, "FailTimes", "success")) + std::max(0.0, counted(text, "Pause", "success"));
   };
-  // Two kills while the worker is busy: at a quarter and at half of the work.
   pid_t worker = 0;
   for (int kill = 1; kill <= 2; ++kill) {
-    ASSERT_TRUE(eventually(60, [&] { return successes(scrape()) >= kill * kSuccesses / 4; })) << scrape();
+    if (kill == 2) {
+      // The second: mid-run, with successes held uncommitted by the thread.
+      ASSERT_TRUE(eventually(60, [&] { return successes(scrape()) >= kSuccesses / 2; })) << scrape();
+      ws.write("pause", "");
+    }
+    const size_t waiting_before = line_count(paused);
+    ASSERT_TRUE(eventually(30, [&] { return line_count(paused) > waiting_before; }))
+        << "the worker thread should be waiting in Pause";
     const pid_t killed = worker;
     ASSERT_TRUE(eventually(10, [&] {
       worker = worker_pid(at);
       return worker > 0 && worker != killed;
     })) << "no worker child registered";
     ASSERT_EQ(::kill(worker, SIGKILL), 0);
+    std::filesystem::remove(pause);
     const std::string restarts = "ductwork_process_restarts_total{role=\"worker\",cause=\"signal\"}";
     ASSERT_TRUE(eventually(30, [&] { return sample(scrape(), restarts) == kill; })) << scrape();
   }
@@ -170,12 +199,12 @@ TEST(MetricsTest, StepCountersEqualTheDatabaseAfterAWorkerChildIsKilled) {
     std::getline(cells, n);
     database[klass + " " + (type == "process_crashed" ? "crashed" : type)] = std::stod(n);
   }
-  EXPECT_EQ(database["FailTimes success"] + database["Inc success"], kSuccesses);
+  EXPECT_EQ(database["FailTimes success"] + database["Pause success"], kSuccesses);
   EXPECT_EQ(database["FailTimes failure"], kPipelines);
-  EXPECT_GT(database["FailTimes crashed"] + database["Inc crashed"], 0) << "the kills found no step in flight";
+  EXPECT_GE(database["Pause crashed"], 2) << "each kill crashes at least the waiting Pause step";
   auto metrics = [&](const std::string& text) {
     std::map<std::string, double> out;
-    for (const char* step : {"FailTimes", "Inc"}) {
+    for (const char* step : {"FailTimes", "Pause"}) {
       for (const char* result : {"success", "failure", "crashed"}) {
         const double n = counted(text, step, result);
         if (n > 0) out[std::string(step) + " " + result] = n;
