@@ -23,8 +23,9 @@ std::string table_file(const std::string& folder, long pid);
 // or not) or "crashed"; `seconds` its run time (negative: not known).
 // Called only once that end is committed to the database, by whoever
 // committed it: a result that rolled back, lost its fence or died with its
-// process before the commit is never counted, so after any kill the
-// counters equal the database's results (issue 41).
+// process before the commit is never counted (issue 41), so the counters
+// equal the database's results after a kill, unless it fell between a
+// commit and its count (then they read low; docs/http-api.md).
 void step_finished(const std::string& pipeline, const std::string& step, const char* result, double seconds);
 // `count` executions of one step ended with `result` in one commit (a
 // worker's batch): one add for all of them; their run times go to

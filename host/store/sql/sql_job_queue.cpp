@@ -88,8 +88,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     auto info = conn_.prepare(
         "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
         "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1, "
-        "COALESCE(s.idempotency_key, s.id) "
-        "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+        "COALESCE(s.idempotency_key, s.id) FROM executions e JOIN jobs j ON j.id = e.job_id "
+        "JOIN steps s ON s.id = j.step_id "
         "JOIN runs r ON r.id = s.run_id WHERE e.id" + executions.test(conn_.dialect(), "?1"),
         executions.planning());
     info.bind(1, executions.value());
