@@ -7,6 +7,7 @@
 #include <ductwork/step.hpp>
 
 #include "append_line.h"
+#include "string_field.h"
 
 namespace ductwork::testkit {
 
@@ -28,13 +29,11 @@ class RecordKey : public Step {
  public:
   Json execute(StepContext& ctx) override {
     const Json& arg = ctx.arg(0);
-    const Json* log = arg.is_object() ? arg.find("log") : nullptr;
-    const Json* tag = arg.is_object() ? arg.find("tag") : nullptr;
-    if (log == nullptr || !log->is_string() || tag == nullptr || !tag->is_string()) {
-      throw ArgumentError(R"(RecordKey expects {"log": PATH, "tag": t}, got )" + arg.dump());
-    }
+    const char* expects = R"(RecordKey expects {"log": PATH, "tag": t})";
+    const std::string& log = string_field(arg, "log", expects);
+    const std::string& tag = string_field(arg, "tag", expects);
     const std::string key(ctx.idempotency_key());
-    append_line(log->as_string(), tag->as_string() + " " + key + "\n");
+    append_line(log, tag + " " + key + "\n");
     const Json* until = arg.find("until");
     struct stat st {};
     if (until != nullptr && until->is_string() && ::stat(until->as_string().c_str(), &st) != 0) {

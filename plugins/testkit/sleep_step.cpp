@@ -10,6 +10,7 @@
 #include <ductwork/step.hpp>
 
 #include "append_line.h"
+#include "string_field.h"
 
 namespace ductwork::testkit {
 
@@ -53,11 +54,7 @@ class Gate : public Step {
  public:
   Json execute(StepContext& ctx) override {
     const Json& arg = ctx.arg(0);
-    const Json* file = arg.is_object() ? arg.find("file") : nullptr;
-    if (file == nullptr || !file->is_string()) {
-      throw ArgumentError("Gate expects {\"file\": PATH, \"value\": v}, got " + arg.dump());
-    }
-    const std::string& path = file->as_string();
+    const std::string& path = string_field(arg, "file", R"(Gate expects {"file": PATH, "value": v})");
     struct stat st {};
     while (::stat(path.c_str(), &st) != 0) {
       if (ctx.cancelled()) throw Cancelled("Gate cancelled while waiting for " + path);
@@ -81,16 +78,14 @@ class Pause : public Step {
  public:
   Json execute(StepContext& ctx) override {
     const Json& arg = ctx.arg(0);
-    const Json* file = arg.is_object() ? arg.find("file") : nullptr;
-    const Json* log = arg.is_object() ? arg.find("log") : nullptr;
-    if (file == nullptr || !file->is_string() || log == nullptr || !log->is_string()) {
-      throw ArgumentError("Pause expects {\"file\": PATH, \"log\": PATH}, got " + arg.dump());
-    }
+    const char* expects = R"(Pause expects {"file": PATH, "log": PATH})";
+    const std::string& path = string_field(arg, "file", expects);
+    const std::string& log = string_field(arg, "log", expects);
     struct stat st {};
-    if (::stat(file->as_string().c_str(), &st) != 0) return arg;
-    append_line(log->as_string(), std::string(ctx.idempotency_key()) + "\n");
-    while (::stat(file->as_string().c_str(), &st) == 0) {
-      if (ctx.cancelled()) throw Cancelled("Pause cancelled while " + file->as_string() + " exists");
+    if (::stat(path.c_str(), &st) != 0) return arg;
+    append_line(log, std::string(ctx.idempotency_key()) + "\n");
+    while (::stat(path.c_str(), &st) == 0) {
+      if (ctx.cancelled()) throw Cancelled("Pause cancelled while " + path + " exists");
       std::this_thread::sleep_for(std::chrono::milliseconds(Sleep::kSliceMs));
     }
     return arg;
