@@ -133,6 +133,7 @@ bool JobWorker::run_once() {
       ran_ += took;
       ++ran_count_;
       ran_seconds = std::chrono::duration<double>(took).count();
+      outcome.ran_seconds = ran_seconds;
       timed_out = timeout > 0 && took >= std::chrono::duration<double>(timeout);
       if (watched) watched->returned.store(true);
       set_running_execution(std::string());
@@ -157,8 +158,8 @@ bool JobWorker::run_once() {
     NextExecution next = after_error(
         job->retry_count, job->crash_count,
         retry_policy(config_, pipeline_, job->klass));
-    metrics::step_finished(pipeline_, job->klass, "failure", ran_seconds);
     bool closed_here = store_.job_errored(*job, process_id_, step_timeout_error(job->klass, timeout, false), next);
+    if (closed_here) metrics::step_finished(pipeline_, job->klass, "failure", ran_seconds);
     logger_.warn(closed_here ? "Timed-out step returned after its grace; its worker recorded StepTimeout"
                              : "Timed-out step returned after its grace; its result is ignored",
                  Json::object({{"pipeline", pipeline_}, {"job_id", job->job_id}, {"step", job->klass}}));
@@ -171,8 +172,6 @@ bool JobWorker::run_once() {
     outcome.retryable = true;
     outcome.error = step_timeout_error(job->klass, timeout, /*honoured_cancellation=*/true);
   }
-  metrics::step_finished(pipeline_, job->klass, outcome.ok ? "success" : cancelled_.load() ? "crashed" : "failure",
-                         ran_seconds);
   if (outcome.ok) {
     if (done_.empty()) first_done_at_ = std::chrono::steady_clock::now();
     done_.push_back(Done{std::move(*job), std::move(outcome), node.worker_may_advance});
@@ -296,6 +295,9 @@ void JobWorker::flush(bool claim_next) {
     }
     throw;
   }
+  // First thing after the commit: the gap in which a kill leaves a
+  // committed success uncounted is kept as short as it can be.
+  count_committed(committed);
   std::size_t succeeded = 0;
   for (std::size_t i = 0; i < done_.size(); ++i) {
     if (committed[i]) {
@@ -318,6 +320,28 @@ void JobWorker::flush(bool claim_next) {
   for (auto& [claim, effects] : advanced) {
     advance_->after_commit(claim, effects);
     fault_point("after_branch_advancement");
+  }
+}
+
+void JobWorker::count_committed(const std::vector<bool>& committed) const {
+  // One add per step class of the batch (a batch holds few), then each
+  // success's run time.
+  std::vector<std::pair<const std::string*, uint64_t>> by_step;
+  for (std::size_t i = 0; i < done_.size(); ++i) {
+    if (!committed[i]) continue;
+    const std::string& klass = done_[i].job.klass;
+    auto same = std::find_if(by_step.begin(), by_step.end(), [&](const auto& s) { return *s.first == klass; });
+    if (same == by_step.end()) {
+      by_step.emplace_back(&klass, 1);
+    } else {
+      ++same->second;
+    }
+  }
+  for (const auto& [klass, n] : by_step) metrics::steps_finished(pipeline_, *klass, "success", n);
+  for (std::size_t i = 0; i < done_.size(); ++i) {
+    if (committed[i] && done_[i].outcome.ran_seconds >= 0) {
+      metrics::step_ran(pipeline_, done_[i].job.klass, done_[i].outcome.ran_seconds);
+    }
   }
 }
 
@@ -348,8 +372,7 @@ void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
                                                                       {"step", job.klass},
                                                                       {"error_klass", cause.klass},
                                                                       {"error_message", cause.message}}));
-      wakeups_.job_enqueued(pipeline_);
-      if (next.step_failed) wakeups_.advancers().notify_one();
+      closed_as_crash(job, next);
     }
   } catch (const std::exception& e) {
     logger_.error("Could not close an abandoned claim; retrying once the database takes writes",
@@ -364,6 +387,12 @@ void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
   }
 }
 
+void JobWorker::closed_as_crash(const ClaimedJob& job, const NextExecution& next) {
+  metrics::step_finished(pipeline_, job.klass, "crashed", -1);
+  wakeups_.job_enqueued(pipeline_);
+  if (next.step_failed) wakeups_.advancers().notify_one();
+}
+
 void JobWorker::close_unclosed() {
   while (!unclosed_.empty()) {
     const auto& [job, cause] = unclosed_.front();
@@ -375,8 +404,7 @@ void JobWorker::close_unclosed() {
             "Abandoned claim closed as a crash after the database took writes again",
             Json::object(
                 {{"pipeline", pipeline_}, {"run_id", job.run_id}, {"job_id", job.job_id}, {"step", job.klass}}));
-        wakeups_.job_enqueued(pipeline_);
-        if (next.step_failed) wakeups_.advancers().notify_one();
+        closed_as_crash(job, next);
       }
     } catch (const std::exception&) {
       return;  // still not writable: the next iteration tries again
@@ -397,7 +425,8 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
   Json fields = fields_of(job);
   bool committed;
   bool step_failed = false;
-  if (cancelled_.load()) {
+  const bool crashed = cancelled_.load();
+  if (crashed) {
     // The step stopped because we are shutting down: that is not the step's
     // fault, so it costs a crash unit rather than a retry. So does an error
     // it called permanent: cancellation may have caused it, and if it is
@@ -435,6 +464,7 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
     logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", fields_of(job));
     return;
   }
+  metrics::step_finished(pipeline_, job.klass, crashed ? "crashed" : "failure", outcome.ran_seconds);
   if (step_failed) wakeups_.advancers().notify_one();
 }
 

@@ -66,6 +66,8 @@ class JobWorker {
   // Commits every held success in one transaction (with their chain
   // advances); claims the next batch in it when `claim_next`.
   void flush(bool claim_next);
+  // Counts in /metrics the successes of done_ whose commit went through.
+  void count_committed(const std::vector<bool>& committed) const;
   // Gives the claims still queued back (Store::release_jobs); how many.
   int release_queue();
   // What the run's definition says of the job's node (nothing without an
@@ -88,6 +90,9 @@ class JobWorker {
   // again: this loop knows they are its own, so they are recovered at once
   // instead of waiting for the orphan sweep (3 x reaper_timeout).
   void close_unclosed();
+  // A claim of this loop's was closed as a crash (committed): counted, and
+  // whoever runs what follows is woken.
+  void closed_as_crash(const ClaimedJob& job, const NextExecution& next);
 
   std::string pipeline_;
   Store& store_;

@@ -23,7 +23,9 @@ void dispatch_on_halt(Store& store, const PluginRegistry* registry, Logger& logg
   call.run_id = run_id;
   call.pipeline = pipeline;
   call.klass = klass;
-  call.step_id = "on_halt:" + run_id;  // the idempotency key: one dispatch per run
+  // One dispatch per run: a revived run that halts again is a new halt, and
+  // its on_halt gets a new key (docs/decisions.md).
+  call.idempotency_key = "on_halt:" + run_id;
   call.args_json = Json::array({halt_reasons}).dump();
   static const std::atomic<bool> never_cancelled{false};
   StepCallScope scope{&store, &logger, &never_cancelled, run_id, pipeline, klass, ""};

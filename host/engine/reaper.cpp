@@ -10,12 +10,17 @@ Reaper::Reaper(Store& store, const Config& config, Logger& logger, Wakeups* wake
 
 CrashPlanner Reaper::plan() const {
   const Config& config = config_;
+  // Pure: it runs inside the store's transaction, which may still roll
+  // back; what committed is counted afterwards (count_crashed).
   return [&config](const ClaimedJob& job) {
-    // A claim charged a crash: its step ended with its process.
-    metrics::step_finished(job.pipeline, job.klass, "crashed", -1);
     return after_crash(job.retry_count, job.crash_count,
                        CrashPolicy{config.job_worker.max_crash.get(job.pipeline, job.klass), config.job_worker.retry_delay});
   };
+}
+
+void Reaper::count_crashed(const RecoveryCounts& counts) {
+  // Each claim charged a crash: its step ended with its process.
+  for (const auto& [pipeline, step] : counts.crashed) metrics::step_finished(pipeline, step, "crashed", -1);
 }
 
 void Reaper::report(const char* what, const std::string& process_id, const RecoveryCounts& counts) {
@@ -33,6 +38,7 @@ bool Reaper::reap(const std::string& process_id, bool force, const Death& death)
   if (!store_.reap_process(process_id, force, config_.supervisor.reaper_timeout, plan(), &counts, death)) {
     return false;
   }
+  count_crashed(counts);
   report("Process reaped", process_id, counts);
   return true;
 }
@@ -40,6 +46,7 @@ bool Reaper::reap(const std::string& process_id, bool force, const Death& death)
 void Reaper::tick(const std::string& own_process_id) {
   for (const auto& id : store_.stale_processes(own_process_id, config_.supervisor.reaper_timeout)) reap(id, false);
   RecoveryCounts orphans = store_.sweep_orphans(3 * config_.supervisor.reaper_timeout, plan());
+  count_crashed(orphans);
   if (orphans.executions > 0 || orphans.advancements > 0) report("Orphaned claims recovered", "", orphans);
 }
 

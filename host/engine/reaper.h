@@ -26,6 +26,8 @@ class Reaper {
 
  private:
   CrashPlanner plan() const;
+  // Counts in /metrics the crashes a committed recovery wrote.
+  static void count_crashed(const RecoveryCounts& counts);
   void report(const char* what, const std::string& process_id, const RecoveryCounts& counts);
 
   Store& store_;

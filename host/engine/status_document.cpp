@@ -49,6 +49,7 @@ Json run_json(const RunRecord& run) {
                                   {"klass", s.klass},
                                   {"status", s.status},
                                   {"to_transition", s.to_transition},
+                                  {"idempotency_key", s.idempotency_key},
                                   {"input", value_or_null(s.input_json)},
                                   {"output", value_or_null(s.output_json)},
                                   {"started_at", s.started_at},

@@ -41,7 +41,7 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
   ctx.struct_size = sizeof ctx;
   ctx.args_json = job.args_json.c_str();
   ctx.run_id = job.run_id.c_str();
-  ctx.idempotency_key = job.step_id.c_str();
+  ctx.idempotency_key = job.idempotency_key.c_str();
   ctx.pipeline = job.pipeline.c_str();
   ctx.step_name = job.klass.c_str();
   ctx.retry_count = job.retry_count;

@@ -20,6 +20,9 @@ struct StepOutcome {
   bool retryable = true;
   // The plugin whose step ran (null when the step class did not resolve).
   const LoadedPlugin* plugin = nullptr;
+  // How long execute ran, in seconds, as the caller timed it (negative:
+  // not timed); observed in /metrics once the result is committed.
+  double ran_seconds = -1;
 };
 
 // Runs the job's step through its plugin: create, execute, destroy. Every

@@ -6,6 +6,7 @@
 
 #include "engine/error_info.h"
 #include "engine/job_policy.h"
+#include "metrics/metrics.h"
 
 namespace ductwork {
 namespace {
@@ -149,6 +150,9 @@ void StepWatch::expire(Running& running) {
     throw;
   }
   if (!committed) return;
+  // Counted here, where it was committed: the step's own return (if it ever
+  // comes) finds the execution closed and counts nothing.
+  metrics::step_finished(job.pipeline, job.klass, "failure", -1);
   Json fields = where(job);
   fields["timeout_seconds"] = running.timeout_seconds;
   fields["grace_seconds"] = running.grace_seconds;

@@ -305,7 +305,9 @@ Response ApiV1::metrics_text() {
   MetricGauges gauges = context_.stores.take()->metric_gauges();
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-  r.body = metrics::exposition(context_.collector.collect(), gauges);
+  std::set<std::string> defined;
+  for (const auto& [name, _] : context_.definitions.pipelines) defined.insert(name);
+  r.body = metrics::exposition(context_.collector.collect(), gauges, defined);
   return r;
 }
 

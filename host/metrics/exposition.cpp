@@ -88,9 +88,21 @@ void gauge(std::string* out, const char* name, const char* help, const char* lab
   }
 }
 
+// `values` with a 0 for each of `pipelines` it has no value for.
+std::map<std::string, int64_t> with_zeros(std::map<std::string, int64_t> values,
+                                          const std::set<std::string>& pipelines) {
+  for (const std::string& pipeline : pipelines) values.emplace(pipeline, 0);
+  return values;
+}
+
 }  // namespace
 
-std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges) {
+std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
+                       const std::set<std::string>& known_pipelines) {
+  // The database knows pipelines this host has no definition of (another
+  // host's), and this host knows some never triggered: both get series.
+  std::set<std::string> pipelines = known_pipelines;
+  for (const auto& [pipeline, _] : gauges.pipelines_triggered) pipelines.insert(pipeline);
   std::string out;
   for (const FamilyInfo& info : kFamilies) {
     header(&out, info.name, info.type, info.help);
@@ -116,12 +128,13 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges) {
     }
   }
   gauge(&out, "ductwork_pipelines_triggered_total", "Pipelines ever triggered (database-wide).", "pipeline",
-        gauges.pipelines_triggered, "counter");
-  gauge(&out, "ductwork_jobs_ready", "Jobs due and not claimed (database-wide).", "pipeline", gauges.jobs_ready);
+        with_zeros(gauges.pipelines_triggered, pipelines), "counter");
+  gauge(&out, "ductwork_jobs_ready", "Jobs due and not claimed (database-wide).", "pipeline",
+        with_zeros(gauges.jobs_ready, pipelines));
   gauge(&out, "ductwork_jobs_running", "Jobs claimed and without a result yet (database-wide).", "pipeline",
-        gauges.jobs_running);
+        with_zeros(gauges.jobs_running, pipelines));
   gauge(&out, "ductwork_branches_advanceable", "Branches waiting for an advancer (database-wide).", "pipeline",
-        gauges.branches_advanceable);
+        with_zeros(gauges.branches_advanceable, pipelines));
   gauge(&out, "ductwork_processes", "Registered processes (database-wide), by role.", "role", gauges.processes);
   header(&out, "ductwork_build_info", "gauge", "The ductwork build serving these metrics.");
   out += "ductwork_build_info{version=\"" DUCTWORK_VERSION "\",abi=\"" + std::to_string(DUCTWORK_ABI_VERSION) + "\"} 1\n";

@@ -32,9 +32,16 @@ MetricTable& process_table() {
 }
 
 void step_finished(const std::string& pipeline, const std::string& step, const char* result, double seconds) {
-  MetricTable& t = process_table();
-  t.add(Family::kStepsTotal, {pipeline, step, result});
-  if (seconds >= 0) t.observe(Family::kStepDuration, {pipeline, step}, seconds);
+  steps_finished(pipeline, step, result, 1);
+  if (seconds >= 0) step_ran(pipeline, step, seconds);
+}
+
+void steps_finished(const std::string& pipeline, const std::string& step, const char* result, uint64_t count) {
+  process_table().add(Family::kStepsTotal, {pipeline, step, result}, count);
+}
+
+void step_ran(const std::string& pipeline, const std::string& step, double seconds) {
+  process_table().observe(Family::kStepDuration, {pipeline, step}, seconds);
 }
 
 void job_claimed(const std::string& pipeline, double seconds) {

@@ -59,6 +59,11 @@ struct ClaimedJob {
   std::string execution_id;
   std::string job_id;
   std::string step_id;
+  // What the step sees as ctx.idempotency_key (SPEC §7): the key of its
+  // position in the pipeline, the same for every execution of the step and
+  // for its copies in revived runs (steps.idempotency_key, or the step's
+  // own id when it never was copied).
+  std::string idempotency_key;
   std::string run_id;
   std::string branch_id;
   std::string pipeline;
@@ -116,6 +121,10 @@ struct RecoveryCounts {
   int64_t executions = 0;    // executions crashed (a new one made, or the step failed)
   int64_t advancements = 0;  // advancements closed, their branches released
   int64_t released = 0;      // claims that never started, open again at no cost
+  // The pipeline and step class of each execution crashed: what /metrics
+  // counts once the recovery's transaction has committed (never inside it,
+  // where a rollback or a lost fence would leave a count behind).
+  std::vector<std::pair<std::string, std::string>> crashed;
 };
 
 enum class BranchClaimResult { kClaimed, kContended, kIdle };
@@ -243,6 +252,7 @@ struct StepRecord {
   std::optional<std::string> job_id;
   std::string started_at;
   std::optional<std::string> completed_at;
+  std::string idempotency_key;  // what its executions see (ClaimedJob::idempotency_key)
 };
 
 struct BranchRecord {

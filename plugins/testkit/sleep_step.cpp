@@ -1,4 +1,4 @@
-// Sleep and Gate: long-running steps that honour cancellation.
+// Sleep, Gate and Pause: long-running steps that honour cancellation.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 
 #include <ductwork/step.hpp>
+
+#include "append_line.h"
+#include "string_field.h"
 
 namespace ductwork::testkit {
 
@@ -51,11 +54,7 @@ class Gate : public Step {
  public:
   Json execute(StepContext& ctx) override {
     const Json& arg = ctx.arg(0);
-    const Json* file = arg.is_object() ? arg.find("file") : nullptr;
-    if (file == nullptr || !file->is_string()) {
-      throw ArgumentError("Gate expects {\"file\": PATH, \"value\": v}, got " + arg.dump());
-    }
-    const std::string& path = file->as_string();
+    const std::string& path = string_field(arg, "file", R"(Gate expects {"file": PATH, "value": v})");
     struct stat st {};
     while (::stat(path.c_str(), &st) != 0) {
       if (ctx.cancelled()) throw Cancelled("Gate cancelled while waiting for " + path);
@@ -66,5 +65,32 @@ class Gate : public Step {
   }
 };
 DUCTWORK_STEP(Gate);
+
+// Pause: {"file": PATH, "log": PATH}. While PATH exists, waits (polling
+// every 10 ms and ctx.cancelled() between polls), having appended one line
+// (its idempotency key) to the log when it began to wait; then returns its
+// argument, so a chain of Pause steps passes it along. A test creates the
+// file to hold every worker thread inside a step — none of them between a
+// commit and what follows it — and counts the log's lines to know they
+// are all held. Throws ductwork::Cancelled when cancelled, ArgumentError
+// without the two strings, LogWriteFailed when the log cannot be written.
+class Pause : public Step {
+ public:
+  Json execute(StepContext& ctx) override {
+    const Json& arg = ctx.arg(0);
+    const char* expects = R"(Pause expects {"file": PATH, "log": PATH})";
+    const std::string& path = string_field(arg, "file", expects);
+    const std::string& log = string_field(arg, "log", expects);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return arg;
+    append_line(log, std::string(ctx.idempotency_key()) + "\n");
+    while (::stat(path.c_str(), &st) == 0) {
+      if (ctx.cancelled()) throw Cancelled("Pause cancelled while " + path + " exists");
+      std::this_thread::sleep_for(std::chrono::milliseconds(Sleep::kSliceMs));
+    }
+    return arg;
+  }
+};
+DUCTWORK_STEP(Pause);
 
 }  // namespace ductwork::testkit

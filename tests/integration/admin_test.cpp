@@ -13,8 +13,8 @@ namespace {
 
 const std::vector<std::string> kTestkitSteps = {"Echo",  "Inc",        "Double",     "Sum",        "Range",
                                                 "Route", "Fail",       "FailTimes",  "FailPermanently",
-                                                "CrashTimes", "Segfault", "Sleep", "Gate", "ContextSet",
-                                                "ContextGet", "RecordHalt"};
+                                                "CrashTimes", "Segfault", "Sleep", "Gate", "Pause", "ContextSet",
+                                                "ContextGet", "RecordHalt", "RecordKey"};
 
 std::string testkit_library() { return std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so"; }
 std::string fixture_library(const std::string& name) {

@@ -2,6 +2,10 @@
 // after the operator raises a budget and revives it, a step that crashed
 // its worker child past the crash budget is re-run, and a pipeline that is
 // not halted is refused with exit 2 and nothing written.
+#include <fstream>
+#include <map>
+#include <set>
+
 #include "harness.h"
 
 namespace ductwork::it {
@@ -166,6 +170,78 @@ TEST(ReviveTest, DuplicateContextCopiesTheRunContextIntoTheNewRun) {
   };
   EXPECT_EQ(context_of(with), "colour={\"n\":7,\"name\":\"teal\"}\n");
   EXPECT_EQ(context_of(without), "") << "no --duplicate-context: an empty context";
+}
+
+// SPEC §7 and issue 41: a step's idempotency key names its position in the
+// pipeline, so a side effect keyed on it before a halt is recognised after
+// the revive. RecordKey logs "<tag> <key>" on every execution and fails
+// until the test creates its `until` file: a chain step (after a first one
+// that succeeds) and one child of an expand halt, retried once each on the
+// way; the revive re-runs them. Every execution of a position logs one key,
+// and no two positions share one.
+TEST(ReviveTest, AStepKeepsItsIdempotencyKeyAcrossRetriesAndRevive) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 1";
+  Workspace ws(options);
+  ws.define("chain.yml", chain_definition("KeyedChain", {"RecordKey", "RecordKey"}));
+  ws.define("fan.yml", "pipeline: KeyedFan\nsteps:\n  - start: Echo\n  - expand: RecordKey\n  - collapse: Echo\n");
+  const std::string log = ws.file("keys.log"), until = ws.file("until");
+  std::string chain = ws.trigger(
+      "KeyedChain",
+      {json{{"log", log}, {"tag", "first"}, {"then", {{"log", log}, {"tag", "second"}, {"until", until}}}}.dump()});
+  json children = json::array();
+  for (int i = 0; i < 3; ++i) {
+    json child{{"log", log}, {"tag", "child" + std::to_string(i)}};
+    if (i == 1) child["until"] = until;
+    children.push_back(child);
+  }
+  std::string fan = ws.trigger("KeyedFan", {children.dump()});
+  ws.drain();
+  ASSERT_EQ(ws.status(chain)["status"], "halted") << ws.status(chain).dump(1);
+  ASSERT_EQ(ws.status(fan)["status"], "halted") << ws.status(fan).dump(1);
+
+  // Tag -> the keys its executions logged, in order.
+  auto keys_by_tag = [&] {
+    std::map<std::string, std::vector<std::string>> out;
+    std::ifstream in(log);
+    for (std::string tag, key; in >> tag >> key;) out[tag].push_back(key);
+    return out;
+  };
+  auto before = keys_by_tag();
+  ASSERT_EQ(before["second"].size(), 2u) << "one retry before the halt";
+  ASSERT_EQ(before["child1"].size(), 2u) << "one retry before the halt";
+  EXPECT_EQ(before["second"][0], before["second"][1]) << "a retry keeps the key";
+  EXPECT_EQ(before["child1"][0], before["child1"][1]) << "a retry keeps the key";
+
+  ws.write("until", "");
+  for (const std::string& id : {chain, fan}) {
+    ProcessResult r = ws.run({"revive", id});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  }
+  ws.drain();
+  ASSERT_EQ(ws.status(chain)["status"], "completed") << ws.status(chain).dump(1);
+  ASSERT_EQ(ws.status(fan)["status"], "completed") << ws.status(fan).dump(1);
+  auto after = keys_by_tag();
+  ASSERT_EQ(after["second"].size(), 3u) << "re-run once after the revive";
+  ASSERT_EQ(after["child1"].size(), 3u) << "re-run once after the revive";
+  EXPECT_EQ(after["second"][2], before["second"][0]) << "the chain step's key changed across the revive";
+  EXPECT_EQ(after["child1"][2], before["child1"][0]) << "the expand child's key changed across the revive";
+  EXPECT_EQ(after["first"].size(), 1u) << "a completed step is copied, not re-run";
+  EXPECT_EQ(after["child0"].size(), 1u);
+  EXPECT_EQ(after["child2"].size(), 1u);
+  std::set<std::string> distinct;
+  for (const auto& [tag, keys] : after) distinct.insert(keys.front());
+  EXPECT_EQ(distinct.size(), after.size()) << "positions must not share a key";
+  EXPECT_EQ(after.size(), 5u);
+
+  // status --json shows the key: the revived step's is the halted one's,
+  // not its own id.
+  json runs = ws.status(chain)["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["steps"][1]["idempotency_key"], before["second"][0]);
+  EXPECT_EQ(runs[0]["steps"][1]["idempotency_key"], runs[0]["steps"][1]["id"]);
+  EXPECT_EQ(runs[1]["steps"][1]["idempotency_key"], before["second"][0]);
+  EXPECT_NE(runs[1]["steps"][1]["id"], runs[0]["steps"][1]["id"]);
 }
 
 }  // namespace

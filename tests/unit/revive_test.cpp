@@ -1,6 +1,9 @@
 // Revive (SPEC §7) for every halt reason, on chains and on runs that fanned
 // out and in: the store copies the halted run into a new one and the real
 // worker and advancer finish it (or halt it again when nothing changed).
+#include <map>
+#include <set>
+
 #include "engine/job_policy.h"
 #include "engine/run_policy.h"
 #include "engine_fixture.h"
@@ -15,6 +18,16 @@ class ReviveTest : public test::EngineFixture {
     std::string run_id = revive_pipeline(*store, t.pipeline_id, duplicate_context);
     drain();
     return run_id;
+  }
+
+  // A divide whose middle branch (FailTimes, failing `times` times) halted
+  // on a budget of one retry.
+  TriggeredPipeline halted_divide(int times) {
+    configure("job_worker: {retry_delay: 0, max_retry: 1}");
+    auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
+                 Json::array({Json::object({{"times", times}, {"value", "fixed"}})}));
+    EXPECT_EQ(report(t)["status"].as_string(), "halted");
+    return t;
   }
 
   static std::string halt_reason(const Json& run) {
@@ -48,10 +61,7 @@ TEST_F(ReviveTest, JobRetriesExhaustedOnAChainFinishesWithCorrectOutputs) {
 }
 
 TEST_F(ReviveTest, AFailedBranchOfADivideIsReRunAndTheCombineFiresWithOrderedOutputs) {
-  configure("job_worker: {retry_delay: 0, max_retry: 1}");
-  auto t = run("steps:\n  - start: Echo\n  - divide: [Echo, FailTimes, Echo]\n  - combine: Echo\n",
-               Json::array({Json::object({{"times", 3}, {"value", "fixed"}})}));
-  ASSERT_EQ(report(t)["status"].as_string(), "halted");
+  auto t = halted_divide(3);
   configure("job_worker: {retry_delay: 0, max_retry: 5}");
   revive(t);
   Json doc = report(t);
@@ -82,6 +92,41 @@ TEST_F(ReviveTest, AFailedChildOfAnExpandIsReRunAndTheCollapseGetsEveryItemInOrd
   ASSERT_EQ(sum.size(), 1u);
   EXPECT_EQ(sum[0]["input"], Json::array({Json::array({1, 2, 3})}));
   EXPECT_EQ(sum[0]["output"].as_int(), 6);
+}
+
+// SPEC §7, issue 41: every step a revive copies keeps the idempotency key
+// of the step it was copied from, through two revives, on a chain step
+// and on the children of a divide; within a run no two steps share a key.
+TEST_F(ReviveTest, CopiedStepsKeepTheirPositionsIdempotencyKeysThroughTwoRevives) {
+  auto t = halted_divide(5);
+  configure("job_worker: {retry_delay: 0, max_retry: 2}");
+  revive(t);
+  ASSERT_EQ(report(t)["status"].as_string(), "halted") << "retries 0..2 of 5: still failing";
+  configure("job_worker: {retry_delay: 0, max_retry: 5}");
+  revive(t);
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "completed") << doc.dump();
+  std::map<std::string, std::string> first_run;  // key -> node, of the steps the trigger made
+  for (const Json& step : doc["runs"][0]["steps"].as_array()) {
+    EXPECT_EQ(step["idempotency_key"].as_string(), step["id"].as_string()) << "a step made in its run: its id";
+    first_run[step["idempotency_key"].as_string()] = step["node"].as_string();
+  }
+  ASSERT_EQ(first_run.size(), 4u) << "the start and three divided steps; distinct keys";
+  for (size_t r = 1; r < 3; ++r) {
+    std::set<std::string> keys;
+    for (const Json& step : doc["runs"][r]["steps"].as_array()) {
+      const std::string key = step["idempotency_key"].as_string();
+      EXPECT_TRUE(keys.insert(key).second) << "run " << r << " has the key " << key << " twice";
+      if (step["to_transition"].as_string() == "combine") {
+        EXPECT_EQ(first_run.count(key), 0u) << "the combine is made anew by the last run";
+        continue;
+      }
+      ASSERT_EQ(first_run.count(key), 1u) << "run " << r << " step " << step.dump();
+      EXPECT_EQ(first_run[key], step["node"].as_string());
+      EXPECT_NE(key, step["id"].as_string()) << "a copy has an id of its own";
+    }
+  }
+  EXPECT_EQ(steps_of(doc, "FailTimes", 2)[0]["idempotency_key"], steps_of(doc, "FailTimes", 0)[0]["id"]);
 }
 
 TEST_F(ReviveTest, MaxFanoutExceededRetriesTheTransitionOnceTheLimitIsRaised) {

@@ -23,6 +23,7 @@ class StepInvokerTest : public ::testing::Test {
     job.execution_id = "e1";
     job.job_id = "j1";
     job.step_id = "s1";
+    job.idempotency_key = "s1";
     job.run_id = "r1";
     job.pipeline = "P";
     job.klass = klass;

@@ -238,6 +238,9 @@ TEST_F(StoreTest, ReleasedClaimsOpenAgainWithNoTraceAndReapingReleasesUnstartedO
   ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, death));
   EXPECT_EQ(counts.executions, 1);
   EXPECT_EQ(counts.released, 1);
+  // What /metrics counts once the reap committed: the crashed one only.
+  ASSERT_EQ(counts.crashed.size(), 1u);
+  EXPECT_EQ(counts.crashed[0], std::make_pair(std::string("P"), jobs[0].klass));
   std::vector<ClaimedJob> again = store->claim_jobs("P", process_id, 4);
   ASSERT_EQ(again.size(), 2u);
   for (const auto& job : again) {
@@ -441,6 +444,8 @@ TEST_F(StoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   RecoveryCounts swept = store->sweep_orphans(0.001, crash_policy(3));
   EXPECT_EQ(swept.executions, 1);
+  ASSERT_EQ(swept.crashed.size(), 1u);
+  EXPECT_EQ(swept.crashed[0], std::make_pair(std::string("P"), job->klass));
   Json first = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][0]["executions"][0];
   EXPECT_EQ(first["error_klass"].as_string(), "OrphanedClaim");
   Json untouched = (*pipeline_report(*store, queued.pipeline_id))["runs"][0]["steps"][0]["executions"];

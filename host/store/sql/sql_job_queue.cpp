@@ -87,8 +87,9 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   {
     auto info = conn_.prepare(
         "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
-        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1 "
-        "FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+        "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1, "
+        "COALESCE(s.idempotency_key, s.id) FROM executions e JOIN jobs j ON j.id = e.job_id "
+        "JOIN steps s ON s.id = j.step_id "
         "JOIN runs r ON r.id = s.run_id WHERE e.id" + executions.test(conn_.dialect(), "?1"),
         executions.planning());
     info.bind(1, executions.value());
@@ -108,6 +109,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       if (info.text(10) != "in_progress") steps_to_start.push_back(job.step_id);
       if (info.text(11) != "in_progress") runs_to_start.emplace_back(job.run_id, info.text(12));
       job.definition_sha1 = info.text(13);
+      job.idempotency_key = info.text(14);
       by_execution.emplace(job.execution_id, std::move(job));
     }
   }

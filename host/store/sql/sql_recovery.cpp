@@ -105,6 +105,7 @@ RecoveryCounts SqlStore::recover_claims_in_tx(const std::string& executions_wher
     if (death != nullptr && open.job.execution_id == death->backtrace_execution_id) why.backtrace = death->backtrace;
     if (crash_in_tx(open.job, open.owner, why, plan(open.job), now)) {
       ++counts.executions;
+      counts.crashed.emplace_back(open.job.pipeline, open.job.klass);
     }
   }
   std::vector<std::pair<std::string, std::string>> advancements;  // advancement id, branch id

@@ -49,13 +49,15 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
 std::vector<StepRecord> read_steps(Connection& conn, const std::string& run_id, int64_t offset, int64_t limit) {
   auto s = conn.prepare(
       "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
-      "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at FROM steps s "
+      "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id) "
+      "FROM steps s "
       "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
   s.bind(1, run_id).bind(2, limit).bind(3, offset);
   std::vector<StepRecord> steps;
   while (s.step()) {
     steps.push_back(StepRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.optional_text(6),
-                               s.optional_text(7), s.optional_text(8), s.text(9), s.optional_text(10)});
+                               s.optional_text(7), s.optional_text(8), s.text(9), s.optional_text(10),
+                               s.text(11)});
   }
   return steps;
 }

@@ -42,6 +42,9 @@ struct OldBranch {
 
 struct OldStep {
   std::string id, branch_id;
+  // Its position's key (SPEC §7): the copy keeps it, so a step re-run after
+  // the revive sees the key its executions saw before the halt.
+  std::string idempotency_key;
   Value source_step_id;
   std::string node, klass, to_transition, status, started_at;
   Value completed_at;
@@ -107,13 +110,14 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
   {
     auto s = conn_.prepare(
         "SELECT s.id, s.branch_id, s.source_step_id, s.node, s.klass, s.to_transition, s.status, s.started_at, "
-        "s.completed_at, CASE WHEN j.id IS NULL THEN 0 ELSE 1 END, j.input_args, j.output_payload, j.started_at, j.completed_at "
+        "s.completed_at, CASE WHEN j.id IS NULL THEN 0 ELSE 1 END, j.input_args, j.output_payload, j.started_at, "
+        "j.completed_at, COALESCE(s.idempotency_key, s.id) "
         "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id");
     s.bind(1, old_run);
     while (s.step()) {
-      OldStep step{s.text(0), s.text(1), text_or_null(s, 2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7),
-                   text_or_null(s, 8), s.int64(9) != 0, s.text(10), text_or_null(s, 11), text_or_null(s, 12),
-                   text_or_null(s, 13)};
+      OldStep step{s.text(0), s.text(1), s.text(14), text_or_null(s, 2), s.text(3), s.text(4), s.text(5), s.text(6),
+                   s.text(7), text_or_null(s, 8), s.int64(9) != 0, s.text(10), text_or_null(s, 11),
+                   text_or_null(s, 12), text_or_null(s, 13)};
       step_ids[step.id] = new_uuid_v7();
       last_step[step.branch_id] = steps.size();
       steps.push_back(std::move(step));
@@ -154,8 +158,8 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
 
   BatchInsert new_steps(conn_,
                         "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
-                        "started_at, completed_at, created_at, updated_at) VALUES ",
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 12);
+                        "started_at, completed_at, created_at, updated_at, idempotency_key) VALUES ",
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 13);
   BatchInsert new_jobs(conn_,
                        "INSERT INTO jobs (id, step_id, klass, input_args, output_payload, started_at, completed_at, "
                        "created_at, updated_at) VALUES ",
@@ -183,7 +187,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
                    status == "completed" ? (std::holds_alternative<std::monostate>(step.completed_at) ? Value(now)
                                                                                                        : step.completed_at)
                                          : Value(std::monostate{}),
-                   now, now});
+                   now, now, step.idempotency_key});
     if (!step.has_job) continue;
     std::string job_id = new_uuid_v7();
     if (requeue) {

@@ -60,6 +60,7 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
   auto text = [](const BatchInsert::Value& v) { return std::get<std::string>(v); };
   ClaimedJob job;
   job.step_id = rows.step_id;
+  job.idempotency_key = rows.step_id;  // a new step: its position's key is its own id
   job.run_id = text(rows.step[1]);
   job.branch_id = text(rows.step[2]);
   job.node = text(rows.step[4]);

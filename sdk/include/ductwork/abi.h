@@ -78,7 +78,7 @@ typedef struct dw_step_context {
   uint32_t struct_size;
   const char* args_json;       /* JSON array: the job's arguments */
   const char* run_id;
-  const char* idempotency_key; /* stable across retries/crashes of the step (the step id) */
+  const char* idempotency_key; /* stable across retries, crashes and revives of the step (docs/step-authors.md) */
   const char* pipeline;        /* pipeline name */
   const char* step_name;       /* the step class being executed */
   int64_t retry_count;         /* of the current execution */

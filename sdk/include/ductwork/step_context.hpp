@@ -59,8 +59,9 @@ class StepContext {
 
   // Empty when the host did not provide the field.
   std::string_view run_id() const noexcept { return view(raw_.run_id); }
-  // Stable across retries and crashes of this step: key external side
-  // effects on it to make them idempotent.
+  // Stable across retries, crashes and revives of this step (its position
+  // in the pipeline): key external side effects on it to make them
+  // idempotent.
   std::string_view idempotency_key() const noexcept { return view(raw_.idempotency_key); }
   std::string_view pipeline() const noexcept { return view(raw_.pipeline); }
   std::string_view step_name() const noexcept { return view(raw_.step_name); }
