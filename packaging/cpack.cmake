@@ -60,7 +60,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md
               ${PROJECT_SOURCE_DIR}/docs/definitions.md
               ${PROJECT_SOURCE_DIR}/docs/recovery.md
               ${PROJECT_SOURCE_DIR}/docs/postgresql.md
+              ${PROJECT_SOURCE_DIR}/docs/http-api.md
+              ${PROJECT_SOURCE_DIR}/docs/dashboard.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/ductwork COMPONENT ductwork)
+# The dashboard guide's screenshots, where its links point.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/images
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/ductwork COMPONENT ductwork FILES_MATCHING PATTERN "dashboard-*.png")
 
 # ---- ductwork-sdk-dev: headers and CMake package come from sdk/ ------------
 configure_file(${DUCTWORK_PACKAGING_DIR}/ductwork-sdk.pc.in ${generated}/ductwork-sdk.pc @ONLY)

@@ -43,6 +43,8 @@ dpkg-deb -x "$host_deb" "$root"
 dpkg-deb -x "$sdk_deb" "$root"
 for f in usr/bin/ductwork etc/ductwork/ductwork.yml lib/systemd/system/ductwork.service \
          usr/share/man/man1/ductwork.1.gz usr/share/doc/ductwork/copyright usr/share/doc/ductwork/changelog.Debian.gz \
+         usr/share/doc/ductwork/http-api.md usr/share/doc/ductwork/dashboard.md \
+         usr/share/doc/ductwork/images/dashboard-overview.png \
          usr/lib/ductwork/testkit/libductwork_testkit.so usr/include/ductwork/step.hpp usr/include/ductwork/testing.hpp \
          usr/share/pkgconfig/ductwork-sdk.pc usr/share/doc/ductwork-sdk-dev/copyright \
          usr/share/ductwork/plugin-template/CMakeLists.txt; do
@@ -110,7 +112,10 @@ class Hand : public ductwork::Step {
 DUCTWORK_STEP(Hand);
 DUCTWORK_PLUGIN("hand", "1.0.0");
 CPP
-flags=$(PKG_CONFIG_PATH="$root/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root" pkg-config --cflags --libs ductwork-sdk)
+# No sysroot given: the .pc names its headers relative to where it lies
+# (a hard-coded prefix would point at /usr, not into the unpacked tree).
+flags=$(PKG_CONFIG_PATH="$root/usr/share/pkgconfig" pkg-config --cflags --libs ductwork-sdk)
+[[ $flags == *"$root/usr/share/pkgconfig/../../include"* ]] || fail "pkg-config flags ($flags) do not point into the unpacked tree"
 # shellcheck disable=SC2086
 g++ -std=c++17 -fPIC -shared -fvisibility=hidden $flags "$work/hand.cpp" -o "$work/libhand.so" || fail "compiling with pkg-config flags ($flags) failed"
 nm -D --defined-only "$work/libhand.so" | grep -q ductwork_plugin_init || fail "the pkg-config-built plugin exports no entry point"
