@@ -185,18 +185,30 @@ void ConnectionReactor::accept_connections() {
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
     c.watched = EPOLLIN;
     set_deadline(c, Clock::now() + limits_.idle_timeout);
+    // Most clients send their request with the connection: read it now.
+    // (Also, a connection whose request is already here is not "idle" for
+    // the next accept to evict.)
+    receive(c);
   }
 }
 
 bool ConnectionReactor::evict_idlest() {
-  Connection* idlest = nullptr;
+  std::vector<Connection*> idle;
   for (auto& [id, c] : connections_) {
-    const bool idle = c->phase == Connection::Phase::kReading && !c->reader.started() && c->out.empty();
-    if (idle && (!idlest || c->deadline < idlest->deadline)) idlest = c.get();
+    if (c->phase == Connection::Phase::kReading && !c->reader.started() && c->out.empty()) idle.push_back(c.get());
   }
-  if (!idlest) return false;
-  close(*idlest);
-  return true;
+  std::sort(idle.begin(), idle.end(), [](const Connection* a, const Connection* b) { return a->deadline < b->deadline; });
+  for (Connection* c : idle) {
+    // Bytes that came since this turn began make it busy, not idle; a
+    // close that came frees its place as well.
+    receive(*c);
+    if (c->phase == Connection::Phase::kClosed) return true;
+    if (c->phase == Connection::Phase::kReading && !c->reader.started() && c->out.empty()) {
+      close(*c);
+      return true;
+    }
+  }
+  return false;
 }
 
 void ConnectionReactor::refuse_connection(int fd) {

@@ -85,6 +85,8 @@ class ConnectionReactor {
 
   void run();
   void accept_connections();
+  // At max_connections: closes the connection idle the longest to make
+  // room for a new one; false when none is idle.
   bool evict_idlest();
   void refuse_connection(int fd);
   void on_event(std::uint64_t id, std::uint32_t events);

@@ -117,6 +117,14 @@ Request HttpServer::State::parse(const HTTPRequest& head, std::string* path) {
   } catch (const Poco::SyntaxException&) {
     throw HttpError(400, "bad_request", "the request target is not a valid URI");
   }
+  // No name stored here is bytes that are not UTF-8 (PostgreSQL would not
+  // even take them as text): refused the same way on every database.
+  if (!is_valid_utf8(*path)) throw HttpError(404, "not_found", "no such resource: the path " + *path + " is not UTF-8");
+  for (const auto& [name, value] : parsed.query) {
+    if (!is_valid_utf8(name) || !is_valid_utf8(value)) {
+      throw HttpError(400, "bad_request", "the query parameter " + name + " is not UTF-8");
+    }
+  }
   std::string type = lower(head.getContentType());
   if (auto semicolon = type.find(';'); semicolon != std::string::npos) type.resize(semicolon);
   while (!type.empty() && type.back() == ' ') type.pop_back();

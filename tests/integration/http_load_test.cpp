@@ -6,6 +6,7 @@
 #include <Poco/Net/HTTPResponse.h>
 
 #include <atomic>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -174,19 +175,128 @@ TEST(HttpLoadTest, IdleAndSlowConnectionsDoNotKeepRequestsWaiting) {
     }
   }
   EXPECT_EQ(failures, "") << answered << " answered in time; the slowest took " << slowest_ms << " ms";
+  std::cout << "[ figures  ] " << answered << " requests answered under the flood, the slowest in " << slowest_ms
+            << " ms\n";
   EXPECT_GT(answered, 20);
   // The flood held for the whole time: the idle connections the server
   // closed were closed after its 2 s keep-alive time, not at once.
+  int idle_cut = 0;
   for (const Flood::Cut& cut : flood.cuts()) {
     if (!cut.slow) {
+      ++idle_cut;
       EXPECT_GE(cut.after_seconds, 1.9) << cut.reply;
+      EXPECT_LT(cut.after_seconds, 3.0) << cut.reply;
+      EXPECT_EQ(cut.reply, "");
     }
   }
+  EXPECT_GE(idle_cut, 64) << "every idle connection is closed after 2 s, and its replacement is";
   // Open connections do not hold a stop.
   const auto stopping = Clock::now();
   ProcessResult stopped = serve.stop();
   EXPECT_EQ(stopped.exit_code, 0) << stopped.describe();
   EXPECT_LT(seconds_between(stopping, Clock::now()), 5) << stopped.describe();
+}
+
+// Reads until `c` is closed (10 s at most); the seconds from `from` to the
+// close, or a large number when it stayed open.
+double closed_after(RawConnection& c, Clock::time_point from) {
+  return c.wait_closed(10) ? seconds_between(from, c.closed_at()) : 1e9;
+}
+
+TEST(HttpLoadTest, ASlowRequestIsCutOffWith408AndAnIdleConnectionAfterItsTime) {
+  Workspace ws(http_options(", request_timeout: 1.5, idle_timeout: 1"));
+  define_echo(ws);
+  Served serve(ws, {"serve"});
+  ASSERT_FALSE(serve.address().empty()) << serve.process().stdout_so_far();
+  const std::string at = serve.address();
+
+  // A head a byte every 200 ms, and a body a byte every 200 ms after a
+  // whole head: both are answered 408 once 1.5 s have passed since the
+  // request's first byte, and closed.
+  const std::string slow_body_head = std::string("POST /api/v1/pipelines/EchoTwice/trigger HTTP/1.1\r\nHost: h\r\n") +
+                                     "Authorization: Bearer " + kToken +
+                                     "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+  for (const auto& [whole_first, trickled] : {std::pair<std::string, std::string>{"", long_head()},
+                                              std::pair<std::string, std::string>{slow_body_head, "{\"args\":[]}"}}) {
+    RawConnection slow(at);
+    const auto first_byte = Clock::now();
+    ASSERT_TRUE(slow.send(whole_first));
+    for (size_t i = 0; i < trickled.size() && slow.poll_read() && slow.received().empty(); ++i) {
+      slow.send(trickled.substr(i, 1), 1);
+      // Paces the sender; not a check.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    const double after = closed_after(slow, first_byte);
+    EXPECT_GE(after, 1.5) << slow.received();
+    EXPECT_LT(after, 2.5) << slow.received();
+    const std::string reply = slow.take_response();
+    EXPECT_EQ(status_of(reply), 408) << reply;
+    EXPECT_NE(reply.find("Connection: Close"), std::string::npos) << reply;
+    EXPECT_EQ(json::parse(body_of(reply), nullptr, false).value("error", json::object()).value("code", ""),
+              "request_timeout")
+        << reply;
+  }
+
+  // A connection that sends nothing is closed, without a word, after 1 s.
+  RawConnection idle(at);
+  const double idle_after = closed_after(idle, idle.connected_at());
+  EXPECT_GE(idle_after, 1.0);
+  EXPECT_LT(idle_after, 2.0);
+  EXPECT_EQ(idle.received(), "");
+
+  // So is one after its request was answered.
+  RawConnection kept(at);
+  ASSERT_TRUE(kept.send("GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n"));
+  ASSERT_TRUE(kept.wait_response(5)) << kept.received();
+  const auto answered = Clock::now();
+  EXPECT_EQ(status_of(kept.take_response()), 200);
+  const double kept_after = closed_after(kept, answered);
+  EXPECT_GE(kept_after, 0.9);
+  EXPECT_LT(kept_after, 2.0);
+}
+
+TEST(HttpLoadTest, AtTheConnectionLimitTheIdlestGivesWayAndOtherwiseANewOneIsRefused) {
+  Workspace ws(http_options(", max_connections: 4, request_timeout: 60, idle_timeout: 60"));
+  define_echo(ws);
+  Served serve(ws, {"serve"});
+  ASSERT_FALSE(serve.address().empty()) << serve.process().stdout_so_far();
+  const std::string at = serve.address();
+  const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n";
+
+  // Four connections that say nothing fill the server; a fifth with a
+  // request is answered, and the one idle the longest is closed for it.
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<RawConnection>(at));
+  RawConnection probe(at);
+  ASSERT_TRUE(probe.send(healthz));
+  ASSERT_TRUE(probe.wait_response(5)) << probe.received();
+  EXPECT_EQ(status_of(probe.take_response()), 200);
+  EXPECT_TRUE(idle[0]->wait_closed(5));
+  for (int i = 1; i < 4; ++i) EXPECT_TRUE(idle[i]->poll_read()) << i;
+
+  // Four connections each in a request: a new one is refused with 503 and
+  // closed, and none of the four is touched.
+  std::vector<std::unique_ptr<RawConnection>> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(std::make_unique<RawConnection>(at));
+    ASSERT_TRUE(busy.back()->send("GET /healthz HTTP/1.1\r\n"));
+  }
+  RawConnection refused(at);
+  refused.send(healthz);
+  ASSERT_TRUE(refused.wait_response(5)) << refused.received();
+  const std::string reply = refused.take_response();
+  EXPECT_EQ(status_of(reply), 503) << reply;
+  EXPECT_EQ(json::parse(body_of(reply), nullptr, false).value("error", json::object()).value("code", ""), "unavailable")
+      << reply;
+  EXPECT_NE(reply.find("http.max_connections (4)"), std::string::npos) << reply;
+  EXPECT_TRUE(refused.wait_closed(5));
+  // The requests under way go on: each is answered once it is whole.
+  for (auto& c : busy) {
+    ASSERT_TRUE(c->send("\r\n"));
+    ASSERT_TRUE(c->wait_response(5)) << c->received();
+    EXPECT_EQ(status_of(c->take_response()), 200);
+  }
+  EXPECT_NE(serve.process().stdout_so_far().find("\"HTTP connections refused"), std::string::npos);
 }
 
 }  // namespace
