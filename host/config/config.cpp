@@ -295,7 +295,9 @@ class Parser : public config_internal::YamlReader {
     // not send a request or come back with the next one.
     if (auto t = http["request_timeout"]) c.request_timeout = seconds(t, "http.request_timeout", 0.1);
     if (auto t = http["idle_timeout"]) c.idle_timeout = seconds(t, "http.idle_timeout", 0.1);
-    if (auto n = http["max_connections"]) c.max_connections = static_cast<int>(integer(n, "http.max_connections", 1, 65536));
+    if (auto n = http["max_connections"]) {
+      c.max_connections = static_cast<int>(integer(n, "http.max_connections", 1, 65536));
+    }
   }
 
 };

@@ -59,9 +59,9 @@ struct ConnectionReactor::Connection {
   const int fd;
   Phase phase = Phase::kReading;
   RequestReader reader;
-  std::string in;         // received, not yet taken by the reader
-  std::string out;        // to send
-  std::size_t sent = 0;   // of `out`
+  std::string in;        // received, not yet taken by the reader
+  std::string out;       // to send
+  std::size_t sent = 0;  // of `out`
   bool close_after = false;
   std::uint32_t watched = 0;  // the epoll events asked for
   Clock::time_point deadline = Clock::time_point::max();
@@ -89,7 +89,9 @@ ConnectionReactor::~ConnectionReactor() {
   ::close(wake_fd_);
 }
 
-void ConnectionReactor::start() { thread_ = std::thread([this] { run(); }); }
+void ConnectionReactor::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void ConnectionReactor::stop() {
   stopping_ = true;
@@ -145,9 +147,8 @@ void ConnectionReactor::run() {
 
 int ConnectionReactor::wait_ms(Clock::time_point now) const {
   if (!resume_.empty()) return 0;
-  Clock::time_point until = std::min(next_expiry_, accept_paused_until_ == Clock::time_point::min()
-                                                       ? Clock::time_point::max()
-                                                       : accept_paused_until_);
+  Clock::time_point until = std::min(
+      next_expiry_, accept_paused_until_ == Clock::time_point::min() ? Clock::time_point::max() : accept_paused_until_);
   if (stop_begun_) until = std::min(until, now + std::chrono::milliseconds(10));
   if (until <= now) return 0;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
@@ -197,7 +198,8 @@ bool ConnectionReactor::evict_idlest() {
   for (auto& [id, c] : connections_) {
     if (c->phase == Connection::Phase::kReading && !c->reader.started() && c->out.empty()) idle.push_back(c.get());
   }
-  std::sort(idle.begin(), idle.end(), [](const Connection* a, const Connection* b) { return a->deadline < b->deadline; });
+  std::sort(idle.begin(), idle.end(),
+            [](const Connection* a, const Connection* b) { return a->deadline < b->deadline; });
   for (Connection* c : idle) {
     // Bytes that came since this turn began make it busy, not idle; a
     // close that came frees its place as well.
@@ -222,12 +224,12 @@ void ConnectionReactor::refuse_connection(int fd) {
   char scratch[4096];
   while (::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0) {
   }
-  const std::string bytes = wire_response(
-      exchange_.refused(nullptr, HttpError(503, "unavailable",
-                                           "the server has http.max_connections (" +
-                                               std::to_string(limits_.max_connections) +
-                                               ") connections open, each in a request; try again")),
-      {.keep_alive = false});
+  const std::string bytes =
+      wire_response(exchange_.refused(nullptr, HttpError(503, "unavailable",
+                                                         "the server has http.max_connections (" +
+                                                             std::to_string(limits_.max_connections) +
+                                                             ") connections open, each in a request; try again")),
+                    {.keep_alive = false});
   [[maybe_unused]] ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
@@ -304,8 +306,7 @@ void ConnectionReactor::dispatch(Connection& c) {
   handlers_.submit([this, id = c.id, head, body = c.reader.take_body()]() mutable {
     const Response response = exchange_.respond(*head, std::move(body));
     const bool keep_alive = head->getKeepAlive() && !stopping_;
-    std::string bytes =
-        wire_response(response, {.keep_alive = keep_alive, .head_only = head->getMethod() == "HEAD"});
+    std::string bytes = wire_response(response, {.keep_alive = keep_alive, .head_only = head->getMethod() == "HEAD"});
     {
       std::lock_guard<std::mutex> held(answers_mutex_);
       answers_.push_back(Answer{id, std::move(bytes), keep_alive});

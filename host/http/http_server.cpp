@@ -271,7 +271,8 @@ void HttpServer::start(const std::string& listen) {
   state_->socket = socket;
   state_->reactor = std::make_unique<ConnectionReactor>(socket.impl()->sockfd(), limits, *state_, state_->logger);
   state_->reactor->start();
-  Json fields = Json::object({{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}});
+  Json fields =
+      Json::object({{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}});
   state_->logger.info("HTTP server listening", fields);
 }
 

@@ -109,9 +109,9 @@ RequestReader::Progress RequestReader::read_head(std::string& input) {
     }
   }
   if (head_end == std::string::npos ? input.size() > kMaxHeadBytes : head_end > kMaxHeadBytes) {
-    return refuse(431, "header_too_large",
-                  "the request head (request line and header fields) is more than " + std::to_string(kMaxHeadBytes) +
-                      " bytes");
+    return refuse(
+        431, "header_too_large",
+        "the request head (request line and header fields) is more than " + std::to_string(kMaxHeadBytes) + " bytes");
   }
   if (head_end == std::string::npos) {
     // The last two bytes may begin the empty line: search them again.
@@ -143,14 +143,14 @@ RequestReader::Progress RequestReader::parse_head(const std::string& text) {
   const std::string method = request_line.substr(0, first_space);
   const std::string target = request_line.substr(first_space + 1, last_space - first_space - 1);
   const std::string version = request_line.substr(last_space + 1);
-  const bool target_ok = !target.empty() && std::none_of(target.begin(), target.end(), [](unsigned char c) {
-    return c <= 0x20 || c == 0x7f;
-  });
+  const bool target_ok = !target.empty() && std::none_of(target.begin(), target.end(),
+                                                         [](unsigned char c) { return c <= 0x20 || c == 0x7f; });
   if (!is_token(method) || !target_ok) {
     return refuse(400, "bad_request", "the request line is not 'METHOD TARGET HTTP/1.1'");
   }
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-    if (version.size() == 8 && version.compare(0, 5, "HTTP/") == 0 && std::isdigit(static_cast<unsigned char>(version[5]))) {
+    if (version.size() == 8 && version.compare(0, 5, "HTTP/") == 0 &&
+        std::isdigit(static_cast<unsigned char>(version[5]))) {
       return refuse(505, "http_version_not_supported", "this server speaks HTTP/1.1 and HTTP/1.0, not " + version);
     }
     return refuse(400, "bad_request", "the request line is not 'METHOD TARGET HTTP/1.1'");
@@ -251,11 +251,16 @@ RequestReader::Progress RequestReader::read_chunked(std::string& input) {
     }
     const bool trailer = stage_ == Stage::kTrailer;
     bool too_long = false;
-    std::optional<std::string> line = take_line(input, trailer ? kMaxHeadBytes - std::min(trailer_bytes_, kMaxHeadBytes) : kMaxChunkLine, &too_long);
+    std::optional<std::string> line =
+        take_line(input, trailer ? kMaxHeadBytes - std::min(trailer_bytes_, kMaxHeadBytes) : kMaxChunkLine, &too_long);
     if (too_long && trailer) {
-      return refuse(431, "header_too_large", "the trailer fields are more than " + std::to_string(kMaxHeadBytes) + " bytes");
+      return refuse(431, "header_too_large",
+                    "the trailer fields are more than " + std::to_string(kMaxHeadBytes) + " bytes");
     }
-    if (too_long) return refuse(400, "bad_request", "a chunk's framing line is longer than " + std::to_string(kMaxChunkLine) + " bytes");
+    if (too_long) {
+      return refuse(400, "bad_request",
+                    "a chunk's framing line is longer than " + std::to_string(kMaxChunkLine) + " bytes");
+    }
     if (!line) return Progress::kPartial;
     if (stage_ == Stage::kChunkEnd) {
       if (!line->empty()) return refuse(400, "bad_request", "a chunk is longer than its size line says");

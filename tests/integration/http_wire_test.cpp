@@ -91,7 +91,8 @@ TEST_F(HttpWireTest, APathThatIsNotUtf8OrHoldsANulGetsItsWholeErrorAndALogLine) 
   const std::string replaced = "\xEF\xBF\xBD\xEF\xBF\xBD";
   EXPECT_NE(body_of(not_utf8).find("the path /api/v1/pipelines/" + replaced + " is not UTF-8"), std::string::npos)
       << not_utf8;
-  const std::string query = round_trip(at_, "GET /api/v1/pipelines?pipeline=%ff HTTP/1.1\r\nHost: h\r\n" + kAuth + "\r\n");
+  const std::string query =
+      round_trip(at_, "GET /api/v1/pipelines?pipeline=%ff HTTP/1.1\r\nHost: h\r\n" + kAuth + "\r\n");
   EXPECT_EQ(status_of(query), 400) << query;
   EXPECT_EQ(error_code_of(query), "bad_request") << query;
 
@@ -141,9 +142,9 @@ TEST_F(HttpWireTest, ExpectContinueIsAnsweredBeforeTheBodyIsSent) {
   // A request refused from its head alone: the final answer instead of
   // 100, and the body is never read (the connection ends).
   RawConnection refused(at_);
-  ASSERT_TRUE(refused.send(
-      "POST /api/v1/pipelines/EchoTwice/trigger HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
-      "Expect: 100-continue\r\nContent-Length: 12\r\n\r\n"));
+  ASSERT_TRUE(
+      refused.send("POST /api/v1/pipelines/EchoTwice/trigger HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+                   "Expect: 100-continue\r\nContent-Length: 12\r\n\r\n"));
   ASSERT_TRUE(refused.wait_response(5)) << refused.received();
   const std::string reply = refused.take_response();
   EXPECT_EQ(status_of(reply), 401) << reply;

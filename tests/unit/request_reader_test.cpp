@@ -44,7 +44,8 @@ TEST(RequestReader, AHeadSentAByteAtATimeIsReadWhole) {
   input = "\r\n";  // empty lines before a request are skipped
   EXPECT_EQ(reader.read(input), Progress::kNothing);
   EXPECT_EQ(input, "");
-  const std::string request = "GET /api/v1/pipelines?limit=2 HTTP/1.1\r\nHost: h:1\r\nX-Empty:\r\nCookie:  a=1 \r\n\r\n";
+  const std::string request =
+      "GET /api/v1/pipelines?limit=2 HTTP/1.1\r\nHost: h:1\r\nX-Empty:\r\nCookie:  a=1 \r\n\r\n";
   Progress p = Progress::kNothing;
   for (size_t i = 0; i < request.size(); ++i) {
     input += request[i];
