@@ -29,6 +29,8 @@ constexpr std::uint64_t kWake = 1;
 constexpr auto kLinger = std::chrono::seconds(2);
 // How long a stop waits for the answers of requests already read.
 constexpr auto kStopGrace = std::chrono::seconds(2);
+// The least time between two log lines about refused connections.
+constexpr auto kRefusalLogInterval = std::chrono::seconds(60);
 // Out of descriptors: accepting pauses this long instead of spinning.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // Reads and accepts per wake-up of one connection or the listening socket,
@@ -178,7 +180,6 @@ void ConnectionReactor::accept_connections() {
       refuse_connection(fd);
       continue;
     }
-    at_capacity_logged_ = false;
     const std::uint64_t id = next_id_++;
     ++open_;
     auto& c = *connections_.emplace(id, std::make_unique<Connection>(id, fd, limits_.max_body)).first->second;
@@ -214,15 +215,20 @@ bool ConnectionReactor::evict_idlest() {
 }
 
 void ConnectionReactor::refuse_connection(int fd) {
-  if (!at_capacity_logged_) {
+  // One line a minute at most, however many are refused: a flood must not
+  // become a flood of log lines.
+  ++refused_unlogged_;
+  const Clock::time_point now = Clock::now();
+  if (refused_logged_at_ == Clock::time_point::min() || now - refused_logged_at_ >= kRefusalLogInterval) {
     logger_.warn("HTTP connections refused: every connection allowed is in a request",
-                 {{"max_connections", limits_.max_connections}});
-    at_capacity_logged_ = true;
+                 {{"max_connections", limits_.max_connections}, {"refused", refused_unlogged_}});
+    refused_logged_at_ = now;
+    refused_unlogged_ = 0;
   }
-  // Take what the client sent already, so that the close does not reset
-  // the connection under the answer.
+  // Take what the client sent already (a request's worth), so that the
+  // close does not reset the connection under the answer.
   char scratch[4096];
-  while (::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0) {
+  for (int i = 0; i < 16 && ::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0; ++i) {
   }
   const std::string bytes =
       wire_response(exchange_.refused(nullptr, HttpError(503, "unavailable",
@@ -367,7 +373,7 @@ void ConnectionReactor::flush(Connection& c) {
     watch(c);
     return;
   }
-  c.out.clear();
+  c.out = std::string();  // its memory too: an answer may have been megabytes
   c.sent = 0;
   if (c.phase == Connection::Phase::kWriting) {
     finished_writing(c);

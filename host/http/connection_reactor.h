@@ -56,6 +56,7 @@ class Exchange {
   // malformed, a request too slow, a body too large, no room for the
   // connection); `head` is null when the head was not read.
   virtual Response refused(const Poco::Net::HTTPRequest* head, const HttpError& error) = 0;
+  // (None of the three may throw: a failure is an answer, 500 at worst.)
 };
 
 class ConnectionReactor {
@@ -125,7 +126,8 @@ class ConnectionReactor {
   Clock::time_point accept_paused_until_ = Clock::time_point::min();
   Clock::time_point stop_deadline_ = Clock::time_point::max();
   bool stop_begun_ = false;
-  bool at_capacity_logged_ = false;
+  Clock::time_point refused_logged_at_ = Clock::time_point::min();
+  long long refused_unlogged_ = 0;  // connections refused since that line
   std::vector<std::uint64_t> resume_;  // connections with a pipelined request buffered
   std::vector<std::uint64_t> closed_;  // closed this turn, erased at its end
   int open_ = 0;                       // connections not closed

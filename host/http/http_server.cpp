@@ -180,6 +180,8 @@ std::optional<Response> HttpServer::State::screen(const HTTPRequest& head) {
     out = admit(head, parse(head, &path));
   } catch (const HttpError& e) {
     out = error_for(path, e);
+  } catch (const std::exception& e) {
+    out = error_response(500, "internal", e.what());
   }
   if (out) log_request(head.getMethod(), path, out->status, ms_since(started));
   return out;
