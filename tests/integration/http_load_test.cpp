@@ -118,6 +118,19 @@ class Flood {
   std::thread driver_;
 };
 
+// `ductwork serve` of the EchoTwice pipeline, with `http_extra` in the
+// configuration's http map.
+struct EchoServer {
+  explicit EchoServer(const std::string& http_extra = "") : ws(http_options(http_extra)) {
+    define_echo(ws);
+    serve = std::make_unique<Served>(ws, std::vector<std::string>{"serve"});
+    at = serve->address();
+  }
+  Workspace ws;
+  std::unique_ptr<Served> serve;
+  std::string at;  // "" when it did not start
+};
+
 struct Timed {
   int status = 0;  // 0: no answer (refused, reset, or past the client's 2 s)
   double ms = 0;
@@ -148,12 +161,10 @@ Timed timed_get(const std::string& address, const std::string& path, const std::
 }
 
 TEST(HttpLoadTest, IdleAndSlowConnectionsDoNotKeepRequestsWaiting) {
-  Workspace ws(http_options());
-  define_echo(ws);
-  const std::string id = ws.trigger("EchoTwice", {"1"});
-  Served serve(ws, {"serve"});
-  ASSERT_FALSE(serve.address().empty()) << serve.process().stdout_so_far();
-  const std::string at = serve.address();
+  EchoServer server;
+  ASSERT_FALSE(server.at.empty()) << server.serve->process().stdout_so_far();
+  const std::string& at = server.at;
+  const std::string id = server.ws.trigger("EchoTwice", {"1"});
 
   Flood flood(at, 64);
   ASSERT_TRUE(flood.established());
@@ -204,7 +215,7 @@ TEST(HttpLoadTest, IdleAndSlowConnectionsDoNotKeepRequestsWaiting) {
   EXPECT_GE(idle_cut, 64) << "every idle connection is closed after 2 s, and its replacement is";
   // Open connections do not hold a stop.
   const auto stopping = Clock::now();
-  ProcessResult stopped = serve.stop();
+  ProcessResult stopped = server.serve->stop();
   EXPECT_EQ(stopped.exit_code, 0) << stopped.describe();
   EXPECT_LT(seconds_between(stopping, Clock::now()), 5) << stopped.describe();
 }
@@ -216,11 +227,9 @@ double closed_after(RawConnection& c, Clock::time_point from) {
 }
 
 TEST(HttpLoadTest, ASlowRequestIsCutOffWith408AndAnIdleConnectionAfterItsTime) {
-  Workspace ws(http_options(", request_timeout: 1.5, idle_timeout: 1"));
-  define_echo(ws);
-  Served serve(ws, {"serve"});
-  ASSERT_FALSE(serve.address().empty()) << serve.process().stdout_so_far();
-  const std::string at = serve.address();
+  EchoServer server(", request_timeout: 1.5, idle_timeout: 1");
+  ASSERT_FALSE(server.at.empty()) << server.serve->process().stdout_so_far();
+  const std::string& at = server.at;
 
   // A head a byte every 200 ms, and a body a byte every 200 ms after a
   // whole head: both are answered 408 once 1.5 s have passed since the
@@ -268,11 +277,9 @@ TEST(HttpLoadTest, ASlowRequestIsCutOffWith408AndAnIdleConnectionAfterItsTime) {
 }
 
 TEST(HttpLoadTest, AtTheConnectionLimitTheIdlestGivesWayAndOtherwiseANewOneIsRefused) {
-  Workspace ws(http_options(", max_connections: 4, request_timeout: 60, idle_timeout: 60"));
-  define_echo(ws);
-  Served serve(ws, {"serve"});
-  ASSERT_FALSE(serve.address().empty()) << serve.process().stdout_so_far();
-  const std::string at = serve.address();
+  EchoServer server(", max_connections: 4, request_timeout: 60, idle_timeout: 60");
+  ASSERT_FALSE(server.at.empty()) << server.serve->process().stdout_so_far();
+  const std::string& at = server.at;
   const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: h\r\n\r\n";
 
   // Four connections that say nothing fill the server; a fifth with a
@@ -308,7 +315,7 @@ TEST(HttpLoadTest, AtTheConnectionLimitTheIdlestGivesWayAndOtherwiseANewOneIsRef
     ASSERT_TRUE(c->wait_response(5)) << c->received();
     EXPECT_EQ(status_of(c->take_response()), 200);
   }
-  EXPECT_NE(serve.process().stdout_so_far().find("\"HTTP connections refused"), std::string::npos);
+  EXPECT_NE(server.serve->process().stdout_so_far().find("\"HTTP connections refused"), std::string::npos);
 }
 
 }  // namespace
