@@ -47,8 +47,9 @@ class RequestReader {
   bool has_head() const { return head_read_; }
   const Poco::Net::HTTPRequest& head() const { return head_; }
   // Whether the client waits for "100 Continue" before it sends its body
-  // (only asked after kHead).
-  bool expects_continue() const { return expects_continue_ && body_follows(); }
+  // (only asked after kHead). Not for a body announced over the limit: its
+  // 413 comes instead, at the next read().
+  bool expects_continue() const { return expects_continue_ && body_follows() && content_length_ <= max_body_; }
   // Whether the request has a body still to come (after kHead).
   bool body_follows() const { return chunked_ || content_length_ > 0; }
   // Whether the connection may carry another request after this one.

@@ -150,6 +150,13 @@ TEST_F(HttpWireTest, ExpectContinueIsAnsweredBeforeTheBodyIsSent) {
   EXPECT_EQ(status_of(reply), 401) << reply;
   EXPECT_NE(reply.find("WWW-Authenticate: Bearer realm=\"ductwork\""), std::string::npos) << reply;
   EXPECT_TRUE(refused.wait_closed(5));
+
+  // A body announced over http.max_body: 413 instead of 100.
+  const std::string too_large =
+      round_trip(at_, "POST /api/v1/pipelines/EchoTwice/trigger HTTP/1.1\r\nHost: h\r\n" + kAuth +
+                          "Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 4096\r\n\r\n");
+  EXPECT_EQ(status_of(too_large), 413) << too_large;
+  EXPECT_EQ(error_code_of(too_large), "payload_too_large") << too_large;
 }
 
 TEST_F(HttpWireTest, PipelinedRequestsAreAnsweredInOrderOnOneConnection) {

@@ -164,6 +164,10 @@ TEST(RequestReader, ContinueIsExpectedOnlyOfAnHttp11RequestWithABody) {
   std::string input = "GET /a HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
   EXPECT_EQ(no_body.read(input), Progress::kHead);
   EXPECT_FALSE(no_body.expects_continue());
+  RequestReader too_large(kMaxBody);
+  input = "POST /a HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1025\r\n\r\n";
+  EXPECT_EQ(too_large.read(input), Progress::kHead);
+  EXPECT_FALSE(too_large.expects_continue()) << "413 comes instead";
   RequestReader old(kMaxBody);
   input = "POST /a HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n";
   EXPECT_EQ(old.read(input), Progress::kHead);
