@@ -258,7 +258,8 @@ class Parser : public config_internal::YamlReader {
   }
 
   void parse_http(const YAML::Node& http, Config* config) const {
-    only_keys(http, "http", {"listen", "token", "token_file", "max_body"});
+    only_keys(http, "http",
+              {"listen", "token", "token_file", "max_body", "request_timeout", "idle_timeout", "max_connections"});
     HttpConfig& c = config->http;
     if (auto listen = http["listen"]) {
       const std::string shape =
@@ -290,6 +291,13 @@ class Parser : public config_internal::YamlReader {
       }
     }
     if (auto max_body = http["max_body"]) c.max_body = integer(max_body, "http.max_body", 1024, 1LL << 30);
+    // Below a tenth of a second even a client on the same machine could
+    // not send a request or come back with the next one.
+    if (auto t = http["request_timeout"]) c.request_timeout = seconds(t, "http.request_timeout", 0.1);
+    if (auto t = http["idle_timeout"]) c.idle_timeout = seconds(t, "http.idle_timeout", 0.1);
+    if (auto n = http["max_connections"]) {
+      c.max_connections = static_cast<int>(integer(n, "http.max_connections", 1, 65536));
+    }
   }
 
 };

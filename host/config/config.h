@@ -151,6 +151,15 @@ struct HttpConfig {
   std::string token;
   std::string token_origin;  // which of the three gave it, for messages
   long long max_body = 16LL << 20;  // larger request bodies get 413
+  // Seconds from a request's first byte until all of it has arrived (past
+  // it: 408 and the connection closed); also how long an answer may wait
+  // for its client to read any of it.
+  double request_timeout = 10;
+  // Seconds a connection may stay open with no request under way.
+  double idle_timeout = 2;
+  // Connections open at once; past it a new one replaces the one idle the
+  // longest, or gets 503 when every one is in a request.
+  int max_connections = 512;
 };
 
 // True when `listen`'s host part is a loopback address (127.0.0.0/8, ::1,

@@ -260,7 +260,7 @@ Response Dashboard::action(const std::string& id, const std::string& verb, const
                                                                        : "resumed"));
   } catch (const HttpError& e) {
     if (e.status() == 404) throw;
-    return redirect(self + "?error=" + url_encoded(e.what()));
+    return redirect(self + "?error=" + url_encoded(e.message()));
   }
 }
 
@@ -279,7 +279,7 @@ Response Dashboard::trigger(const Request& request) {
     Json reply = parse_json(api_.handle(api).body);
     return redirect("/ui/pipelines/" + url_encoded(reply["id"].as_string()) + "?notice=triggered");
   } catch (const HttpError& e) {
-    return redirect("/ui?error=" + url_encoded(e.what()));
+    return redirect("/ui?error=" + url_encoded(e.message()));
   }
 }
 

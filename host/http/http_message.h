@@ -33,19 +33,25 @@ struct Response {
 class HttpError : public std::runtime_error {
  public:
   HttpError(int status, std::string code, const std::string& message)
-      : std::runtime_error(message), status_(status), code_(std::move(code)) {}
+      : std::runtime_error(message), status_(status), code_(std::move(code)), message_(message) {}
   int status() const { return status_; }
   const std::string& code() const { return code_; }
+  // The whole message: what() ends at a NUL byte, and a message may quote
+  // a client's text that holds one ("%00" in a path).
+  const std::string& message() const { return message_; }
 
  private:
   int status_;
   std::string code_;
+  std::string message_;
 };
 
+// Never fails: a client's bytes quoted in a message (a path of
+// "%ff%fe") may not be UTF-8, and each invalid byte then becomes U+FFFD.
 inline Response json_response(int status, const Json& document) {
   Response r;
   r.status = status;
-  r.body = document.dump();
+  r.body = dump_json_lossy(document);
   r.body += '\n';
   return r;
 }

@@ -2,24 +2,18 @@
 
 #include <fcntl.h>
 
-#include <Poco/Net/HTTPRequestHandler.h>
-#include <Poco/Net/HTTPRequestHandlerFactory.h>
-#include <Poco/Net/HTTPServer.h>
-#include <Poco/Net/HTTPServerParams.h>
-#include <Poco/Net/HTTPServerRequest.h>
-#include <Poco/Net/HTTPServerResponse.h>
+#include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/NetException.h>
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
-#include <Poco/ThreadPool.h>
 #include <Poco/URI.h>
 
 #include <algorithm>
 #include <chrono>
-#include <istream>
-#include <thread>
+#include <optional>
 
 #include "http/api_v1.h"
+#include "http/connection_reactor.h"
 #include "http/dashboard.h"
 #include "http/dashboard_parts.h"
 #include "http/html.h"
@@ -29,17 +23,46 @@
 
 namespace ductwork::http {
 
-using Poco::Net::HTTPServerRequest;
-using Poco::Net::HTTPServerResponse;
+using Poco::Net::HTTPRequest;
 
-// Connections served at once (Poco::Net gives each its thread while it
-// lives); more wait in the listen queue. An idle keep-alive connection holds
-// its thread until it closes or kKeepAliveSeconds pass, so there are more
-// threads than requests ever run at once, and the wait is short.
-constexpr int kThreads = 16;
-constexpr int kKeepAliveSeconds = 2;
+// Threads that run handlers. They only ever get whole requests (the
+// connection reactor reads them), so they wait on the database and never
+// on a client; more would only contend for the database.
+constexpr int kHandlerThreads = 8;
 
-struct HttpServer::State {
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// A refusal on a dashboard page, as a page a person can read.
+Response html_error(const HttpError& e) {
+  Response r;
+  r.status = e.status();
+  r.content_type = "text/html; charset=utf-8";
+  r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + std::to_string(e.status()) +
+           " · ductwork</title></head><body style=\"font:15px system-ui,sans-serif;margin:24px\"><h1>" +
+           std::to_string(e.status()) + " " + escape_html(e.code()) + "</h1><p>" + escape_html(e.message()) +
+           "</p><p><a href=\"/ui\">Overview</a></p></body></html>\n";
+  return r;
+}
+
+// The refusal as its client reads it: a page under /ui, JSON elsewhere.
+Response error_for(const std::string& path, const HttpError& e) {
+  return path.rfind("/ui", 0) == 0 ? html_error(e) : error_response(e.status(), e.code(), e.message());
+}
+
+double ms_since(std::chrono::steady_clock::time_point started) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+}
+
+}  // namespace
+
+// The server's rules and routes, as the connection reactor asks for them:
+// the checks that need only the head (screen), then the handlers (respond).
+struct HttpServer::State : Exchange {
   State(const Config& c, StoreFactory& factory, const DefinitionSet& defs, const PluginRegistry& plugins, Logger& l,
         metrics::Collector& collector)
       : config(c),
@@ -49,55 +72,38 @@ struct HttpServer::State {
         dashboard(ApiContext{c, stores, defs, plugins, collector}, api, sessions.csrf_token()),
         logger(l) {}
 
+  std::optional<Response> screen(const HTTPRequest& head) override;
+  Response respond(const HTTPRequest& head, std::string body) override;
+  Response refused(const HTTPRequest* head, const HttpError& error) override;
+
+  // The request line's target and the media type, parsed; `*path` gets the
+  // path for the log first. HttpError 400 for a target that is no URI.
+  static Request parse(const HTTPRequest& head, std::string* path);
+  // The rules a request must pass before its body is read: the token (or
+  // session cookie), the origin, a JSON post. A redirect to the login page
+  // for a person's browser; nullopt when the request may go on.
+  std::optional<Response> admit(const HTTPRequest& head, const Request& parsed) const;
+  Response route(const Request& parsed);
+  // One line per answered request: the path only (no query: it may carry
+  // a client's values; no header: the token).
+  void log_request(const std::string& method, const std::string& path, int status, double ms) const;
+
   const Config& config;
   StorePool stores;
   ApiV1 api;
   Sessions sessions;
   Dashboard dashboard;
   Logger& logger;
-  Poco::ThreadPool threads{1, kThreads};
-  std::unique_ptr<Poco::Net::HTTPServer> server;
-
-  Response respond(HTTPServerRequest& request, std::string* path_for_log);
+  Poco::Net::ServerSocket socket;
+  std::unique_ptr<ConnectionReactor> reactor;
 };
 
-namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-// The body, refused with 413 past `max` bytes, whether the length is
-// announced or the body is chunked.
-std::string read_body(HTTPServerRequest& request, long long max) {
-  const auto announced = request.getContentLength64();
-  if (announced > max) {
-    throw HttpError(413, "payload_too_large",
-                    "the body is " + std::to_string(announced) + " bytes, more than http.max_body (" +
-                        std::to_string(max) + ")");
-  }
-  std::string body;
-  std::istream& in = request.stream();
-  char buffer[16384];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    body.append(buffer, static_cast<size_t>(in.gcount()));
-    if (static_cast<long long>(body.size()) > max) {
-      throw HttpError(413, "payload_too_large", "the body is more than http.max_body (" + std::to_string(max) + ") bytes");
-    }
-  }
-  return body;
-}
-
-}  // namespace
-
-Response HttpServer::State::respond(HTTPServerRequest& request, std::string* path_for_log) {
+Request HttpServer::State::parse(const HTTPRequest& head, std::string* path) {
   Request parsed;
-  parsed.method = request.getMethod();
+  parsed.method = head.getMethod();
   try {
-    Poco::URI uri(request.getURI());
-    *path_for_log = uri.getPath();
+    Poco::URI uri(head.getURI());
+    *path = uri.getPath();
     std::string part;
     for (char c : uri.getPath() + "/") {
       if (c != '/') {
@@ -111,6 +117,22 @@ Response HttpServer::State::respond(HTTPServerRequest& request, std::string* pat
   } catch (const Poco::SyntaxException&) {
     throw HttpError(400, "bad_request", "the request target is not a valid URI");
   }
+  // No name stored here is bytes that are not UTF-8 (PostgreSQL would not
+  // even take them as text): refused the same way on every database.
+  if (!is_valid_utf8(*path)) throw HttpError(404, "not_found", "no such resource: the path " + *path + " is not UTF-8");
+  for (const auto& [name, value] : parsed.query) {
+    if (!is_valid_utf8(name) || !is_valid_utf8(value)) {
+      throw HttpError(400, "bad_request", "the query parameter " + name + " is not UTF-8");
+    }
+  }
+  std::string type = lower(head.getContentType());
+  if (auto semicolon = type.find(';'); semicolon != std::string::npos) type.resize(semicolon);
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  parsed.content_type = type;
+  return parsed;
+}
+
+std::optional<Response> HttpServer::State::admit(const HTTPRequest& head, const Request& parsed) const {
   const auto& segments = parsed.segments;
   const bool health = segments.size() == 1 && segments[0] == "healthz";
   const bool ui = !segments.empty() && segments[0] == "ui";
@@ -118,10 +140,10 @@ Response HttpServer::State::respond(HTTPServerRequest& request, std::string* pat
   if (!health && !login && sessions.token_required()) {
     // The bearer token, anywhere; the session cookie for the dashboard and
     // for reads (a form post also needs its CSRF token).
-    const bool bearer = sessions.bearer_ok(request.get("Authorization", ""));
-    const bool cookie = sessions.cookie_ok(request.get("Cookie", ""));
+    const bool bearer = sessions.bearer_ok(head.get("Authorization", ""));
+    const bool cookie = sessions.cookie_ok(head.get("Cookie", ""));
     if (!bearer && !(cookie && (ui || parsed.method == "GET"))) {
-      if (ui && parsed.method == "GET") return parts::redirect("/ui/login?next=" + parts::url_encoded(request.getURI()));
+      if (ui && parsed.method == "GET") return parts::redirect("/ui/login?next=" + parts::url_encoded(head.getURI()));
       throw HttpError(401, "unauthorized", "a valid 'Authorization: Bearer <token>' header is required");
     }
   }
@@ -130,93 +152,83 @@ Response HttpServer::State::respond(HTTPServerRequest& request, std::string* pat
   // refused; an API POST must be JSON, which a page can only send after a
   // CORS preflight this server never answers; a dashboard form must carry
   // its CSRF token.
-  const std::string origin = request.get("Origin", "");
+  const std::string origin = head.get("Origin", "");
   // (https: behind a TLS-terminating proxy that passes the Host header on.)
-  if (!origin.empty() && origin != "http://" + request.getHost() && origin != "https://" + request.getHost()) {
+  if (!origin.empty() && origin != "http://" + head.getHost() && origin != "https://" + head.getHost()) {
     throw HttpError(403, "forbidden", "cross-origin requests are refused");
   }
-  std::string type = lower(request.getContentType());
-  if (auto semicolon = type.find(';'); semicolon != std::string::npos) type.resize(semicolon);
-  while (!type.empty() && type.back() == ' ') type.pop_back();
-  parsed.content_type = type;
-  if (parsed.method == "POST" && !ui && type != "application/json") {
+  if (parsed.method == "POST" && !ui && parsed.content_type != "application/json") {
     throw HttpError(415, "unsupported_media_type", "a POST needs 'Content-Type: application/json'");
   }
-  parsed.body = read_body(request, config.http.max_body);
-  if (login) return sessions.login(parsed);
+  return std::nullopt;
+}
+
+Response HttpServer::State::route(const Request& parsed) {
+  const auto& segments = parsed.segments;
+  const bool ui = !segments.empty() && segments[0] == "ui";
+  if (ui && segments.size() == 2 && segments[1] == "login") return sessions.login(parsed);
   if (ui) return dashboard.handle(parsed);
   if (segments.empty()) return parts::redirect("/ui");
   return api.handle(parsed);
 }
 
-namespace {
-
-// A refusal on a dashboard page, as a page a person can read.
-Response html_error(const HttpError& e) {
-  Response r;
-  r.status = e.status();
-  r.content_type = "text/html; charset=utf-8";
-  r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + std::to_string(e.status()) +
-           " · ductwork</title></head><body style=\"font:15px system-ui,sans-serif;margin:24px\"><h1>" +
-           std::to_string(e.status()) + " " + escape_html(e.code()) + "</h1><p>" + escape_html(e.what()) +
-           "</p><p><a href=\"/ui\">Overview</a></p></body></html>\n";
-  return r;
+std::optional<Response> HttpServer::State::screen(const HTTPRequest& head) {
+  const auto started = std::chrono::steady_clock::now();
+  std::string path = "?";
+  std::optional<Response> out;
+  try {
+    out = admit(head, parse(head, &path));
+  } catch (const HttpError& e) {
+    out = error_for(path, e);
+  } catch (const std::exception& e) {
+    out = error_response(500, "internal", e.what());
+  }
+  if (out) log_request(head.getMethod(), path, out->status, ms_since(started));
+  return out;
 }
 
-class Handler : public Poco::Net::HTTPRequestHandler {
- public:
-  explicit Handler(HttpServer::State& state) : state_(state) {}
+Response HttpServer::State::respond(const HTTPRequest& head, std::string body) {
+  const auto started = std::chrono::steady_clock::now();
+  std::string path = "?";
+  Response out;
+  try {
+    Request parsed = parse(head, &path);
+    parsed.body = std::move(body);
+    out = route(parsed);
+  } catch (const HttpError& e) {
+    out = error_for(path, e);
+  } catch (const StoreError& e) {
+    out = error_response(503, "unavailable", std::string("database: ") + e.what());
+  } catch (const std::exception& e) {
+    out = error_response(500, "internal", e.what());
+  }
+  log_request(head.getMethod(), path, out.status, ms_since(started));
+  return out;
+}
 
-  void handleRequest(HTTPServerRequest& request, HTTPServerResponse& response) override {
-    const auto started = std::chrono::steady_clock::now();
-    std::string path = "?";
-    Response out;
+Response HttpServer::State::refused(const HTTPRequest* head, const HttpError& error) {
+  std::string path = "?";
+  if (head) {
     try {
-      out = state_.respond(request, &path);
-    } catch (const HttpError& e) {
-      out = path.rfind("/ui", 0) == 0 ? html_error(e) : error_response(e.status(), e.code(), e.what());
-      // A refused body may still be on the wire: do not read it.
-      if (e.status() == 413) response.setKeepAlive(false);
-    } catch (const StoreError& e) {
-      out = error_response(503, "unavailable", std::string("database: ") + e.what());
-    } catch (const std::exception& e) {
-      out = error_response(500, "internal", e.what());
-    }
-    response.setStatusAndReason(static_cast<Poco::Net::HTTPResponse::HTTPStatus>(out.status));
-    response.setContentType(out.content_type);
-    response.setContentLength64(static_cast<Poco::Int64>(out.body.size()));
-    response.set("Cache-Control", "no-store");
-    response.set("X-Content-Type-Options", "nosniff");
-    if (out.status == 401) response.set("WWW-Authenticate", "Bearer realm=\"ductwork\"");
-    for (const auto& [name, value] : out.headers) response.set(name, value);
-    try {
-      response.sendBuffer(out.body.data(), out.body.size());
-    } catch (const std::exception&) {
-      // The client went away; nothing to tell it.
-    }
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    // The path only: no query (it may carry a client's values) and no
-    // header (the token).
-    Json fields = Json::object({{"method", request.getMethod()}, {"path", path}, {"status", out.status}, {"duration_ms", ms}});
-    if (out.status >= 500) {
-      state_.logger.error("HTTP request failed", fields);
-    } else {
-      state_.logger.debug("HTTP request", fields);
+      parse(*head, &path);
+    } catch (const HttpError&) {
+      // Logged with the path "?".
     }
   }
+  log_request(head ? head->getMethod() : "?", path, error.status(), 0);
+  return error_for(path, error);
+}
 
- private:
-  HttpServer::State& state_;
-};
+void HttpServer::State::log_request(const std::string& method, const std::string& path, int status, double ms) const {
+  Json fields = Json::object({{"method", method}, {"path", path}, {"status", status}, {"duration_ms", ms}});
+  if (status >= 500) {
+    logger.error("HTTP request failed", fields);
+  } else {
+    logger.debug("HTTP request", fields);
+  }
+}
 
-class Factory : public Poco::Net::HTTPRequestHandlerFactory {
- public:
-  explicit Factory(HttpServer::State& state) : state_(state) {}
-  Poco::Net::HTTPRequestHandler* createRequestHandler(const HTTPServerRequest&) override { return new Handler(state_); }
-
- private:
-  HttpServer::State& state_;
-};
+namespace {
 
 Poco::Net::SocketAddress socket_address(const std::string& listen) {
   const size_t colon = listen.rfind(':');
@@ -243,7 +255,7 @@ void HttpServer::start(const std::string& listen) {
     // SO_REUSEADDR (a restart need not wait for TIME_WAIT), never
     // SO_REUSEPORT: a second server on the port must fail, not share it.
     socket.bind(socket_address(listen), /*reuseAddress=*/true, /*reusePort=*/false);
-    socket.listen(128);
+    socket.listen(1024);
   } catch (const Poco::Exception& e) {
     throw std::runtime_error("http.listen: cannot listen on " + listen + ": " + e.displayText());
   }
@@ -251,35 +263,28 @@ void HttpServer::start(const std::string& listen) {
   // keeps the socket out of any other exec too.
   ::fcntl(socket.impl()->sockfd(), F_SETFD, FD_CLOEXEC);
   address_ = socket.address().toString();
-  auto params = new Poco::Net::HTTPServerParams;
-  params->setMaxThreads(kThreads);
-  params->setMaxQueued(256);
-  params->setKeepAlive(true);
-  params->setKeepAliveTimeout(Poco::Timespan(kKeepAliveSeconds, 0));
-  // A request thread idle this long ends. Also how long a stop can wait for
-  // one that missed its stop notice (Poco's default, 10 s, was seen to hold
-  // a `serve` shutdown that long).
-  params->setThreadIdleTime(Poco::Timespan(0, 500 * 1000));
-  params->setTimeout(Poco::Timespan(30, 0));
-  state_->server = std::make_unique<Poco::Net::HTTPServer>(new Factory(*state_), state_->threads, socket, params);
-  state_->server->start();
-  Json fields = Json::object({{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}});
+  const HttpConfig& http = state_->config.http;
+  ReactorLimits limits;
+  limits.request_timeout = std::chrono::milliseconds(static_cast<long long>(http.request_timeout * 1000));
+  limits.idle_timeout = std::chrono::milliseconds(static_cast<long long>(http.idle_timeout * 1000));
+  limits.max_connections = http.max_connections;
+  limits.max_body = http.max_body;
+  limits.handler_threads = kHandlerThreads;
+  state_->socket = socket;
+  state_->reactor = std::make_unique<ConnectionReactor>(socket.impl()->sockfd(), limits, *state_, state_->logger);
+  state_->reactor->start();
+  Json fields =
+      Json::object({{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}});
   state_->logger.info("HTTP server listening", fields);
 }
 
 void HttpServer::stop() {
-  if (!state_ || !state_->server) return;
-  // Stop accepting; give requests in flight two seconds, then close every
-  // connection (an idle keep-alive one would otherwise hold the stop for
-  // its whole timeout).
-  state_->server->stop();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (state_->server->currentConnections() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  state_->server->stopAll(/*abortCurrent=*/true);
-  state_->threads.joinAll();
-  state_->server.reset();
+  if (!state_ || !state_->reactor) return;
+  // Stops accepting; the answers of requests already read go out (two
+  // seconds at most); every connection is closed.
+  state_->reactor->stop();
+  state_->reactor.reset();
+  state_->socket.close();
   state_->logger.info("HTTP server stopped", {{"address", address_}});
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 
 // The HTTP server of `ductwork serve` and of a `ductwork start` supervisor
-// (SPEC §12), on Poco::Net: the security rules (bearer token, same-origin
-// JSON posts, body limit) in front of the API (api_v1.h). It runs in its
-// own threads and never in a process that runs plugin code.
+// (SPEC §12): the security rules (bearer token, same-origin JSON posts,
+// body limit) in front of the API (api_v1.h), served by a connection
+// reactor (connection_reactor.h) that never gives a thread to a client
+// that has not sent a whole request. It runs in its own threads and never
+// in a process that runs plugin code.
 #include <memory>
 #include <string>
 
@@ -31,8 +33,8 @@ class HttpServer {
   // the address cannot be bound. Logs "HTTP server listening" with the
   // bound address (a port 0 becomes the port chosen).
   void start(const std::string& listen);
-  // Stops accepting, lets requests in flight finish (a few seconds at
-  // most), closes the socket.
+  // Stops accepting, lets the requests already read be answered (two
+  // seconds at most), closes every connection and the socket.
   void stop();
   // "host:port" bound by start().
   const std::string& address() const { return address_; }

@@ -211,6 +211,12 @@ std::string utf8_replacing_invalid(std::string_view s) {
   return out;
 }
 
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) { return utf8_replacing_invalid(text) == text; }
+
+namespace {
+
 Json with_invalid_utf8_replaced(const Json& value) {
   if (value.is_string()) return Json(utf8_replacing_invalid(value.as_string()));
   if (value.is_array()) {

@@ -40,6 +40,11 @@ std::optional<Json> try_parse_json(std::string_view text);
 // lines, which must never fail.
 std::string dump_json_lossy(const Json& value);
 
+// Whether `text` is valid UTF-8 (no overlong forms, surrogates or code
+// points past U+10FFFF): what a JSON string, and a PostgreSQL text value,
+// may hold.
+bool is_valid_utf8(std::string_view text);
+
 // A JSON array of strings.
 inline Json json_strings(const std::vector<std::string>& items) { return Json(Json::Array(items.begin(), items.end())); }
 

@@ -255,7 +255,32 @@ TEST(Config, HttpListenIsChecked) {
   EXPECT_EQ(parse("pipelines: '*'\nhttp: {max_body: 2048}").http.max_body, 2048);
   EXPECT_NE(error_of("pipelines: '*'\nhttp: {max_body: 10}").find("http.max_body: expected an integer from 1024"),
             std::string::npos);
-  EXPECT_NE(error_of("pipelines: '*'\nhttp: {port: 1}").find("http.port: unknown key (expected one of: listen, max_body, token, token_file)"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nhttp: {port: 1}")
+                .find("http.port: unknown key (expected one of: idle_timeout, listen, max_body, max_connections, "
+                      "request_timeout, token, token_file)"),
+            std::string::npos);
+}
+
+TEST(Config, HttpConnectionBoundsAreChecked) {
+  Config none = parse("pipelines: '*'\nhttp: {}");
+  EXPECT_DOUBLE_EQ(none.http.request_timeout, 10);
+  EXPECT_DOUBLE_EQ(none.http.idle_timeout, 2);
+  EXPECT_EQ(none.http.max_connections, 512);
+  Config set = parse("pipelines: '*'\nhttp: {request_timeout: 2.5, idle_timeout: 0.5, max_connections: 64}");
+  EXPECT_DOUBLE_EQ(set.http.request_timeout, 2.5);
+  EXPECT_DOUBLE_EQ(set.http.idle_timeout, 0.5);
+  EXPECT_EQ(set.http.max_connections, 64);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"request_timeout: 0", "http.request_timeout: expected a duration in seconds (a number from 0.1"},
+      {"request_timeout: soon", "http.request_timeout: expected a duration in seconds"},
+      {"idle_timeout: -1", "http.idle_timeout: expected a duration in seconds (a number from 0.1"},
+      {"max_connections: 0", "http.max_connections: expected an integer from 1 to 65536"},
+      {"max_connections: 100000", "http.max_connections: expected an integer from 1 to 65536"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    EXPECT_NE(error_of("pipelines: '*'\nhttp: {" + yaml + "}").find(message), std::string::npos)
+        << yaml << ": " << error_of("pipelines: '*'\nhttp: {" + yaml + "}");
+  }
 }
 
 TEST(Config, LoopbackAddressesAreTold) {
