@@ -58,9 +58,9 @@ TEST_F(TestkitTest, TableListsEveryStep) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < plugin_->step_count; ++i) names.push_back(plugin_->steps[i]->name);
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"ContextGet", "ContextSet", "CrashTimes", "Double",
-                                             "Echo", "Fail", "FailPermanently", "FailTimes", "Gate", "Inc", "Range",
-                                             "RecordHalt", "Route", "Segfault", "Sleep", "Sum"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ContextGet", "ContextSet", "CrashTimes", "Double", "Echo", "Fail",
+                                             "FailPermanently", "FailTimes", "Gate", "Inc", "Pause", "Range",
+                                             "RecordHalt", "RecordKey", "Route", "Segfault", "Sleep", "Sum"}));
 }
 
 TEST_F(TestkitTest, OnlyTheEntryPointsAreExported) {

@@ -26,10 +26,10 @@ TEST_F(PluginRegistryTest, LoadsTheTestkitWithEveryStep) {
   const auto& p = *registry.plugins()[0];
   EXPECT_EQ(p.name, "testkit");
   EXPECT_EQ(p.abi_version, DUCTWORK_ABI_VERSION);
-  const std::vector<std::string> every = {"Echo",       "Inc",        "Double",     "Sum",      "Range",
+  const std::vector<std::string> every = {"Echo",       "Inc",        "Double",     "Sum",        "Range",
                                           "Route",      "Fail",       "FailTimes",  "FailPermanently",
-                                          "CrashTimes", "Segfault",   "Sleep",      "Gate",     "ContextSet",
-                                          "ContextGet", "RecordHalt"};
+                                          "CrashTimes", "Segfault",   "Sleep",      "Gate",       "Pause",
+                                          "ContextSet", "ContextGet", "RecordHalt", "RecordKey"};
   EXPECT_EQ(p.step_names, every) << "the testkit's steps, all of them, in export order";
   for (const auto& step : every) {
     const StepClass* cls = registry.find_step(step);
