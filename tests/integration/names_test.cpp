@@ -40,14 +40,18 @@ TEST(NamesTest, APipelineNameThatIsNotPlainTextIsRefusedAtLoadNamingFileAndLine)
     ws.define("good.yml", chain_definition("Good", {"Inc"}));
     std::string file = ws.define("bad.yml", head + "steps:\n  - start: Inc\n");
     expect_named_in_validate(ws, file + ":1:", {needle});
-    // The existing rule: a broken definition file stops trigger and start,
-    // and the error names it (it used to be a dump error naming nothing).
-    ProcessResult t = ws.run({"trigger", "Good", "1"});
-    EXPECT_EQ(t.exit_code, 2) << t.describe();
-    EXPECT_NE(t.err.find(file), std::string::npos) << t.err;
-    ProcessResult s = ws.run({"start", "--drain"}, 20);
-    EXPECT_EQ(s.exit_code, 2) << s.describe();
+    // The error names the file (it used to be a dump error naming
+    // nothing); the folder's other pipelines still run (issue 41 item 8).
+    ProcessResult missing = ws.run({"trigger", "Missing", "1"});
+    EXPECT_EQ(missing.exit_code, 2) << missing.describe();
+    EXPECT_NE(missing.err.find(file), std::string::npos) << missing.err;
     EXPECT_FALSE(ws.database_created()) << "nothing may be written";
+    ProcessResult t = ws.run({"trigger", "Good", "1"});
+    EXPECT_EQ(t.exit_code, 0) << t.describe() << t.err;
+    ProcessResult s = ws.run({"start", "--drain"}, 20);
+    EXPECT_EQ(s.exit_code, 0) << s.describe();
+    EXPECT_NE(s.out.find("Definition refused; its pipeline is not served"), std::string::npos) << s.out;
+    EXPECT_NE(s.out.find(file), std::string::npos) << s.out;
   }
 }
 
@@ -67,9 +71,10 @@ TEST(NamesTest, ASymlinkLoopInTheDefinitionsFolderIsNamed) {
   EXPECT_NE(r.err.find(loop + ": cannot read the definition file: Too many levels of symbolic links"),
             std::string::npos)
       << r.err;
-  ProcessResult t = ws.run({"trigger", "Good", "1"});
+  ProcessResult t = ws.run({"trigger", "Missing", "1"});
   EXPECT_EQ(t.exit_code, 2) << t.describe();
   EXPECT_NE(t.err.find("Too many levels of symbolic links"), std::string::npos) << t.err;
+  EXPECT_EQ(ws.run({"trigger", "Good", "1"}).exit_code, 0) << "the loop costs the folder's other pipelines nothing";
 }
 
 TEST(NamesTest, ASymlinkLoopInThePluginsFolderIsARefusal) {
