@@ -333,7 +333,13 @@ void ConnectionReactor::take_answers() {
     // Gone: the client went away meanwhile, or a stop closed it.
     if (it == connections_.end() || it->second->phase != Connection::Phase::kHandling) continue;
     Connection& c = *it->second;
-    c.out += a.bytes;
+    // Moved, not copied, in the usual case: an answer can be megabytes,
+    // and this thread serves every connection.
+    if (c.out.empty()) {
+      c.out = std::move(a.bytes);
+    } else {
+      c.out += a.bytes;
+    }
     c.close_after = !a.keep_alive;
     c.phase = Connection::Phase::kWriting;
     set_deadline(c, Clock::now() + limits_.request_timeout);

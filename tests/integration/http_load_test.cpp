@@ -276,6 +276,37 @@ TEST(HttpLoadTest, ASlowRequestIsCutOffWith408AndAnIdleConnectionAfterItsTime) {
   EXPECT_LT(kept_after, 2.5);
 }
 
+TEST(HttpLoadTest, AnAnswerItsClientDoesNotReadIsDroppedAfterTheBound) {
+  EchoServer server(", request_timeout: 1.5");
+  ASSERT_FALSE(server.at.empty()) << server.serve->process().stdout_so_far();
+  // A pipeline whose document is megabytes (its 1.5 MB argument four
+  // times: each step's input and output).
+  const std::string args = server.ws.write("args.jsonl", "[\"" + std::string(1500000, 'x') + "\"]\n");
+  ProcessResult triggered = server.ws.run({"trigger", "EchoTwice", "--from", args});
+  ASSERT_EQ(triggered.exit_code, 0) << triggered.describe();
+  const std::string id = triggered.out.substr(0, triggered.out.find('\n'));
+  server.ws.drain();
+  const Reply whole = get(server.at, "/api/v1/pipelines/" + id);
+  ASSERT_EQ(whole.status, 200);
+  ASSERT_GT(whole.body.size(), 6000000u);
+
+  // A client that asks for it and reads nothing, with a small receive
+  // buffer: the server's writes stop, and past 1.5 s without one the
+  // answer is dropped and the connection closed. What the client then
+  // reads is what the kernels held: the head and part of the body.
+  RawConnection stalled(server.at, 16384);
+  ASSERT_TRUE(stalled.send("GET /api/v1/pipelines/" + id + " HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer " + kToken +
+                           "\r\n\r\n"));
+  // Lets the bound pass without reading; what follows checks that it was
+  // applied (a server that waited would deliver the whole answer).
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  ASSERT_TRUE(stalled.wait_closed(30)) << stalled.received().size();
+  EXPECT_EQ(status_of(stalled.received()), 200);
+  EXPECT_LT(body_of(stalled.received()).size(), whole.body.size()) << "of " << whole.body.size();
+  // Meanwhile nobody else waited.
+  EXPECT_EQ(get(server.at, "/healthz", "").status, 200);
+}
+
 TEST(HttpLoadTest, AtTheConnectionLimitTheIdlestGivesWayAndOtherwiseANewOneIsRefused) {
   EchoServer server(", max_connections: 4, request_timeout: 60, idle_timeout: 60");
   ASSERT_FALSE(server.at.empty()) << server.serve->process().stdout_so_far();

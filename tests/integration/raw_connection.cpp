@@ -43,7 +43,7 @@ size_t whole_response_length(const std::string& text) {
 
 }  // namespace
 
-RawConnection::RawConnection(const std::string& address) {
+RawConnection::RawConnection(const std::string& address, int receive_buffer_bytes) {
   const size_t colon = address.rfind(':');
   sockaddr_in to{};
   to.sin_family = AF_INET;
@@ -51,6 +51,9 @@ RawConnection::RawConnection(const std::string& address) {
   if (::inet_pton(AF_INET, address.substr(0, colon).c_str(), &to.sin_addr) != 1) return;
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return;
+  if (receive_buffer_bytes > 0) {
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof receive_buffer_bytes);
+  }
   if (::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
     ::close(fd_);
     fd_ = -1;

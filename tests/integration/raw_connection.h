@@ -12,8 +12,10 @@ class RawConnection {
   using Clock = std::chrono::steady_clock;
 
   // Connects to "host:port" (blocking, non-blocking after). `ok()` is false
-  // when the connection failed.
-  explicit RawConnection(const std::string& address);
+  // when the connection failed. `receive_buffer_bytes`: the socket's
+  // receive buffer, fixed (0: the kernel's, which grows to megabytes), for
+  // a client that must not take an answer by merely being connected.
+  explicit RawConnection(const std::string& address, int receive_buffer_bytes = 0);
   ~RawConnection();
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;
