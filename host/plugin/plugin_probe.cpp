@@ -45,7 +45,7 @@ Json describe(const LoadedPlugin& plugin) {
                        {"name", plugin.name},
                        {"version", plugin.version},
                        {"abi_version", plugin.abi_version},
-                       {"sha1", plugin.sha1},
+                       {"identity", plugin.identity},
                        {"steps", json_strings(plugin.step_names)},
                        {"pipelines", json_strings(plugin.pipelines_json)}});
 }
@@ -56,7 +56,7 @@ std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {
   plugin->name = doc.at("name").as_string();
   plugin->version = doc.at("version").as_string();
   plugin->abi_version = static_cast<uint32_t>(doc.at("abi_version").as_uint());
-  plugin->sha1 = doc.at("sha1").as_string();
+  plugin->identity = doc.at("identity").as_string();
   plugin->step_names = strings_of(doc.at("steps"));
   plugin->pipelines_json = strings_of(doc.at("pipelines"));
   return plugin;
@@ -200,7 +200,7 @@ void probe_plugins(const std::string& executable, const std::string& directory, 
 
 std::string checked_plugins_text(const std::vector<CheckedPlugin>& checked) {
   Json list = Json::array();
-  for (const auto& plugin : checked) list.push_back(Json::array({plugin.path, plugin.sha1}));
+  for (const auto& plugin : checked) list.push_back(Json::array({plugin.path, plugin.identity}));
   return dump_json_lossy(list);
 }
 
@@ -210,7 +210,7 @@ std::vector<CheckedPlugin> parse_checked_plugins(const std::string& text) {
   try {
     if (!doc || !doc->is_array()) throw JsonError("not a JSON array");
     for (const Json& item : doc->as_array()) {
-      if (!item.is_array() || item.as_array().size() != 2) throw JsonError("an entry is not [path, sha1]");
+      if (!item.is_array() || item.as_array().size() != 2) throw JsonError("an entry is not [path, identity]");
       out.push_back(CheckedPlugin{item.as_array()[0].as_string(), item.as_array()[1].as_string()});
     }
   } catch (const JsonError& e) {

@@ -4,17 +4,15 @@
 
 #include <boost/dll/import.hpp>
 
-#include <Poco/DigestEngine.h>
-#include <Poco/SHA1Engine.h>
 
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "plugin/host_api.h"
@@ -87,29 +85,29 @@ void PluginRegistry::load_checked(const std::vector<CheckedPlugin>& checked, Log
                                   const std::function<void(const std::string&)>& before_each) {
   for (const auto& plugin : checked) {
     if (before_each) before_each(plugin.path);
-    load_file(plugin.path, logger, &plugin.sha1);
+    load_file(plugin.path, logger, &plugin.identity);
   }
 }
 
 std::vector<CheckedPlugin> PluginRegistry::checked() const {
   std::vector<CheckedPlugin> out;
-  for (const auto& plugin : plugins_) out.push_back(CheckedPlugin{plugin->path, plugin->sha1});
+  for (const auto& plugin : plugins_) out.push_back(CheckedPlugin{plugin->path, plugin->identity});
   return out;
 }
 
 namespace {
 
-std::string file_sha1(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  Poco::SHA1Engine engine;
-  char buffer[65536];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    engine.update(buffer, static_cast<unsigned>(in.gcount()));
-  }
-  if (in.bad()) throw std::runtime_error("cannot read " + path);
-  return Poco::DigestEngine::digestToHex(engine.digest());
+// Which file `path` is, and which version of it: device, inode, size and
+// the modification and change times in nanoseconds. Any write to the file,
+// or a new file renamed over it, changes it (the change time cannot be set
+// back by hand), and taking it costs one stat(): a content hash of every
+// plugin cost each command tens of milliseconds.
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(std::string("cannot stat it: ") + std::strerror(errno));
+  auto ns = [](const timespec& t) { return std::to_string(t.tv_sec) + "." + std::to_string(t.tv_nsec); };
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+         ns(st.st_mtim) + ":" + ns(st.st_ctim);
 }
 
 // Loads `path` from a private copy: an operator who copies a new build over
@@ -118,11 +116,12 @@ std::string file_sha1(const std::string& path) {
 // copy lives in a fresh folder that is removed as soon as the library is
 // mapped (the mapping outlives the unlinked file), so a killed process
 // leaves nothing behind.
-// With `expected_sha1`, a copy whose bytes differ is refused unmapped.
+// With `expected_identity`, a file that is not the version the probe
+// loaded is refused unmapped; one that changes while it is copied is too.
 // Returns the path the library was mapped from (what backtraces show), and
-// the copy's SHA-1 in *sha1.
+// the file's identity (file_identity) in *identity.
 std::string load_private_copy(boost::dll::shared_library& library, const std::string& path,
-                              const std::string* expected_sha1, std::string* sha1) {
+                              const std::string* expected_identity, std::string* identity) {
   std::string folder = (fs::temp_directory_path() / "ductwork-plugin-XXXXXX").string();
   if (!::mkdtemp(folder.data())) throw std::runtime_error(std::string("cannot make a private copy: ") + std::strerror(errno));
   struct Cleanup {
@@ -133,9 +132,10 @@ std::string load_private_copy(boost::dll::shared_library& library, const std::st
     }
   } cleanup{folder};
   fs::path copy = fs::path(folder) / fs::path(path).filename();
+  *identity = file_identity(path);
   fs::copy_file(path, copy);
-  *sha1 = file_sha1(copy.string());
-  if (expected_sha1 && *sha1 != *expected_sha1) {
+  if (file_identity(path) != *identity) throw std::runtime_error("the file changed while it was being copied");
+  if (expected_identity && *identity != *expected_identity) {
     throw std::runtime_error(
         "the file changed since the plugin probe checked it; reload the host (SIGHUP) to check and load the new "
         "file");
@@ -167,12 +167,12 @@ std::string load_private_copy(boost::dll::shared_library& library, const std::st
 
 }  // namespace
 
-bool PluginRegistry::load_file(const std::string& path, Logger& logger, const std::string* expected_sha1) {
+bool PluginRegistry::load_file(const std::string& path, Logger& logger, const std::string* expected_identity) {
   auto plugin = std::make_unique<LoadedPlugin>();
   plugin->path = path;
   try {
     plugin->frames = std::make_unique<FrameSymbols>(
-        load_private_copy(plugin->library, path, expected_sha1, &plugin->sha1), path);
+        load_private_copy(plugin->library, path, expected_identity, &plugin->identity), path);
   } catch (const std::exception& e) {
     return refuse(path, std::string("cannot be loaded: ") + e.what(), logger);
   }

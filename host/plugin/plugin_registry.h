@@ -25,17 +25,18 @@ struct LoadedPlugin {
   uint32_t abi_version = 0;
   std::vector<std::string> step_names;
   std::vector<std::string> pipelines_json;  // canonical definitions it exports
-  // SHA-1 of the bytes loaded (hex): what a process that runs steps checks
-  // before it maps the file (CheckedPlugin).
-  std::string sha1;
+  // Which version of the file was loaded (device, inode, size, modification
+  // and change times): what a process that runs steps checks before it maps
+  // the file (CheckedPlugin).
+  std::string identity;
   const dw_plugin* table = nullptr;
   boost::dll::shared_library library;
   // Names the plugin's frames in its step's backtraces (null when adopted).
   std::unique_ptr<FrameSymbols> frames;
 };
 
-// A plugin file the probe loaded and accepted, and the SHA-1 of the bytes it
-// loaded. A process that runs steps maps exactly these files with these
+// A plugin file the probe loaded and accepted, and the identity of the
+// version it loaded (LoadedPlugin::identity). A process that runs steps maps exactly these files with these
 // bytes, never anything else of the folder: a plugin that throws in a static
 // initialiser leaves the dynamic loader's lock held by the thread that
 // loaded it, after which every backtrace taken by another thread hangs; one
@@ -43,7 +44,7 @@ struct LoadedPlugin {
 // meet such a plugin.
 struct CheckedPlugin {
   std::string path;
-  std::string sha1;
+  std::string identity;
 };
 
 // A step class and the plugin that provides it (`abi` is null in a
@@ -72,15 +73,15 @@ class PluginRegistry {
   void load_directory(const std::string& directory, Logger& logger,
                       const std::function<void(const std::string&)>& before_each = {});
   // Loads one library; returns false (and logs why) when it is refused.
-  // With `expected_sha1`, a file whose bytes differ (rebuilt since the probe
-  // checked it) is refused before it is mapped.
-  bool load_file(const std::string& path, Logger& logger, const std::string* expected_sha1 = nullptr);
-  // Loads the files the probe accepted, in order, each only if its bytes are
-  // still the ones checked. `before_each` as for load_directory.
+  // With `expected_identity`, a file that is not the version the probe
+  // checked (rebuilt or replaced since) is refused before it is mapped.
+  bool load_file(const std::string& path, Logger& logger, const std::string* expected_identity = nullptr);
+  // Loads the files the probe accepted, in order, each only if it is still
+  // the version checked. `before_each` as for load_directory.
   void load_checked(const std::vector<CheckedPlugin>& checked, Logger& logger,
                     const std::function<void(const std::string&)>& before_each = {});
   // What a process that runs steps may load: every plugin here (loaded or
-  // adopted from a probe), with the SHA-1 of its bytes.
+  // adopted from a probe), with the identity of its version.
   std::vector<CheckedPlugin> checked() const;
 
   // The step `name` resolves to: a bare name exported by exactly one plugin,
