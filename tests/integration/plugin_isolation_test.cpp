@@ -94,6 +94,8 @@ TEST_F(PluginIsolationTest, APluginDroppedInAfterStartIsProbedBeforeAnyChildLoad
   configure("");
   ws_.define("echo.yml", chain_definition("EchoOne", {"Echo"}));
   testsupport::Subprocess host(ws_.command({"start"}), options_with_fault("hang", 60));
+  // Supervisor, advancer and worker registered: the host has migrated and runs.
+  ASSERT_TRUE(eventually(30, [&] { return process_rows(ws_) == 3; })) << host.stdout_so_far();
   const std::string first = ws_.trigger("EchoOne", {"1"});
   ASSERT_TRUE(eventually(20, [&] { return completed_status(first) == "completed"; })) << host.stdout_so_far();
 
