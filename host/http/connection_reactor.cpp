@@ -166,7 +166,7 @@ void ConnectionReactor::accept_connections() {
       // Out of descriptors or memory: the listening socket stays readable,
       // so waiting on it would spin. Pause, and say so once per episode.
       if (accept_paused_until_ == Clock::time_point::min()) {
-        logger_.warn("HTTP server cannot accept a connection", {{"error", std::strerror(errno)}});
+        logger_.warn("HTTP server cannot accept a connection", Json::object({{"error", std::strerror(errno)}}));
       }
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listening_fd_, nullptr);
       accept_paused_until_ = Clock::now() + kAcceptPause;
