@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <sstream>
 
 #include "cli/bootstrap.h"
 #include "process/gone_processes.h"
@@ -47,6 +49,17 @@ int cmd_health(const Args& args) {
   const std::string machine = machine_identifier();
   double limit = stale_after(boot.config());
   std::vector<std::string> problems;
+  // What live processes report while they work (refused definitions):
+  // printed as warnings, never a failure — the host serves the rest.
+  std::set<std::string> warnings;
+  for (const auto& p : rows) {
+    bool live = p.heartbeat_age_seconds <= limit && (p.machine != machine || process_exists(static_cast<long>(p.pid)));
+    if (!live) continue;
+    std::istringstream lines(p.notice);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) warnings.insert(line);
+    }
+  }
   int healthy = 0, considered = 0;
   for (const auto& p : rows) {
     if (want_pid ? p.pid != want_pid || p.machine != machine : !supervising(p)) continue;
@@ -76,13 +89,18 @@ int cmd_health(const Args& args) {
                   p.heartbeat_age_seconds, p.machine.c_str());
     }
   }
+  auto print_warnings = [&] {
+    for (const auto& w : warnings) std::printf("warning: %s\n", w.c_str());
+  };
   if (problems.empty()) {
     std::printf("healthy: %d supervisor%s heartbeating (stale after %.1fs)\n", healthy, healthy == 1 ? "" : "s",
                 limit);
+    print_warnings();
     return kExitOk;
   }
   std::printf("unhealthy:\n");
   for (const auto& p : problems) std::printf("  %s\n", p.c_str());
+  print_warnings();
   return kExitFailure;
 }
 

@@ -35,6 +35,13 @@
 namespace ductwork::cli {
 namespace {
 
+// One line per refused definition, as `health` prints them.
+std::string refused_notice(const std::vector<std::string>& refused) {
+  std::string notice;
+  for (const auto& problem : refused) notice += (notice.empty() ? "" : "\n") + ("refused definition: " + problem);
+  return notice;
+}
+
 // Waits for SIGINT/SIGTERM (or, with `reload`, SIGHUP) in `signals`,
 // calling `tick` every 200 ms; stops early when `tick` returns false.
 // Returns the signal, or 0. Without `reload` a SIGHUP is taken and ignored:
@@ -119,12 +126,14 @@ class ServeChild {
   pid_t pid_ = -1;
 };
 
-int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const sigset_t& signals, bool drain,
-                 RuntimeRole role, SystemdNotifier* systemd, const Args& args) {
+// `refused`: the definitions this host leaves out, for `health` to report.
+int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const std::vector<std::string>& refused,
+                 const sigset_t& signals, bool drain, RuntimeRole role, SystemdNotifier* systemd, const Args& args) {
   std::unique_ptr<ServeChild> http;
   if (!role.supervised && !boot.config().http.listen.empty()) http = std::make_unique<ServeChild>(args, boot.logger());
   StoreFactory& stores = boot.stores();
   HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
+  runtime.set_notice(refused_notice(refused));
   runtime.start();
   if (systemd) systemd->notify("READY=1\nSTATUS=Running " + std::to_string(pipelines.size()) + " pipelines in threads");
   std::unique_ptr<ProgressLine> progress;
@@ -320,14 +329,14 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
     } catch (const std::invalid_argument& e) {
       throw BadInput(e.what());
     }
-    return run_threaded(boot, pipelines, signals, /*drain=*/false, role, nullptr, args);
+    return run_threaded(boot, pipelines, refused, signals, /*drain=*/false, role, nullptr, args);
   }
   if (boot.config().forking) return run_supervisor(boot, args, pipelines, signals, drain, systemd);
   RuntimeRole role;
   role.name = boot.config().role;
   role.workers = boot.config().role != "advancer";
   role.advancers = boot.config().role != "worker";
-  return run_threaded(boot, pipelines, signals, drain, role, systemd, args);
+  return run_threaded(boot, pipelines, refused, signals, drain, role, systemd, args);
 }
 
 }  // namespace

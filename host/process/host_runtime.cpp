@@ -346,7 +346,7 @@ void HostRuntime::heartbeat_loop() {
       // A database file replaced or a -wal deleted under us fails no
       // statement of ours (we keep the old file open); look for it.
       store->check_storage();
-      if (!store->heartbeat(process_id_)) {
+      if (!store->heartbeat(process_id_, std::string(), notice_)) {
         // Our row was reaped (e.g. after a suspend): adopt a fresh one.
         logger_.warn("Process row was reaped; re-adopting", Json::object({{"process_id", process_id_}}));
         store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);

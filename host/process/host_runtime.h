@@ -46,6 +46,9 @@ class HostRuntime {
   HostRuntime(const HostRuntime&) = delete;
   HostRuntime& operator=(const HostRuntime&) = delete;
 
+  // What this process's row tells `ductwork health` with every heartbeat
+  // (the definition files it refused); call before start().
+  void set_notice(std::string notice) { notice_ = std::move(notice); }
   // Registers this process and starts every loop thread.
   void start();
   // Stops claiming, gives in-flight steps the shutdown timeout, then asks
@@ -94,6 +97,7 @@ class HostRuntime {
   RuntimeStats stats_;
   DefinitionCache definitions_;
   std::string process_id_;
+  std::string notice_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> database_unusable_{false};

@@ -149,7 +149,8 @@ class Store {
                                 const std::string& role) = 0;
   // False when the row is gone (reaped). `problem`: what this process knows
   // is wrong with its host (ProcessInfo::problem); empty when nothing is.
-  virtual bool heartbeat(const std::string& process_id, const std::string& problem = std::string()) = 0;
+  virtual bool heartbeat(const std::string& process_id, const std::string& problem = std::string(),
+                         const std::string& notice = std::string()) = 0;
   virtual void remove_process(const std::string& process_id) = 0;
 
   // ---- crash recovery (SPEC §6)

@@ -317,6 +317,9 @@ struct ProcessInfo {
   // (a child that never became ready, a database its children cannot use);
   // empty when nothing is.
   std::string problem;
+  // What it reported its operator should know while it works (the
+  // definition files it refused), one item a line; empty when nothing.
+  std::string notice;
 };
 
 // What /metrics reads from the database at each scrape (SPEC §12), by

@@ -27,10 +27,11 @@ std::vector<ProcessInfo> SqlStore::processes() {
   auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT id, pid, machine_identifier, role, (julianday(dw_now()) - julianday(last_heartbeat_at)) * 86400.0, "
-      "COALESCE(problem, '') FROM processes ORDER BY created_at, id");
+      "COALESCE(problem, ''), COALESCE(notice, '') FROM processes ORDER BY created_at, id");
   std::vector<ProcessInfo> out;
   while (stmt.step()) {
-    out.push_back(ProcessInfo{stmt.text(0), stmt.int64(1), stmt.text(2), stmt.text(3), stmt.real(4), 0, 0, stmt.text(5)});
+    out.push_back(ProcessInfo{stmt.text(0), stmt.int64(1), stmt.text(2), stmt.text(3), stmt.real(4), 0, 0,
+                              stmt.text(5), stmt.text(6)});
   }
   // Its work in flight: two GROUP BYs over the open-owner partial indexes.
   std::map<std::string, ProcessInfo*> by_id;

@@ -200,14 +200,15 @@ void SqlStore::register_process(const std::string& id, int64_t pid, const std::s
   tx.commit();
 }
 
-bool SqlStore::heartbeat(const std::string& process_id, const std::string& problem) {
+bool SqlStore::heartbeat(const std::string& process_id, const std::string& problem, const std::string& notice) {
   auto held = lock();
   WriteTransaction tx(conn_);
   int changed = conn_.prepare(
                          "UPDATE processes SET last_heartbeat_at = dw_now(), updated_at = dw_now(), "
-                         "problem = NULLIF(?2, '') WHERE id = ?1")
+                         "problem = NULLIF(?2, ''), notice = NULLIF(?3, '') WHERE id = ?1")
                     .bind(1, process_id)
                     .bind(2, problem)
+                    .bind(3, notice)
                     .exec();
   tx.commit();
   return changed > 0;

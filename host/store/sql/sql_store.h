@@ -53,7 +53,8 @@ class SqlStore final : public Store {
 
   void register_process(const std::string& id, int64_t pid, const std::string& machine,
                         const std::string& role) override;
-  bool heartbeat(const std::string& process_id, const std::string& problem = std::string()) override;
+  bool heartbeat(const std::string& process_id, const std::string& problem = std::string(),
+                 const std::string& notice = std::string()) override;
   void remove_process(const std::string& process_id) override;
 
   std::optional<std::string> find_process(int64_t pid, const std::string& machine) override;
