@@ -82,9 +82,9 @@ TEST(MetricsLabelsTest, FailuresCrashesAndHaltsAreCountedUnderTheirLabels) {
 TEST(MetricsLabelsTest, ARestartForAStaleHeartbeatAndOneForAReloadAreCountedByCause) {
   ConfigOptions options = http_options();
   // A child whose heartbeat is older than half of reaper_timeout (a short
-  // one) is restarted.
+  // one, with room for a busy machine: 4 s) is restarted.
   options.extra = std::string("http: {listen: '127.0.0.1:0', token: '") + kToken + "'}\n" +
-                  "supervisor: {polling_timeout: 0.1, reaper_timeout: 3}\n";
+                  "supervisor: {polling_timeout: 0.1, reaper_timeout: 8}\n";
   Workspace ws(options);
   define_echo(ws);
   Served host(ws, {"start"});
