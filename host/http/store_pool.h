@@ -36,16 +36,23 @@ class StorePool {
     int exceptions_;
   };
 
+  // The handle is first checked against the database's path
+  // (Store::check_storage): a SQLite file removed, replaced or overwritten
+  // since the process opened it (its stores share one connection, kept on
+  // the file it opened) is a StoreError, so 503 `unavailable`, never
+  // answers read from a file that is gone.
   Lease take() {
+    std::unique_ptr<Store> store;
     {
       std::lock_guard<std::mutex> held(mutex_);
       if (!idle_.empty()) {
-        std::unique_ptr<Store> store = std::move(idle_.back());
+        store = std::move(idle_.back());
         idle_.pop_back();
-        return Lease(*this, std::move(store));
       }
     }
-    return Lease(*this, factory_.open());
+    if (!store) store = factory_.open();
+    store->check_storage();
+    return Lease(*this, std::move(store));
   }
 
  private:
