@@ -261,6 +261,28 @@ TEST_F(FanoutTest, OnHaltPayloadNamesTheErrorEachHaltReasonIsAbout) {
   EXPECT_EQ(all["failures"][0]["error_message"].as_string(), "Fail step always fails");
 }
 
+// A process without plugins takes the dispatch and records the call
+// `not_run` with why; nothing runs, and a second dispatch finds it taken.
+TEST_F(FanoutTest, OnHaltWithoutPluginsIsRecordedNotRun) {
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  auto t = run("steps:\n  - start: Fail\n", Json::array({1}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "halted");
+  ASSERT_TRUE(doc["runs"][0]["on_halt"].is_null()) << "no on_halt in the definition: no call";
+  dispatch_on_halt(*store, nullptr, logger, "P", t.run_id, "RecordHalt");
+  Json call = report(t)["runs"][0]["on_halt"];
+  ASSERT_TRUE(call.is_object()) << report(t).dump();
+  EXPECT_EQ(call["klass"].as_string(), "RecordHalt");
+  EXPECT_EQ(call["status"].as_string(), "not_run");
+  EXPECT_EQ(call["error_message"].as_string(), "this process has no plugins loaded");
+  EXPECT_TRUE(call["error_klass"].is_null());
+  EXPECT_TRUE(call["completed_at"].is_string());
+  EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value());
+  dispatch_on_halt(*store, &registry, logger, "P", t.run_id, "RecordHalt");
+  EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value()) << "dispatched twice";
+  EXPECT_EQ(report(t)["runs"][0]["on_halt"], call);
+}
+
 TEST_F(FanoutTest, OnHaltDoesNotRunForACompletedRun) {
   auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n", Json::array({1}));
   EXPECT_EQ(report(t)["status"].as_string(), "completed");
