@@ -26,6 +26,15 @@ void print_text(const Json& doc) {
     std::printf("  run %s  %s  started %s  finished %s\n", run["id"].as_string().c_str(),
                 run["status"].as_string().c_str(), or_dash(run["started_at"]).c_str(),
                 or_dash(run["completed_at"].is_null() ? run["halted_at"] : run["completed_at"]).c_str());
+    if (const Json& call = run["on_halt"]; call.is_object()) {
+      std::printf("    on_halt %s %s  started %s  finished %s\n", call["klass"].as_string().c_str(),
+                  call["status"].as_string().c_str(), call["started_at"].as_string().c_str(),
+                  or_dash(call["completed_at"]).c_str());
+      if (call["error_message"].is_string()) {
+        std::printf("               %s: %s\n", or_dash(call["error_klass"]).c_str(),
+                    call["error_message"].as_string().c_str());
+      }
+    }
     for (const Json& branch : run["branches"].as_array()) {
       if (branch["status"] == "halted") {
         std::printf("    branch %s halted: %s\n", branch["id"].as_string().c_str(),

@@ -31,8 +31,10 @@ const char* kUsage =
     "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
     "  validate [--json]                    check every definition against the loaded steps\n"
-    "  revive PIPELINE_ID [--duplicate-context]   re-run a halted or cancelled pipeline as a new run; prints the\n"
-    "                                       run id\n"
+    "  revive PIPELINE_ID [--duplicate-context | --context-from RUN]   re-run a halted or cancelled pipeline as a\n"
+    "                                       new run; prints the run id. --duplicate-context copies the context\n"
+    "                                       of the newest run that has any, --context-from that of run RUN\n"
+    "  context PIPELINE_ID [--run N] [--json]   the run context of run N (1 = first; default the newest)\n"
     "  cancel PIPELINE_ID                   stop a pipeline: withdraw its queued jobs, advance nothing more\n"
     "  resume PIPELINE_ID [VALUE_JSON] [--node NODE]   run the step after each dampened branch with\n"
     "                                       [previous output, VALUE_JSON]\n"
@@ -71,7 +73,8 @@ int main(int argc, char** argv) {
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
-    if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {}));
+    if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {"context-from"}));
+    if (command == "context") return cmd_context(parse_args(argc, argv, {"json"}, {"run"}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
     if (command == "serve") {

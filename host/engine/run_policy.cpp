@@ -31,8 +31,17 @@ ReviveAction revive_action(const std::string& last_step_status) {
   return ReviveAction::kReadvance;
 }
 
+std::string revive_pipeline(Store& store, const std::string& pipeline_id, const ContextSource& context) {
+  ContextSourcePlanner context_from = [&](const std::vector<RunContextCount>& runs) {
+    return context_source_run(pipeline_id, runs, context);
+  };
+  return store.revive(pipeline_id, context_from, revive_action);
+}
+
 std::string revive_pipeline(Store& store, const std::string& pipeline_id, bool duplicate_context) {
-  return store.revive(pipeline_id, duplicate_context, revive_action);
+  ContextSource context;
+  if (duplicate_context) context.kind = ContextSource::Kind::kNewestWithContext;
+  return revive_pipeline(store, pipeline_id, context);
 }
 
 }  // namespace ductwork

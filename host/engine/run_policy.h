@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/run_context.h"
 #include "store/store.h"
 
 namespace ductwork {
@@ -26,7 +27,14 @@ RunState settle_run(BranchTx& tx, const std::string& run_id);
 // tried again.
 ReviveAction revive_action(const std::string& last_step_status);
 
-// Store::revive with the engine's plan. Throws ReviveRefused as it does.
+// Store::revive with the engine's plans: revive_action for each re-opened
+// branch, and the context of the run `context` names (run_context.h)
+// copied into the new run. Throws ReviveRefused as the store does, and
+// UnknownRun for a run number the pipeline does not have (nothing written
+// either way).
+std::string revive_pipeline(Store& store, const std::string& pipeline_id, const ContextSource& context);
+// The same with `--duplicate-context` (the newest run that has context) or
+// without (none).
 std::string revive_pipeline(Store& store, const std::string& pipeline_id, bool duplicate_context);
 
 }  // namespace ductwork

@@ -26,6 +26,17 @@ Json execution_json(const ExecutionRecord& e) {
                        {"plugin_version", text_or_null(e.plugin_version)}});
 }
 
+// The run's on_halt call; null when none was made.
+Json on_halt_json(const std::optional<OnHaltRecord>& call) {
+  if (!call) return Json();
+  return Json::object({{"klass", call->klass},
+                       {"status", call->status},
+                       {"started_at", call->started_at},
+                       {"completed_at", text_or_null(call->completed_at)},
+                       {"error_klass", text_or_null(call->error_klass)},
+                       {"error_message", text_or_null(call->error_message)}});
+}
+
 Json run_json(const RunRecord& run) {
   std::map<std::string, Json> parents;  // child branch -> parent ids, in link order
   for (const auto& link : run.links) parents[link.child_branch_id].push_back(link.parent_branch_id);
@@ -62,6 +73,7 @@ Json run_json(const RunRecord& run) {
                        {"completed_at", text_or_null(run.completed_at)},
                        {"halted_at", text_or_null(run.halted_at)},
                        {"cancelled_at", text_or_null(run.cancelled_at)},
+                       {"on_halt", on_halt_json(run.on_halt)},
                        {"branches", std::move(branches)},
                        {"steps", std::move(steps)}});
 }

@@ -7,6 +7,7 @@
 #include "engine/api_documents.h"
 #include "engine/catalog.h"
 #include "engine/control.h"
+#include "engine/run_context.h"
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
 #include "engine/trigger.h"
@@ -121,6 +122,10 @@ Response ApiV1::handle(const Request& request) {
     if (what == "pipelines" && s.size() == 4) {
       need_method(request, "GET");
       return pipeline(s[3]);
+    }
+    if (what == "pipelines" && s.size() == 5 && s[4] == "context") {
+      need_method(request, "GET");
+      return context(s[3], request);
     }
     if (what == "pipelines" && s.size() == 5) {
       need_method(request, "POST");
@@ -242,18 +247,47 @@ Response ApiV1::trigger(const std::string& name, const Request& request) {
                        Json::object({{"id", triggered.pipeline_id}, {"pipeline", name}, {"created", triggered.created}}));
 }
 
+Response ApiV1::context(const std::string& id, const Request& request) {
+  for (const auto& [name, _] : request.query) {
+    if (name != "run") bad_request("unknown query parameter '" + name + "' (expected run)");
+  }
+  std::optional<int64_t> run;
+  if (const std::string* text = query(request, "run")) {
+    run = parse_run_number(*text);
+    if (!run) bad_request("run '" + *text + "' is not a run number (1 is the pipeline's first run)");
+  }
+  std::optional<Json> doc;
+  try {
+    doc = context_document(*context_.stores.take(), id, run);
+  } catch (const UnknownRun& e) {
+    throw HttpError(404, "not_found", e.what());
+  }
+  if (!doc) throw HttpError(404, "not_found", "unknown pipeline id '" + id + "'");
+  return json_response(200, *doc);
+}
+
 Response ApiV1::revive(const std::string& id, const Request& request) {
-  Json body = body_object(request, {"duplicate_context"});
-  bool duplicate_context = false;
+  Json body = body_object(request, {"duplicate_context", "context_from"});
+  ContextSource source;
   if (body.contains("duplicate_context")) {
     if (!body["duplicate_context"].is_bool()) unprocessable("duplicate_context must be true or false");
-    duplicate_context = body["duplicate_context"].as_bool();
+    if (body["duplicate_context"].as_bool()) source.kind = ContextSource::Kind::kNewestWithContext;
+  }
+  if (body.contains("context_from")) {
+    const Json& from = body["context_from"];
+    if (!from.is_int64() || from.as_int() < 1) {
+      unprocessable("context_from must be a run number (1 is the pipeline's first run)");
+    }
+    source.kind = ContextSource::Kind::kRunNumber;
+    source.run_number = from.as_int();
   }
   try {
-    std::string run_id = revive_pipeline(*context_.stores.take(), id, duplicate_context);
+    std::string run_id = revive_pipeline(*context_.stores.take(), id, source);
     return json_response(201, Json::object({{"id", id}, {"run_id", run_id}}));
   } catch (const ReviveRefused& e) {
     refused(e, "revive");
+  } catch (const UnknownRun& e) {
+    unprocessable(std::string("context_from: ") + e.what());
   }
 }
 

@@ -40,6 +40,7 @@ class ApiV1 {
   Response pipeline(const std::string& id);
   Response trigger(const std::string& name, const Request& request);
   Response revive(const std::string& id, const Request& request);
+  Response context(const std::string& id, const Request& request);
   Response cancel(const std::string& id, const Request& request);
   Response resume(const std::string& id, const Request& request);
   Response processes();

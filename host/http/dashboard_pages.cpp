@@ -9,6 +9,7 @@
 #include "engine/definition.h"
 #include "http/dashboard.h"
 #include "http/dashboard_graph.h"
+#include "http/dashboard_on_halt.h"
 #include "http/dashboard_parts.h"
 #include "http/html.h"
 
@@ -142,6 +143,7 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   }
   body += "</table>";
 
+  body += on_halt_section(run->on_halt);
   std::vector<ErrorRecord> errors = store->recent_errors(run->id, 20);
   if (!errors.empty()) {
     body += "<h2>Errors (newest 20)</h2><table><tr><th>at</th><th>step</th><th>result</th><th>retry / crash</th>"

@@ -304,10 +304,18 @@ class Store {
   // the claim diverged.
   virtual bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                                 const std::function<void(BranchTx&)>& body) = 0;
-  // Takes the run's on_halt dispatch: flips runs.on_halt_dispatched_at from
-  // null to now and returns the distinct halt reasons of its branches;
-  // nullopt when another caller already took it (at most once per run).
-  virtual std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) = 0;
+  // Takes the run's on_halt dispatch, in one transaction: flips
+  // runs.on_halt_dispatched_at from null to now, records the call of step
+  // `klass` as `running`, and returns what the call is told: the distinct
+  // halt reasons of the run's branches and its first `max_branches` halted
+  // branches with their last step and its errors. nullopt when another
+  // caller already took it (at most once per run).
+  virtual std::optional<OnHaltDispatch> take_on_halt(const std::string& run_id, const std::string& klass,
+                                                     int max_branches) = 0;
+  // Records how the run's on_halt call ended (`status` as the engine names
+  // it; `error` when it did not succeed), now.
+  virtual void finish_on_halt(const std::string& run_id, const std::string& status,
+                              const std::optional<ErrorInfo>& error) = 0;
   // The canonical definition snapshot of a run (JSON text).
   virtual std::string run_definition(const std::string& run_id) = 0;
 
@@ -318,13 +326,17 @@ class Store {
   // arrivals, remapped to the new ids); each other branch re-opened: its
   // earlier steps copied as completed, its last step handled as `plan` says
   // from that step's status (requeued with its original arguments and fresh
-  // budgets, or re-created as `advancing` with its output). With
-  // `duplicate_context` the run context is copied. The pipeline becomes
+  // budgets, or re-created as `advancing` with its output). The run context
+  // of the run `context_from` picks (from every run of the pipeline with its
+  // count of values, read in the same transaction) is copied; none when it
+  // is empty or picks nothing. The pipeline becomes
   // in_progress; the old run stays as history. Throws ReviveRefused (nothing
   // written) for an unknown pipeline, one that is not halted or cancelled, or one
-  // without a run. engine/run_policy's revive_pipeline passes the engine's plan.
+  // without a run, and passes on what `context_from` throws (nothing written).
+  // engine/run_policy's revive_pipeline passes the engine's plans.
   // A cancelled pipeline is revived like a halted one (SPEC §13).
-  virtual std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) = 0;
+  virtual std::string revive(const std::string& pipeline_id, const ContextSourcePlanner& context_from,
+                             const RevivePlanner& plan) = 0;
 
   // ---- operator control (SPEC §13)
   // Cancels a pipeline in one transaction: the pipeline, its latest run and
@@ -359,6 +371,9 @@ class Store {
   // same new key: exactly one gets true.
   virtual bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
                            bool overwrite) = 0;
+  // Every run of the pipeline, oldest first, with how many context values
+  // it holds; empty for an unknown pipeline.
+  virtual std::vector<RunContextCount> run_context_counts(const std::string& pipeline_id) = 0;
 
   // ---- queries (CLI, dashboard)
   // Everything the status document shows of a pipeline, read in one

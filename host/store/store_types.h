@@ -207,6 +207,20 @@ enum class RunState { kOpen, kDampened, kCompleted, kHalted };
 enum class ReviveAction { kRequeue, kReadvance };
 using RevivePlanner = std::function<ReviveAction(const std::string& last_step_status)>;
 
+// A run of a pipeline and how many run-context values it holds: what a
+// revive chooses the context to copy from, and what `ductwork context`
+// lists. A pipeline's runs come oldest first; run number N (the CLI's and
+// the API's) is the N-th.
+struct RunContextCount {
+  std::string run_id;
+  std::string status;
+  int64_t values = 0;
+};
+// Which run's context a revive copies into the new run (engine/run_policy
+// decides from the pipeline's runs, oldest first): its id, or nullopt for
+// none. What it throws ends the revive with nothing written.
+using ContextSourcePlanner = std::function<std::optional<std::string>(const std::vector<RunContextCount>& runs)>;
+
 // A branch parked by a `dampen` transition (SPEC §13), as a resume finds it.
 struct DampenedBranch {
   std::string branch_id;
@@ -232,6 +246,34 @@ struct CancelResult {
   std::string run_id;
   int64_t branches = 0;   // open branches cancelled
   int64_t withdrawn = 0;  // queued executions withdrawn
+};
+
+// A halted branch of a run with its last step and what that step last
+// failed with, for the payload of the run's on_halt step (engine/on_halt
+// reports the error its halt reason is about).
+struct HaltedBranch {
+  std::string branch_id, halt_reason, step_id, node, klass;
+  // The latest failed result of the step's job (a job-side halt).
+  std::optional<std::string> job_error_klass, job_error_message;
+  // The latest failed advancement of the transition from the step (an
+  // advancer-side halt).
+  std::optional<std::string> advance_error_klass, advance_error_message;
+};
+
+// What Store::take_on_halt hands the caller that took a run's dispatch.
+struct OnHaltDispatch {
+  std::string pipeline_id;
+  std::vector<std::string> halt_reasons;  // distinct, in the order the branches halted
+  std::vector<HaltedBranch> halted;       // the first ones to halt, at most the number asked
+  int64_t halted_total = 0;               // every halted branch of the run
+};
+
+// The call of a run's on_halt step (`status --json`: a run's `on_halt`).
+struct OnHaltRecord {
+  std::string klass;
+  std::string status;  // running | succeeded | failed | not_run
+  std::string started_at;
+  std::optional<std::string> completed_at, error_klass, error_message;
 };
 
 // One pipeline as stored, for the status document (engine/status_document
@@ -269,6 +311,7 @@ struct BranchLinkRecord {
 struct RunRecord {
   std::string id, status;
   std::optional<std::string> started_at, completed_at, halted_at, cancelled_at;
+  std::optional<OnHaltRecord> on_halt;  // none: no on_halt step was called
   std::vector<BranchRecord> branches;
   std::vector<BranchLinkRecord> links;
   std::vector<StepRecord> steps;

@@ -42,15 +42,17 @@ DUCTWORK_STEP(ContextGet);
 
 namespace ductwork::testkit {
 
-// RecordHalt: for a definition's on_halt. Stores its argument (the list of
-// halt reasons) under the run context key "halt_reasons" without
-// overwrite, so a second call on the same run fails with
-// ContextAlreadySet; returns the argument.
+// RecordHalt: for a definition's on_halt. Stores its first argument (the
+// list of halt reasons) under the run context key "halt_reasons" and its
+// second (the on_halt payload, docs/step-authors.md), when given, under
+// "halt_payload", both without overwrite, so a second call on the same run
+// fails with ContextAlreadySet; returns the first argument.
 class RecordHalt : public Step {
  public:
   Json execute(StepContext& ctx) override {
     Json reasons = ctx.args().empty() ? Json() : ctx.arg(0);
     ctx.set("halt_reasons", reasons, false);
+    if (ctx.args().size() > 1) ctx.set("halt_payload", ctx.arg(1), false);
     return reasons;
   }
 };

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "engine/on_halt.h"
 #include "engine_fixture.h"
 
 namespace ductwork {
@@ -218,7 +219,68 @@ TEST_F(FanoutTest, OnHaltRunsOnceWithTheHaltReasons) {
   EXPECT_EQ(parse_json(*recorded), Json::array({"job_retries_exhausted"}));
   EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE id = ? AND on_halt_dispatched_at IS NOT NULL", t.run_id), 1);
   // A second dispatch attempt finds it taken.
-  EXPECT_FALSE(store->take_on_halt(t.run_id).has_value());
+  EXPECT_FALSE(store->take_on_halt(t.run_id, "RecordHalt", 10).has_value());
+}
+
+// Issue 41 item 10: an advancer-side halt reports the error of the failed
+// advancement (not a failure of the step's job, which succeeded), a halt
+// no error caused reports none, and a wide halt names its first
+// kOnHaltMaxFailures branches and counts them all.
+TEST_F(FanoutTest, OnHaltPayloadNamesTheErrorEachHaltReasonIsAbout) {
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {max_retry: 1}");
+  auto t = run("on_halt: RecordHalt\nsteps:\n  - start: Echo\n  - expand: Double\n  - collapse: Sum\n",
+               Json::array({5}));
+  ASSERT_EQ(report(t)["status"].as_string(), "halted");
+  auto recorded = store->context_get(t.run_id, "halt_payload");
+  ASSERT_TRUE(recorded.has_value()) << "on_halt got no payload";
+  Json payload = parse_json(*recorded);
+  EXPECT_EQ(payload["halt_reasons"], Json::array({"advancer_retries_exhausted"}));
+  ASSERT_EQ(payload["failures"].size(), 1u) << payload.dump();
+  const Json& failure = payload["failures"][0];
+  EXPECT_EQ(failure["klass"].as_string(), "Echo");
+  EXPECT_EQ(failure["error_message"].as_string(), "expand: step Echo must return a list, got number");
+  EXPECT_TRUE(failure["error_klass"].is_string());
+
+  configure("job_worker: {retry_delay: 0}\npipeline_advancer: {steps: {max_depth: 3}}");
+  auto wide = run("on_halt: RecordHalt\nsteps:\n  - start: Range\n  - expand: Inc\n  - collapse: Sum\n",
+                  Json::array({4}));
+  ASSERT_EQ(report(wide)["status"].as_string(), "halted");
+  Json too_wide = parse_json(*store->context_get(wide.run_id, "halt_payload"));
+  ASSERT_EQ(too_wide["failures"].size(), 1u);
+  EXPECT_EQ(too_wide["failures"][0]["halt_reason"].as_string(), "max_fanout_exceeded");
+  EXPECT_TRUE(too_wide["failures"][0]["error_klass"].is_null()) << "no error made this halt";
+  EXPECT_TRUE(too_wide["failures"][0]["error_message"].is_null());
+
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  auto many = run("on_halt: RecordHalt\nsteps:\n  - start: Range\n  - expand: Fail\n  - collapse: Sum\n",
+                  Json::array({kOnHaltMaxFailures + 5}));
+  ASSERT_EQ(report(many)["status"].as_string(), "halted");
+  Json all = parse_json(*store->context_get(many.run_id, "halt_payload"));
+  EXPECT_EQ(all["failures"].size(), static_cast<size_t>(kOnHaltMaxFailures));
+  EXPECT_EQ(all["failures_total"].as_int(), kOnHaltMaxFailures + 5);
+  EXPECT_EQ(all["failures"][0]["error_message"].as_string(), "Fail step always fails");
+}
+
+// A process without plugins takes the dispatch and records the call
+// `not_run` with why; nothing runs, and a second dispatch finds it taken.
+TEST_F(FanoutTest, OnHaltWithoutPluginsIsRecordedNotRun) {
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  auto t = run("steps:\n  - start: Fail\n", Json::array({1}));
+  Json doc = report(t);
+  ASSERT_EQ(doc["status"].as_string(), "halted");
+  ASSERT_TRUE(doc["runs"][0]["on_halt"].is_null()) << "no on_halt in the definition: no call";
+  dispatch_on_halt(*store, nullptr, logger, "P", t.run_id, "RecordHalt");
+  Json call = report(t)["runs"][0]["on_halt"];
+  ASSERT_TRUE(call.is_object()) << report(t).dump();
+  EXPECT_EQ(call["klass"].as_string(), "RecordHalt");
+  EXPECT_EQ(call["status"].as_string(), "not_run");
+  EXPECT_EQ(call["error_message"].as_string(), "this process has no plugins loaded");
+  EXPECT_TRUE(call["error_klass"].is_null());
+  EXPECT_TRUE(call["completed_at"].is_string());
+  EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value());
+  dispatch_on_halt(*store, &registry, logger, "P", t.run_id, "RecordHalt");
+  EXPECT_FALSE(store->context_get(t.run_id, "halt_reasons").has_value()) << "dispatched twice";
+  EXPECT_EQ(report(t)["runs"][0]["on_halt"], call);
 }
 
 TEST_F(FanoutTest, OnHaltDoesNotRunForACompletedRun) {

@@ -231,5 +231,52 @@ TEST_F(ReviveTest, RefusesAPipelineThatIsNotHaltedOrUnknownAndWritesNothing) {
   EXPECT_EQ(counts(), before) << "a refused revive wrote rows";
 }
 
+// Issue 41 item 7: which run's context a revive copies, decided without a
+// database.
+TEST(ContextSourceTest, DuplicateContextTakesTheNewestRunThatHasValuesAndARunNumberTakesThatRun) {
+  const std::vector<RunContextCount> runs = {{"r1", "halted", 3}, {"r2", "halted", 1}, {"r3", "halted", 0}};
+  ContextSource newest{ContextSource::Kind::kNewestWithContext, 0};
+  EXPECT_EQ(context_source_run("p", runs, newest), std::optional<std::string>("r2"));
+  EXPECT_EQ(context_source_run("p", {{"r1", "halted", 0}}, newest), std::nullopt);
+  EXPECT_EQ(context_source_run("p", runs, ContextSource{}), std::nullopt);
+  EXPECT_EQ(context_source_run("p", runs, ContextSource{ContextSource::Kind::kRunNumber, 1}),
+            std::optional<std::string>("r1"));
+  EXPECT_EQ(context_source_run("p", runs, ContextSource{ContextSource::Kind::kRunNumber, 3}),
+            std::optional<std::string>("r3"));
+  try {
+    context_source_run("p", runs, ContextSource{ContextSource::Kind::kRunNumber, 4});
+    FAIL() << "run 4 of 3 was accepted";
+  } catch (const UnknownRun& e) {
+    EXPECT_STREQ(e.what(), "pipeline p has no run 4 (its runs are numbered 1 to 3, oldest first)");
+  }
+  EXPECT_THROW(context_source_run("p", runs, ContextSource{ContextSource::Kind::kRunNumber, 0}), UnknownRun);
+}
+
+TEST(ContextSourceTest, ARunNumberIsAWholeNumberFromOne) {
+  EXPECT_EQ(parse_run_number("1"), 1);
+  EXPECT_EQ(parse_run_number("42"), 42);
+  for (const char* bad : {"", "0", "-1", "+1", "1.0", "1x", " 1", "99999999999999999999"}) {
+    EXPECT_EQ(parse_run_number(bad), std::nullopt) << bad;
+  }
+}
+
+TEST_F(ReviveTest, DuplicateContextSkipsAnEmptyNewerRunAndContextFromNamesARun) {
+  configure("job_worker: {retry_delay: 0, max_retry: 0}");
+  auto t = run("steps:\n  - start: ContextSet\n  - chain: Fail\n",
+               Json::array({Json::object({{"key", "k"}, {"value", 7}})}));
+  std::string second = revive(t);  // no copy: an empty context, halted again
+  ASSERT_EQ(report(t)["status"].as_string(), "halted");
+  ASSERT_FALSE(store->context_get(second, "k").has_value());
+  std::string third = revive(t, true);
+  EXPECT_EQ(store->context_get(third, "k"), std::optional<std::string>("7")) << "the newest run with context";
+  std::string fourth = revive_pipeline(*store, t.pipeline_id, ContextSource{ContextSource::Kind::kRunNumber, 2});
+  drain();
+  EXPECT_FALSE(store->context_get(fourth, "k").has_value()) << "run 2, as named";
+  const int64_t runs = count("SELECT COUNT(*) FROM runs WHERE pipeline_id = ?", t.pipeline_id);
+  EXPECT_THROW(revive_pipeline(*store, t.pipeline_id, ContextSource{ContextSource::Kind::kRunNumber, 9}), UnknownRun);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM runs WHERE pipeline_id = ?", t.pipeline_id), runs) << "nothing written";
+  EXPECT_EQ(report(t)["status"].as_string(), "halted");
+}
+
 }  // namespace
 }  // namespace ductwork

@@ -31,4 +31,20 @@ bool SqlStore::context_set(const std::string& run_id, const std::string& key, co
   return rows > 0;
 }
 
+std::vector<RunContextCount> SqlStore::run_context_counts(const std::string& pipeline_id) {
+  auto held = lock();
+  return read_run_context_counts(pipeline_id);
+}
+
+std::vector<RunContextCount> SqlStore::read_run_context_counts(const std::string& pipeline_id) {
+  // In the order status shows the runs (run number N is the N-th).
+  auto stmt = conn_.prepare(
+      "SELECT r.id, r.status, (SELECT COUNT(*) FROM tuples t WHERE t.run_id = r.id) FROM runs r "
+      "WHERE r.pipeline_id = ? ORDER BY r.created_at, r.id");
+  stmt.bind(1, pipeline_id);
+  std::vector<RunContextCount> out;
+  while (stmt.step()) out.push_back(RunContextCount{stmt.text(0), stmt.text(1), stmt.int64(2)});
+  return out;
+}
+
 }  // namespace ductwork::sql

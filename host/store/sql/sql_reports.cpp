@@ -29,8 +29,15 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     pipeline.halted_at = p.optional_text(5);
     pipeline.cancelled_at = p.optional_text(6);
   }
-  auto r = conn.prepare("SELECT id, status, started_at, completed_at, halted_at, " + cancelled_at +
-                        " FROM runs WHERE pipeline_id = ? ORDER BY created_at, id");
+  // Likewise before 013: no on_halt call is recorded.
+  const bool has_on_halt_calls = conn.has_column("on_halt_calls", "run_id");
+  auto r = conn.prepare(
+      "SELECT r.id, r.status, r.started_at, r.completed_at, r.halted_at, " +
+      (cancelled_at == "NULL" ? cancelled_at : "r." + cancelled_at) +
+      (has_on_halt_calls ? ", h.klass, h.status, h.started_at, h.completed_at, h.error_klass, h.error_message "
+                           "FROM runs r LEFT JOIN on_halt_calls h ON h.run_id = r.id "
+                         : ", NULL, NULL, NULL, NULL, NULL, NULL FROM runs r ") +
+      "WHERE r.pipeline_id = ? ORDER BY r.created_at, r.id");
   r.bind(1, pipeline_id);
   while (r.step()) {
     RunRecord run;
@@ -40,6 +47,10 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     run.completed_at = r.optional_text(3);
     run.halted_at = r.optional_text(4);
     run.cancelled_at = r.optional_text(5);
+    if (!r.is_null(6)) {
+      run.on_halt = OnHaltRecord{r.text(6), r.text(7), r.text(8), r.optional_text(9), r.optional_text(10),
+                                 r.optional_text(11)};
+    }
     pipeline.runs.push_back(std::move(run));
   }
   return true;

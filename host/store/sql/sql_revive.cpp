@@ -1,6 +1,7 @@
 // Reviving a halted pipeline (SPEC §7) in one transaction
-// that copies the latest run into a new one, with every id remapped, and
-// re-opens the branches that halted.
+// that copies the latest run into a new one, with every id remapped,
+// re-opens the branches that halted, and copies the run context of the run
+// the engine picked.
 #include <map>
 
 #include "store/sql/batch_insert.h"
@@ -55,7 +56,8 @@ struct OldStep {
 
 }  // namespace
 
-std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) {
+std::string SqlStore::revive(const std::string& pipeline_id, const ContextSourcePlanner& context_from,
+                            const RevivePlanner& plan) {
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
@@ -69,6 +71,10 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
                           ", not halted or cancelled: only a halted or cancelled pipeline can be revived");
     }
   }
+  // The engine picks whose context the new run gets before anything is
+  // written: a refusal (a run the pipeline does not have) leaves no trace.
+  std::optional<std::string> context_run;
+  if (context_from) context_run = context_from(read_run_context_counts(pipeline_id));
   std::string old_run, klass;
   const std::string new_run = new_uuid_v7();
   {
@@ -227,13 +233,13 @@ std::string SqlStore::revive(const std::string& pipeline_id, bool duplicate_cont
     }
   }
   arrivals.flush();
-  if (duplicate_context) {
+  if (context_run) {
     BatchInsert tuples(conn_,
                        "INSERT INTO tuples (id, run_id, key, serialized_value, first_set_at, last_set_at, created_at, "
                        "updated_at) VALUES ",
                        "(?, ?, ?, ?, ?, ?, ?, ?)", 8);
     auto t = conn_.prepare("SELECT key, serialized_value, first_set_at, last_set_at FROM tuples WHERE run_id = ?");
-    t.bind(1, old_run);
+    t.bind(1, *context_run);
     while (t.step()) tuples.add({new_uuid_v7(), new_run, t.text(0), text_or_null(t, 1), t.text(2), t.text(3), now, now});
     tuples.flush();
   }

@@ -229,25 +229,4 @@ std::string SqlStore::run_definition(const std::string& run_id) {
   return stmt.text(0);
 }
 
-std::optional<std::vector<std::string>> SqlStore::take_on_halt(const std::string& run_id) {
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  int won = conn_.prepare(
-                     "UPDATE runs SET on_halt_dispatched_at = dw_now(), updated_at = dw_now() WHERE id = ? "
-                     "AND on_halt_dispatched_at IS NULL")
-                .bind(1, run_id)
-                .exec();
-  if (won != 1) return std::nullopt;
-  std::vector<std::string> reasons;
-  {
-    auto stmt = conn_.prepare(
-        "SELECT halt_reason FROM branches WHERE run_id = ? AND status = 'halted' AND halt_reason IS NOT NULL "
-        "GROUP BY halt_reason ORDER BY MIN(completed_at), halt_reason");
-    stmt.bind(1, run_id);
-    while (stmt.step()) reasons.push_back(stmt.text(0));
-  }
-  tx.commit();
-  return reasons;
-}
-
 }  // namespace ductwork::sql

@@ -38,7 +38,7 @@ struct SharedConnection {
 // files by concern: sql_store.cpp (schema, trigger, processes),
 // sql_job_queue.cpp (job worker), sql_branch_ops.cpp (advancer claims and the
 // claim fence), sql_branch_tx.cpp and sql_fanout.cpp (what an advance
-// writes), sql_recovery.cpp, sql_revive.cpp, sql_context.cpp and
+// writes), sql_recovery.cpp, sql_revive.cpp, sql_on_halt.cpp, sql_context.cpp and
 // sql_reports.cpp (status and listing queries), sql_control.cpp (cancel,
 // resume).
 class SqlStore final : public Store {
@@ -87,9 +87,13 @@ class SqlStore final : public Store {
   bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
                         const std::function<void(BranchTx&)>& body) override;
   std::string run_definition(const std::string& run_id) override;
-  std::optional<std::vector<std::string>> take_on_halt(const std::string& run_id) override;
+  std::optional<OnHaltDispatch> take_on_halt(const std::string& run_id, const std::string& klass,
+                                             int max_branches) override;
+  void finish_on_halt(const std::string& run_id, const std::string& status,
+                      const std::optional<ErrorInfo>& error) override;
 
-  std::string revive(const std::string& pipeline_id, bool duplicate_context, const RevivePlanner& plan) override;
+  std::string revive(const std::string& pipeline_id, const ContextSourcePlanner& context_from,
+                     const RevivePlanner& plan) override;
 
   CancelResult cancel(const std::string& pipeline_id) override;
   ResumeResult resume(const std::string& pipeline_id, const ResumePlanner& plan) override;
@@ -98,6 +102,7 @@ class SqlStore final : public Store {
   std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
   bool context_set(const std::string& run_id, const std::string& key, const std::string& value_json,
                    bool overwrite) override;
+  std::vector<RunContextCount> run_context_counts(const std::string& pipeline_id) override;
 
   std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
   std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
@@ -117,6 +122,8 @@ class SqlStore final : public Store {
   std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock<std::recursive_mutex>(shared_->mutex); }
 
  private:
+  // run_context_counts inside the caller's lock (and transaction, if any).
+  std::vector<RunContextCount> read_run_context_counts(const std::string& pipeline_id);
   // crashed! inside an open transaction (see Store::job_crashed).
   bool crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
                    const NextExecution& next, const std::string& now);
