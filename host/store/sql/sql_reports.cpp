@@ -29,7 +29,7 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     pipeline.halted_at = p.optional_text(5);
     pipeline.cancelled_at = p.optional_text(6);
   }
-  // Likewise before 013: no on_halt call is recorded.
+  // Likewise before 014: no on_halt call is recorded.
   const bool has_on_halt_calls = conn.has_column("on_halt_calls", "run_id");
   auto r = conn.prepare(
       "SELECT r.id, r.status, r.started_at, r.completed_at, r.halted_at, " +
