@@ -44,7 +44,9 @@ inline std::string exceeded_limit(int sig, const rusage* usage = nullptr) {
     if (used < 0.9 * static_cast<double>(seconds)) return "";
   }
   std::string text = "the CPU time limit (RLIMIT_CPU, `ulimit -t`)";
-  if (known && seconds != RLIM_INFINITY) text += " of " + std::to_string(static_cast<unsigned long long>(seconds)) + " s";
+  if (known && seconds != RLIM_INFINITY) {
+    text += " of " + std::to_string(static_cast<unsigned long long>(seconds)) + " s";
+  }
   return text;
 }
 
