@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <optional>
 
 #include "http/api_v1.h"
@@ -37,6 +38,26 @@ std::string lower(std::string text) {
   return text;
 }
 
+// A message for a page: what the JSON error says, character for character.
+// A byte that is not UTF-8 becomes U+FFFD, and a control character is
+// written as JSON writes it ("\u0000"): a NUL from "%00" in a path is shown,
+// not dropped or left raw in the page.
+std::string page_text(const std::string& message) {
+  const std::string valid = parse_json(dump_json_lossy(Json(message))).as_string();
+  std::string out;
+  for (char c : valid) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\t' && c != '\n') || byte == 0x7f) {
+      char escaped[16];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return escape_html(out);
+}
+
 // A refusal on a dashboard page, as a page a person can read.
 Response html_error(const HttpError& e) {
   Response r;
@@ -44,7 +65,7 @@ Response html_error(const HttpError& e) {
   r.content_type = "text/html; charset=utf-8";
   r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + std::to_string(e.status()) +
            " · ductwork</title></head><body style=\"font:15px system-ui,sans-serif;margin:24px\"><h1>" +
-           std::to_string(e.status()) + " " + escape_html(e.code()) + "</h1><p>" + escape_html(e.message()) +
+           std::to_string(e.status()) + " " + escape_html(e.code()) + "</h1><p>" + page_text(e.message()) +
            "</p><p><a href=\"/ui\">Overview</a></p></body></html>\n";
   return r;
 }

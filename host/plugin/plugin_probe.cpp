@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,10 +121,11 @@ class Probe {
     text_.append(buffer, static_cast<std::size_t>(got));
     return true;
   }
-  // Waits for the probe to end (after its output ended); its wait status.
-  int reap() {
+  // Waits for the probe to end (after its output ended); its wait status,
+  // and in `*usage` the resources it used.
+  int reap(rusage* usage) {
     int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    while (::wait4(pid_, &status, 0, usage) < 0 && errno == EINTR) {
     }
     pid_ = -1;
     return status;
@@ -164,6 +166,36 @@ std::string culprit(const Report& report, const std::string& directory) {
   return report.loading.empty() ? "the plugins of " + directory : "plugin " + report.loading;
 }
 
+// Logs each file the probe has begun to load in the lines of `text` from
+// `*from` on, and moves `*from` past them.
+void log_progress(const std::string& text, std::size_t* from, Logger& logger) {
+  for (std::size_t end; (end = text.find('\n', *from)) != std::string::npos; *from = end + 1) {
+    std::optional<Json> line = try_parse_json(std::string_view(text).substr(*from, end - *from));
+    if (!line || !line->is_object()) continue;
+    const Json* loading = line->find("loading");
+    if (loading != nullptr && loading->is_string()) {
+      logger.debug("Plugin probe loading", Json::object({{"plugin_path", loading->as_string()}}));
+    }
+  }
+}
+
+// A probe that ended of a signal no plugin sends: a resource limit's, or
+// one that stops a process from outside. Throws PluginProbeStopped saying
+// so; returns for any other end.
+void refuse_blame(int status, const rusage& usage, const Report& report, const std::string& directory) {
+  if (!WIFSIGNALED(status)) return;
+  const int sig = WTERMSIG(status);
+  const std::string where = report.loading.empty() ? "the plugins of " + directory : report.loading;
+  if (const std::string limit = exceeded_limit(sig, &usage); !limit.empty()) {
+    throw PluginProbeStopped("the plugin probe passed " + limit + " while loading " + where + " (" +
+                             signal_name(sig) + "): raise the limit; this is no plugin's fault");
+  }
+  if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+    throw PluginProbeStopped("the plugin probe was stopped by " + signal_name(sig) + " from outside while loading " +
+                             where + "; this is no plugin's fault");
+  }
+}
+
 }  // namespace
 
 void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
@@ -171,6 +203,7 @@ void probe_plugins(const std::string& executable, const std::string& directory, 
   Probe probe(executable, directory);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   bool open = true;
+  std::size_t logged = 0;  // of the probe's output: its "loading" lines logged
   while (open) {
     if (should_stop && should_stop()) throw PluginProbeInterrupted("stopped while loading plugins");
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -181,10 +214,19 @@ void probe_plugins(const std::string& executable, const std::string& directory, 
                             " s (plugins.load_timeout): its initialisation hangs or is too slow");
     }
     open = probe.read_some(100);
+    log_progress(probe.text(), &logged, logger);
   }
-  int status = probe.reap();
+  rusage usage{};
+  int status = probe.reap(&usage);
+  // A Ctrl-C goes to the whole process group: the probe dies of it, and its
+  // end is seen before the next poll of `should_stop`. Once it is reaped,
+  // a signal sent to the group is pending here too (the kernel signals
+  // every member before any of them can finish exiting): a shutdown
+  // request, not a plugin's doing.
+  if (should_stop && should_stop()) throw PluginProbeInterrupted("stopped while loading plugins");
   Report report = read_report(probe.text());
   if (report.done.is_null()) {
+    refuse_blame(status, usage, report, directory);
     throw PluginLoadError(culprit(report, directory) + " ended the process while loading (" + how_it_ended(status) +
                           "); a plugin must not exit or crash in its initialisation");
   }

@@ -16,8 +16,19 @@ class PluginLoadError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Thrown by probe_plugins when `should_stop` asked it to give up.
+// Thrown by probe_plugins when `should_stop` asked it to give up, also when
+// the probe died of the SIGINT or SIGTERM that asked it (a Ctrl-C reaches
+// the whole process group: the probe often dies before the next poll).
 class PluginProbeInterrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The probe was ended by something that is no plugin's fault: a resource
+// limit it passed (SIGXFSZ from `ulimit -f`, SIGXCPU from `ulimit -t`),
+// named with its value, or a SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to it
+// alone. A runtime failure (exit 1), not bad input.
+class PluginProbeStopped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -29,7 +40,9 @@ class PluginProbeInterrupted : public std::runtime_error {
 // dies with this process. `should_stop` is polled every 100 ms (e.g. a
 // pending SIGTERM) and, when it returns true, the probe is killed and
 // PluginProbeInterrupted thrown. Throws PluginLoadError naming the plugin
-// that hung, exited or crashed.
+// that hung, exited or crashed, and PluginProbeStopped when the probe was
+// ended by a limit or a signal instead. Each file the probe begins to load
+// is logged (debug, "Plugin probe loading").
 void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
                    PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop = {});
 

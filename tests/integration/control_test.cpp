@@ -363,11 +363,11 @@ void expect_no_half_state(const std::string& checkpoint, const std::vector<std::
     std::vector<std::string> args = command;
     args.insert(args.begin() + 1, id);
     json before = ws.status(id);
-    DbSnapshot counts = ws.snapshot();
+    DbSnapshot unchanged = ws.snapshot();
     ProcessResult r = ws.run_with_env(args, {{"DUCTWORK_FAULT", checkpoint + ":" + std::string(action)}});
     EXPECT_NE(r.exit_code, 0) << r.describe();
     EXPECT_EQ(ws.status(id), before) << "half-written by " << checkpoint << ":" << action;
-    EXPECT_EQ(ws.snapshot(), counts);
+    EXPECT_EQ(ws.snapshot(), unchanged);
     ProcessResult again = ws.run(args);
     ASSERT_EQ(again.exit_code, 0) << again.describe() << again.err;
     EXPECT_EQ(ws.status(id)["status"], status_after);

@@ -25,7 +25,13 @@ std::string browse(const std::string& url, const std::string& png = "") {
   // One browser start for both: the DOM on stdout, the screenshot to `png`.
   std::vector<std::string> argv = {chromium, "--headless", "--no-sandbox", "--disable-gpu",
                                    "--disable-dev-shm-usage", "--window-size=1400,1100", "--dump-dom"};
-  if (!png.empty()) argv.push_back("--screenshot=" + png);
+  if (!png.empty()) {
+    // Last run's screenshot must not pass for this one's (issue 41 item 18).
+    std::error_code ignored;
+    fs::remove(png, ignored);
+    EXPECT_FALSE(fs::exists(png)) << "cannot remove the previous screenshot " << png;
+    argv.push_back("--screenshot=" + png);
+  }
   argv.push_back(url);
   ProcessResult r = testsupport::run_process(argv, testsupport::ProcessOptions{"", {}, {}, 60});
   EXPECT_EQ(r.exit_code, 0) << url << ": " << r.describe() << r.err;

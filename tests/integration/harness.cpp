@@ -19,7 +19,11 @@ const char* const kTables[] = {"pipelines", "runs",    "branches", "branch_links
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const DbSnapshot& s) {
-  return os << (s.exists ? "database{" + s.counts + "}" : std::string("no database"));
+  if (!s.exists) return os << "no database";
+  // The rows as well (the start of them): a change in place shows there.
+  constexpr size_t kShown = 4000;
+  return os << "database{" << s.counts << "}\n"
+            << s.rows.substr(0, kShown) << (s.rows.size() > kShown ? "\n(...)" : "");
 }
 
 Workspace::Workspace(const ConfigOptions& options) {
@@ -136,29 +140,58 @@ DbSnapshot Workspace::snapshot() const {
       snap.counts += std::string(snap.counts.empty() ? "" : " ") + table + "=" +
                      pg_->scalar(std::string("SELECT count(*) FROM ") + table);
     }
+    snap.rows = every_row();
     return snap;
   }
   snap.exists = testsupport::file_exists(db_path());
   if (!snap.exists) return snap;
-  static const std::string sqlite3 = find_on_path("sqlite3");
-  if (sqlite3.empty()) {
-    // No sqlite3 CLI: fall back to what the host reports.
-    snap.counts = "list=" + list({"--limit", "1000000"}).dump();
-    return snap;
-  }
   std::string sql = "SELECT ";
   bool first = true;
   for (const char* table : kTables) {
     sql += std::string(first ? "" : " || ' ' || ") + "'" + table + "=' || (SELECT count(*) FROM " + table + ")";
     first = false;
   }
-  sql += ";";
-  testsupport::ProcessOptions options;
-  options.timeout_seconds = 30;
-  ProcessResult r = testsupport::run_process({sqlite3, "-batch", db_path(), sql}, options);
-  EXPECT_EQ(r.exit_code, 0) << "sqlite3: " << r.describe();
-  snap.counts = r.out;
+  snap.counts = this->sql(sql + ";");
+  snap.rows = every_row();
   return snap;
+}
+
+std::string Workspace::every_row() const {
+  // Each row as one text value behind its table's name, the lot sorted, so
+  // two readings of the same contents are the same text. Tables are read
+  // from the catalog: one a migration adds is covered without a change here.
+  std::string select;
+  auto add_table = [&](const std::string& table, const std::string& row_text) {
+    select += (select.empty() ? "" : " UNION ALL ") + std::string("SELECT '") + table + "|' || " + row_text +
+              " AS r FROM " + table + " x";
+  };
+  if (pg_ || !database_url_.empty()) {
+    std::stringstream tables(
+        sql("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' AND table_name <> 'processes' ORDER BY 1"));
+    for (std::string table; std::getline(tables, table);) add_table(table, "x::text");
+  } else {
+    // SQLite has no row-as-text: each column quoted (quote() marks NULL,
+    // text, numbers and blobs apart), joined by commas.
+    std::stringstream columns(
+        sql("SELECT m.name || '|' || p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+            "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> 'processes' ORDER BY m.name, p.cid;"));
+    std::string table, row_text;
+    for (std::string line; std::getline(columns, line);) {
+      const std::string name = line.substr(0, line.find('|'));
+      const std::string column = "\"" + line.substr(line.find('|') + 1) + "\"";
+      if (name != table) {
+        if (!table.empty()) add_table(table, row_text);
+        table = name;
+        row_text.clear();
+      }
+      row_text += (row_text.empty() ? "" : " || ',' || ") + std::string("quote(x.") + column + ")";
+    }
+    if (!table.empty()) add_table(table, row_text);
+  }
+  EXPECT_FALSE(select.empty()) << "the database has no tables";
+  if (select.empty()) return "";
+  return sql(select + " ORDER BY 1;");
 }
 
 bool Workspace::database_created() const {

@@ -35,11 +35,15 @@ struct ConfigOptions {
 };
 
 // A reading of the database: whether the file exists and, when it does, the
-// row counts of its main tables ("pipelines=1 runs=1 ...").
+// row counts of its main tables ("pipelines=1 runs=1 ...") and every row of
+// every table but `processes` (whose heartbeats move while a host runs), so
+// that "nothing written" also catches a row changed in place (issue 41,
+// item 18: comparing counts alone let an update through).
 struct DbSnapshot {
   bool exists = false;
   std::string counts;
-  bool operator==(const DbSnapshot& o) const { return exists == o.exists && counts == o.counts; }
+  std::string rows;  // "table|row as text" lines, sorted
+  bool operator==(const DbSnapshot& o) const { return exists == o.exists && counts == o.counts && rows == o.rows; }
 };
 std::ostream& operator<<(std::ostream& os, const DbSnapshot& s);
 
@@ -97,6 +101,8 @@ class Workspace {
   json list(const std::vector<std::string>& extra = {}) const;
 
   DbSnapshot snapshot() const;
+  // Every row of every table but `processes`, as text, sorted (DbSnapshot::rows).
+  std::string every_row() const;
   // Whether the database was created (SQLite: the file exists; PostgreSQL:
   // the schema was migrated into it).
   bool database_created() const;

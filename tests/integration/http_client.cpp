@@ -23,7 +23,11 @@ Reply http(const std::string& address, const Call& call) {
   for (const auto& [name, value] : call.headers) request.set(name, value);
   if (call.method == "POST") {
     if (!call.content_type.empty()) request.setContentType(call.content_type);
-    request.setContentLength(static_cast<std::streamsize>(call.body.size()));
+    if (call.chunked) {
+      request.setChunkedTransferEncoding(true);
+    } else {
+      request.setContentLength(static_cast<std::streamsize>(call.body.size()));
+    }
   }
   std::ostream& out = session.sendRequest(request);
   out << call.body;

@@ -30,6 +30,8 @@ struct Call {
   std::string body;
   std::string content_type = "application/json";
   std::string token = kToken;  // "" sends no Authorization header
+  // The body in the chunked coding: its length is not announced.
+  bool chunked = false;
   std::vector<std::pair<std::string, std::string>> headers;
 };
 

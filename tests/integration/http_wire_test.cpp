@@ -103,6 +103,19 @@ TEST_F(HttpWireTest, APathThatIsNotUtf8OrHoldsANulGetsItsWholeErrorAndALogLine) 
   const char expected[] = "unknown pipeline id 'ab\0cd'";
   EXPECT_EQ(doc["error"].value("message", ""), std::string(expected, sizeof expected - 1)) << nul;
 
+  // A dashboard page says the same as the JSON error: the NUL written as
+  // JSON writes it (not dropped, not a raw NUL in the page), a byte that is
+  // not UTF-8 as U+FFFD, so the page is valid UTF-8 as its charset says.
+  const std::string page_nul = round_trip(at_, "GET /ui/pipelines/ab%00cd HTTP/1.1\r\nHost: h\r\n" + kAuth + "\r\n");
+  EXPECT_EQ(status_of(page_nul), 404) << page_nul;
+  EXPECT_NE(body_of(page_nul).find("unknown pipeline id &#39;ab\\u0000cd&#39;"), std::string::npos) << page_nul;
+  EXPECT_EQ(page_nul.find('\0'), std::string::npos) << page_nul;
+  const std::string page_not_utf8 =
+      round_trip(at_, "GET /ui/pipelines/%ff%fe HTTP/1.1\r\nHost: h\r\n" + kAuth + "\r\n");
+  EXPECT_EQ(status_of(page_not_utf8), 404) << page_not_utf8;
+  EXPECT_NE(body_of(page_not_utf8).find("the path /ui/pipelines/" + replaced + " is not UTF-8"), std::string::npos)
+      << page_not_utf8;
+
   // Each request has its line in the log (the path made valid UTF-8).
   EXPECT_TRUE(eventually(5, [&] {
     const std::string log = serve_->process().stdout_so_far();

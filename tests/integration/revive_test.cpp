@@ -139,7 +139,7 @@ TEST(ReviveTest, RefusesWhatCannotBeRevivedWithExitTwoAndNothingWritten) {
   EXPECT_NE(r.err.find("usage: ductwork revive"), std::string::npos) << r.err;
   r = ws.run({"revive", id, "--bogus"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(ws.snapshot().counts, before.counts);
+  EXPECT_EQ(ws.snapshot(), before);
 }
 
 // `revive --duplicate-context` copies the run context into the new run;
