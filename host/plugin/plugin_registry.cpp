@@ -190,9 +190,19 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger, const st
                   logger);
   }
   const dw_plugin* table = plugin->library.get<const dw_plugin*(const dw_host_api*)>(DUCTWORK_INIT_SYMBOL)(host_api());
-  if (!table || table->struct_size < offsetof(dw_plugin, free_string) + sizeof(table->free_string) ||
+  if (!table) {
+    // The SDK's plugins say why their initialiser failed (a pipeline that
+    // breaks a builder rule, say); older or hand-written ones may not.
+    const char* why = nullptr;
+    if (plugin->library.has(DUCTWORK_INIT_ERROR_SYMBOL)) {
+      why = plugin->library.get<const char*()>(DUCTWORK_INIT_ERROR_SYMBOL)();
+    }
+    if (why && *why) return refuse(path, std::string("its initialiser failed: ") + why, logger);
+    return refuse(path, "its initialiser returned no plugin table (see the plugin's own message on stderr)", logger);
+  }
+  if (table->struct_size < offsetof(dw_plugin, free_string) + sizeof(table->free_string) ||
       table->abi_version != DUCTWORK_ABI_VERSION || !table->name || !table->free_string) {
-    return refuse(path, "its plugin table is malformed (null, too small, or wrong ABI version)", logger);
+    return refuse(path, "its plugin table is malformed (too small, wrong ABI version, or no name)", logger);
   }
   plugin->table = table;
   plugin->abi_version = table->abi_version;

@@ -2,7 +2,7 @@
 #
 # Builds lib<target>.so, a step plugin the Ductwork host can dlopen: a MODULE
 # library (never linked against, only loaded) linking Ductwork::SDK, with
-# hidden visibility so that the two entry points DUCTWORK_PLUGIN marks are
+# hidden visibility so that the entry points DUCTWORK_PLUGIN marks are
 # all it exports — plugins loaded side by side then cannot bind to each
 # other's inline functions or registries.
 include_guard(GLOBAL)

@@ -168,6 +168,27 @@ TEST(PluginsTest, ListsGoodPluginsAndExplainsRefusals) {
   EXPECT_EQ(status["runs"][0]["steps"][1]["output"], "hello");
 }
 
+// A pipeline built with the SDK's builder that breaks a rule makes the
+// plugin's initialiser fail; the refusal names the broken rule (it used to
+// say "plugin table is malformed (null, too small, or wrong ABI version)",
+// the real reason only on stderr).
+TEST(PluginsTest, ABrokenBuilderRuleIsTheRefusalsReason) {
+  Workspace probe;
+  ConfigOptions options;
+  options.plugins_directory = plugins_folder(probe, {"bad_builder"});
+  Workspace ws(options);
+
+  testsupport::ProcessResult r = ws.run({"plugins", "--json"});
+  ASSERT_EQ(r.exit_code, 2) << r.describe();
+  json doc = parse_json(r.out, "plugins --json");
+  std::string refusal = refusal_for(doc, "libbad_builder.so");
+  EXPECT_NE(refusal.find("its initialiser failed: "), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("'collapse' needs an open 'expand'"), std::string::npos) << refusal;
+  EXPECT_EQ(refusal.find("malformed"), std::string::npos) << refusal;
+  EXPECT_EQ(find_plugin(doc, "badbuilder"), nullptr) << doc.dump(2);
+  expect_testkit(doc);
+}
+
 TEST(ValidateTest, GoodDefinitionsAreOk) {
   Workspace ws;
   ws.define("chain.yml", chain_definition("Chain3", {"Inc", "Double", "Echo"}));

@@ -77,7 +77,7 @@ run consumer-build "$cmake" --build "$work/consumer-build"
 plugin="$work/consumer-build/libconsumer_steps.so"
 [ -f "$plugin" ] || fail "the consumer build made no $plugin"
 if command -v nm >/dev/null 2>&1; then
-  for symbol in ductwork_plugin_abi_version ductwork_plugin_init; do
+  for symbol in ductwork_plugin_abi_version ductwork_plugin_init ductwork_plugin_init_error; do
     nm -D --defined-only "$plugin" | grep " T $symbol\$" >/dev/null || fail "$plugin does not export $symbol"
   done
 fi

@@ -66,6 +66,7 @@ TEST_F(TestkitTest, TableListsEveryStep) {
 TEST_F(TestkitTest, OnlyTheEntryPointsAreExported) {
   EXPECT_NE(library_.symbol(DUCTWORK_ABI_VERSION_SYMBOL), nullptr);
   EXPECT_NE(library_.symbol(DUCTWORK_INIT_SYMBOL), nullptr);
+  EXPECT_NE(library_.symbol(DUCTWORK_INIT_ERROR_SYMBOL), nullptr);
   // Hidden visibility: the SDK's per-plugin registry stays private.
   EXPECT_EQ(library_.symbol("_ZN8ductwork6detail13step_registryEv"), nullptr);
 }

@@ -35,6 +35,9 @@ extern "C" {
 
 #define DUCTWORK_ABI_VERSION_SYMBOL "ductwork_plugin_abi_version"
 #define DUCTWORK_INIT_SYMBOL "ductwork_plugin_init"
+/* Optional (a plugin built with an older SDK lacks it): after init returned
+ * NULL, says why in one line of text owned by the plugin, or NULL. */
+#define DUCTWORK_INIT_ERROR_SYMBOL "ductwork_plugin_init_error"
 
 /* Log levels accepted by dw_host_api.log. */
 enum dw_log_level { DW_LOG_DEBUG = 0, DW_LOG_INFO = 1, DW_LOG_WARN = 2, DW_LOG_ERROR = 3 };
@@ -128,6 +131,7 @@ typedef struct dw_plugin {
 
 typedef uint32_t (*dw_abi_version_fn)(void);
 typedef const dw_plugin* (*dw_init_fn)(const dw_host_api* host);
+typedef const char* (*dw_init_error_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -124,9 +124,17 @@ class PluginTable {
   dw_plugin plugin_{};
 };
 
+// Why the last init_plugin call failed ("" when it did not); the text
+// behind ductwork_plugin_init_error.
+DUCTWORK_HIDDEN inline std::string& init_error() {
+  static std::string text;
+  return text;
+}
+
 // Body of ductwork_plugin_init. Builds the table once (later calls return
 // the same one). Returns NULL, after a line on stderr, when building it
-// fails (a pipeline producer threw, or out of memory).
+// fails (a pipeline producer threw, or out of memory); the host reads the
+// reason back through ductwork_plugin_init_error.
 DUCTWORK_HIDDEN inline const dw_plugin* init_plugin(const char* name, const char* version,
                                                     const dw_host_api* host) noexcept {
   (void)host;  // steps reach the host through each dw_step_context
@@ -135,10 +143,21 @@ DUCTWORK_HIDDEN inline const dw_plugin* init_plugin(const char* name, const char
     return table.plugin();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ductwork plugin %s: init failed: %s\n", name, e.what());
+    try {
+      init_error() = e.what();
+    } catch (...) {
+      init_error().clear();
+    }
   } catch (...) {
     std::fprintf(stderr, "ductwork plugin %s: init failed: unknown exception\n", name);
+    init_error().clear();
   }
   return nullptr;
+}
+
+DUCTWORK_HIDDEN inline const char* init_error_text() noexcept {
+  return init_error().empty() ? "the plugin's initialiser threw an exception that is not a std::exception"
+                              : init_error().c_str();
 }
 
 }  // namespace detail
@@ -181,8 +200,12 @@ DUCTWORK_HIDDEN inline const dw_plugin* init_plugin(const char* name, const char
   extern "C" DUCTWORK_EXPORT const dw_plugin* ductwork_plugin_init(const dw_host_api* host) {  \
     return ::ductwork::detail::init_plugin(name, version, host);                                \
   }                                                                                             \
+  extern "C" DUCTWORK_EXPORT const char* ductwork_plugin_init_error(void) {                     \
+    return ::ductwork::detail::init_error_text();                                               \
+  }                                                                                             \
   static_assert(std::is_same_v<decltype(&ductwork_plugin_init), dw_init_fn> &&                  \
-                    std::is_same_v<decltype(&ductwork_plugin_abi_version), dw_abi_version_fn>,  \
+                    std::is_same_v<decltype(&ductwork_plugin_abi_version), dw_abi_version_fn> && \
+                    std::is_same_v<decltype(&ductwork_plugin_init_error), dw_init_error_fn>,   \
                 "entry points must match abi.h")
 
 #endif  // DUCTWORK_PLUGIN_HPP

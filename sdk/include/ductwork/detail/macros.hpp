@@ -3,7 +3,7 @@
 #define DUCTWORK_DETAIL_MACROS_HPP
 
 #if defined(__GNUC__) || defined(__clang__)
-// The two entry points of abi.h: the only symbols a plugin exports.
+// The entry points of abi.h: the only symbols a plugin exports.
 #define DUCTWORK_EXPORT __attribute__((visibility("default")))
 // Marks the inline functions that own per-plugin state (the registries).
 // Without it, a plugin built with default visibility would share those
