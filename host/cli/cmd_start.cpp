@@ -126,6 +126,18 @@ class ServeChild {
   pid_t pid_ = -1;
 };
 
+// After a clean stop the database's log file is given back (SQLite: the
+// -wal, which a drain of 30,000 steps left at 315 MB). Best effort: the
+// work is committed either way, and the next host checkpoints it.
+void compact_after_clean_stop(Bootstrap& boot) {
+  try {
+    boot.stores().open()->compact_journal();
+  } catch (const std::exception& e) {
+    boot.logger().warn("Could not compact the database's log after stopping",
+                       Json::object({{"error_message", e.what()}}));
+  }
+}
+
 // `refused`: the definitions this host leaves out, for `health` to report.
 int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const std::vector<std::string>& refused,
                  const sigset_t& signals, bool drain, RuntimeRole role, SystemdNotifier* systemd, const Args& args) {
@@ -177,6 +189,10 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
     remove_pidfile();
     std::_Exit(rc);
   }
+  if (rc == kExitOk && !supervised) {
+    store.reset();
+    compact_after_clean_stop(boot);
+  }
   return rc;
 }
 
@@ -209,6 +225,7 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
   }
   int rc = supervisor.run(signals, on_progress);
   progress.reset();
+  if (rc == kExitOk) compact_after_clean_stop(boot);
   return rc;
 }
 

@@ -1,6 +1,9 @@
 // `ductwork trigger PIPELINE [ARG_JSON ...]` and
 // `ductwork trigger PIPELINE --from FILE` (one JSON array of arguments per
 // line, `-` for standard input).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +18,7 @@
 #include "cli/json_argument.h"
 #include "engine/catalog.h"
 #include "engine/trigger.h"
+#include "util/bounded_read.h"
 #include "util/json_limits.h"
 #include "util/suggest.h"
 
@@ -91,34 +95,40 @@ std::string line_arguments(const std::string& line, const std::string& where, si
 
 // Every line of `source` (a path, or "-" for standard input) as the text of
 // its argument array, blank lines skipped. The whole input is read and
-// checked before anything is written.
+// checked before anything is written; a line is read no further than its
+// limit, so /dev/zero or a huge line without a newline is refused after
+// `max_bytes`, not after filling the memory.
 std::vector<std::string> arguments_from_lines(const std::string& source, size_t max_bytes) {
   const std::string name = source == "-" ? std::string("standard input") : source;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, &std::fclose);
-  std::FILE* in = stdin;
+  int fd = STDIN_FILENO;
+  struct CloseFile {
+    int fd = -1;
+    ~CloseFile() {
+      if (fd >= 0) ::close(fd);
+    }
+  } owned;
   if (source != "-") {
-    owned.reset(std::fopen(source.c_str(), "re"));
-    if (!owned) throw BadInput("cannot read --from file " + source + ": " + std::strerror(errno));
-    in = owned.get();
+    owned.fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (owned.fd < 0) throw BadInput("cannot read --from file " + source + ": " + std::strerror(errno));
+    fd = owned.fd;
   }
-  char* raw = nullptr;
-  size_t capacity = 0;
-  struct FreeBuffer {
-    char*& buffer;
-    ~FreeBuffer() { std::free(buffer); }
-  } free_buffer{raw};
+  BoundedLineReader reader(fd, max_bytes + 1);  // +1: a trailing '\r' is not counted
   std::vector<std::string> out;
-  size_t line_number = 0;
-  errno = 0;
-  for (ssize_t got; (got = ::getline(&raw, &capacity, in)) >= 0;) {
-    ++line_number;
-    std::string line(raw, static_cast<size_t>(got));
-    if (!line.empty() && line.back() == '\n') line.pop_back();
+  std::string line;
+  for (BoundedLineReader::Next next; (next = reader.next(&line)) != BoundedLineReader::Next::kEnd;) {
+    const std::string where = "line " + std::to_string(reader.line_number()) + " of " + name;
+    if (next == BoundedLineReader::Next::kError) {
+      throw BadInput("cannot read --from file " + name + ": " + std::strerror(reader.error()));
+    }
+    if (next == BoundedLineReader::Next::kTooLong) {
+      throw BadInput(where + " is more than " + std::to_string(max_bytes) +
+                     " bytes, the limit for one pipeline's arguments (job_worker.max_output_bytes); reading stopped "
+                     "there");
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (blank(line)) continue;
-    out.push_back(line_arguments(line, "line " + std::to_string(line_number) + " of " + name, max_bytes));
+    out.push_back(line_arguments(line, where, max_bytes));
   }
-  if (std::ferror(in)) throw BadInput("cannot read --from file " + name + ": " + std::strerror(errno));
   return out;
 }
 

@@ -7,12 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "config/config_internal.h"
 #include "config/yaml_reader.h"
+#include "util/bounded_read.h"
 #include "util/suggest.h"
 
 namespace ductwork {
@@ -156,6 +157,10 @@ class Parser : public config_internal::YamlReader {
     const bool postgresql = config->database.adapter == "postgresql";
     if (db["path"]) {
       if (postgresql) fail("database.path", "applies to the sqlite adapter; postgresql takes database.url", db["path"]);
+      if (db["path"].IsScalar()) {
+        std::string problem = config_internal::database_path_problem(db["path"].Scalar());
+        if (!problem.empty()) fail("database.path", problem, db["path"]);
+      }
       config->database.path = path(db["path"], "database.path");
     }
     if (db["url"]) {
@@ -163,7 +168,9 @@ class Parser : public config_internal::YamlReader {
         fail("database.url", "applies to the postgresql adapter; sqlite takes database.path", db["url"]);
       }
       config->database.url = string(db["url"], "database.url");
-      if (config->database.url.empty()) fail("database.url", "is empty", db["url"]);
+      if (config->database.url.find_first_not_of(" \t") == std::string::npos) {
+        fail("database.url", "is empty", db["url"]);
+      }
     }
     if (db["pool"]) {
       if (!postgresql) fail("database.pool", "applies to the postgresql adapter", db["pool"]);
@@ -278,9 +285,13 @@ class Parser : public config_internal::YamlReader {
     }
     if (auto file = http["token_file"]) {
       std::string at = path(file, "http.token_file");
-      std::ifstream in(at);
-      if (!in || fs::is_directory(at)) fail("http.token_file", "cannot read " + at, file);
-      std::getline(in, c.token);
+      BoundedFile read = read_bounded_file(at, kMaxTokenFileBytes);
+      if (read.error != 0) fail("http.token_file", "cannot read " + at + " (" + std::strerror(read.error) + ")", file);
+      if (read.too_large) {
+        fail("http.token_file", at + " is more than " + std::to_string(kMaxTokenFileBytes) +
+                                    " bytes; it should hold the token alone", file);
+      }
+      c.token = read.text.substr(0, read.text.find('\n'));
       while (!c.token.empty() && std::isspace(static_cast<unsigned char>(c.token.back()))) c.token.pop_back();
       c.token_origin = "http.token_file (" + at + ")";
     }

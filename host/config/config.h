@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,12 @@ class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The largest configuration file read (the file, or whatever -c names:
+// /dev/zero is refused after this many bytes), and the largest
+// http.token_file.
+constexpr std::size_t kMaxConfigFileBytes = 1 << 20;
+constexpr std::size_t kMaxTokenFileBytes = 64 * 1024;
 
 // A value that can be given once for everything, per pipeline, and (for some
 // keys) per pipeline and step. The YAML shapes are

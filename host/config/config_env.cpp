@@ -1,13 +1,14 @@
 #include "config/config.h"
 
 #include <cctype>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "config/config_internal.h"
+#include "util/bounded_read.h"
 #include "util/suggest.h"
 
 extern char** environ;
@@ -252,6 +253,8 @@ std::string database_path_from_url(const std::string& url) {
   return rest;
 }
 
+bool blank(const std::string& text) { return text.find_first_not_of(" \t\r\n\f\v") == std::string::npos; }
+
 std::vector<std::string> split_pipelines(const std::string& value) {
   const std::string shape = "a comma-separated list of pipeline names, or * for every loaded pipeline";
   std::vector<std::string> names;
@@ -276,6 +279,19 @@ std::vector<std::string> split_pipelines(const std::string& value) {
 }
 
 }  // namespace
+
+namespace config_internal {
+
+std::string database_path_problem(const std::string& raw) {
+  if (blank(raw)) return "expected the path of a SQLite database file, not a blank name";
+  if (raw == ":memory:" || raw.rfind("file::memory:", 0) == 0) {
+    return "expected the path of a SQLite database file: \":memory:\" is SQLite's in-memory database, which "
+           "ductwork cannot use (every process would have its own, gone when it exits)";
+  }
+  return "";
+}
+
+}  // namespace config_internal
 
 Environment process_environment() {
   Environment env;
@@ -313,12 +329,16 @@ void apply_environment(const Environment& env, Config* config) {
       config->database.adapter = "postgresql";
       config->database.url = *v;
     } else {
+      const std::string file = database_path_from_url(*v);
+      if (std::string problem = config_internal::database_path_problem(file); !problem.empty()) {
+        throw ConfigError(variable_label("DUCTWORK_DATABASE_URL") + ": " + problem + ", got \"" + *v + "\"");
+      }
       config->database.adapter = "sqlite";
       config->database.url.clear();
-      config->database.path = absolute(database_path_from_url(*v));
+      config->database.path = absolute(file);
     }
   }
-  if (config->database.adapter == "postgresql" && config->database.url.empty()) {
+  if (config->database.adapter == "postgresql" && blank(config->database.url)) {
     throw ConfigError("database.url: required with database.adapter postgresql (or set DUCTWORK_DATABASE_URL to "
                       "postgresql://USER:PASSWORD@HOST:PORT/DATABASE)");
   }
@@ -368,14 +388,17 @@ Config load_config(const std::string& explicit_path, const Environment& env) {
     config.pipelines_origin = "pipelines";
   } else {
     if (path.empty()) path = "ductwork.yml";
-    std::ifstream in(path);
-    if (!in || fs::is_directory(path)) throw ConfigError(path + ": cannot read the configuration file");
-    std::stringstream text;
-    text << in.rdbuf();
-    if (in.bad()) throw ConfigError(path + ": cannot read the configuration file");
+    BoundedFile file = read_bounded_file(path, kMaxConfigFileBytes);
+    if (file.error != 0) {
+      throw ConfigError(path + ": cannot read the configuration file (" + std::strerror(file.error) + ")");
+    }
+    if (file.too_large) {
+      throw ConfigError(path + ": cannot read the configuration file: it is more than " +
+                        std::to_string(kMaxConfigFileBytes) + " bytes (reading stopped there)");
+    }
     std::string base = fs::absolute(path).parent_path().string();
     // DUCTWORK_PIPELINES stands in for a file's missing `pipelines`.
-    config = config_internal::parse_document(text.str(), path, base, variable(env, "DUCTWORK_PIPELINES") == nullptr, env);
+    config = config_internal::parse_document(file.text, path, base, variable(env, "DUCTWORK_PIPELINES") == nullptr, env);
   }
   apply_environment(env, &config);
   return config;

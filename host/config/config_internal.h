@@ -59,6 +59,13 @@ Document choose_document(const YAML::Node& file_root, const std::string& source,
 // ConfigError when a merge key's value is not a map or a list of maps.
 YAML::Node resolve_merge_keys(const YAML::Node& node, const std::string& source);
 
+// Why `raw` (database.path, or the file DUCTWORK_DATABASE_URL names)
+// cannot name a SQLite database file, "" when it can: blank (a file named
+// " " was created), or ":memory:" (SQLite's in-memory database, which a
+// durable engine cannot use: each process would have its own, and it would
+// be gone at exit; a file of that name was created instead).
+std::string database_path_problem(const std::string& raw);
+
 // --- config_http.cpp: the http section ---------------------------------------
 
 // "host:port" with a port 0-65535; the host may be empty (every interface),

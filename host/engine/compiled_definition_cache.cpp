@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
+
+#include "util/bounded_read.h"
 
 namespace ductwork {
 namespace fs = std::filesystem;
@@ -20,7 +20,7 @@ namespace {
 
 // Bump when the compiler's output for the same text changes in a way a
 // binary identity would not show (it always does across builds).
-constexpr const char* kFormat = "ductwork-definition-cache-1";
+constexpr const char* kFormat = "ductwork-definition-cache-2";
 
 // The running binary's size and modification time: a rebuilt binary gets
 // new entries.
@@ -37,6 +37,16 @@ bool make_private_folder(const std::string& folder) {
   if (ec || !fs::is_directory(folder, ec)) return false;
   ::chmod(folder.c_str(), 0700);
   return ::access(folder.c_str(), W_OK | X_OK) == 0;
+}
+
+// What an entry's first line must say: the SHA-1 of its key (itself the
+// hash of the definition file's text) and the document that follows.
+std::string checksum(const std::string& key, const std::string& document) {
+  Poco::SHA1Engine engine;
+  engine.update(key);
+  engine.update('\0');
+  engine.update(document);
+  return Poco::DigestEngine::digestToHex(engine.digest());
 }
 
 }  // namespace
@@ -66,12 +76,15 @@ std::string CompiledDefinitionCache::key(const std::string& text) const {
 
 std::optional<std::string> CompiledDefinitionCache::get(const std::string& key) const {
   if (folder_.empty()) return std::nullopt;
-  std::ifstream in(folder_ + "/" + key + ".json", std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) return std::nullopt;
-  return text.str();
+  BoundedFile entry = read_bounded_file(folder_ + "/" + key + ".json", kMaxEntryBytes);
+  if (entry.error != 0 || entry.too_large) return std::nullopt;
+  // An entry is trusted only when it was written for this key: one copied
+  // under another file's name, edited, or cut short is compiled again.
+  const std::size_t newline = entry.text.find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  std::string document = entry.text.substr(newline + 1);
+  if (entry.text.compare(0, newline, checksum(key, document)) != 0) return std::nullopt;
+  return document;
 }
 
 void CompiledDefinitionCache::put(const std::string& key, const std::string& document) const {
@@ -80,8 +93,9 @@ void CompiledDefinitionCache::put(const std::string& key, const std::string& doc
   std::string temp = final_path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
-  const char* data = document.data();
-  std::size_t left = document.size();
+  const std::string entry = checksum(key, document) + "\n" + document;
+  const char* data = entry.data();
+  std::size_t left = entry.size();
   bool ok = true;
   while (left > 0) {
     ssize_t n = ::write(fd, data, left);

@@ -15,8 +15,14 @@ namespace ductwork {
 // entry). Only files that compiled are cached: a broken file is compiled
 // (and reported) every time.
 //
-// Every failure of the cache itself (no folder, unreadable or corrupt
-// entry, full disk) falls back to compiling; it is never an error.
+// An entry's first line is a checksum of its key and its document, so an
+// entry that does not belong to the file's text (copied under another
+// key, edited, cut short) is never trusted: get() ignores it, and the file
+// is compiled and the entry rewritten.
+//
+// Every failure of the cache itself (no folder, unreadable, corrupt or
+// mismatching entry, full disk) falls back to compiling; it is never an
+// error.
 class CompiledDefinitionCache {
  public:
   // A cache in `folder`; "" disables it.
@@ -28,7 +34,8 @@ class CompiledDefinitionCache {
 
   // The key of a definition file's text.
   std::string key(const std::string& text) const;
-  // The stored document ({"pipeline": name, "definition": canonical}) text.
+  // The stored document ({"pipeline": name, "definition": canonical}) text,
+  // when an entry for `key` exists and its checksum matches.
   std::optional<std::string> get(const std::string& key) const;
   // Stores it (atomically: a temporary file renamed into place, mode 0600).
   void put(const std::string& key, const std::string& document) const;
@@ -37,6 +44,9 @@ class CompiledDefinitionCache {
 
   // Entries kept; writing one more removes the oldest.
   static constexpr std::size_t kMaxEntries = 1000;
+  // An entry longer than this is not read (a definition file is at most
+  // 1 MiB; its compiled form is about the same size).
+  static constexpr std::size_t kMaxEntryBytes = 16u << 20;
 
  private:
   void prune() const;

@@ -5,13 +5,14 @@
 #include <ductwork/pipeline.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <type_traits>
 #include <vector>
 
 #include "engine/compiled_definition_cache.h"
+#include "util/bounded_read.h"
 #include "util/json_limits.h"
 
 
@@ -373,11 +374,18 @@ DefinitionSet load_definition_directory(const std::string& directory, std::vecto
   }
   for (const auto& file : files) {
     try {
-      std::ifstream in(file);
-      if (!in) throw DefinitionError(file.string() + ": cannot read the definition file");
-      std::stringstream text;
-      text << in.rdbuf();
-      set.add(compile_cached(text.str(), file.string(), cache), file.string());
+      // Read no further than the limit: a 50 MB file used to be read
+      // whole before its size was refused.
+      BoundedFile read = read_bounded_file(file.string(), kMaxDefinitionBytes);
+      if (read.error != 0) {
+        throw DefinitionError(file.string() + ": cannot read the definition file: " + std::strerror(read.error));
+      }
+      if (read.too_large) {
+        throw DefinitionError(file.string() + ": the file is more than " + std::to_string(kMaxDefinitionBytes) +
+                              " bytes; a definition file may be at most " + std::to_string(kMaxDefinitionBytes) +
+                              " bytes");
+      }
+      set.add(compile_cached(read.text, file.string(), cache), file.string());
     } catch (const DefinitionError& e) {
       if (!problems) throw;
       problems->push_back(e.what());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/json.h"
+
 namespace ductwork {
 namespace {
 
@@ -36,6 +38,9 @@ std::string idempotency_key_problem(const std::string& key) {
   for (unsigned char c : key) {
     if (c < 0x20 || c == 0x7f) return "the idempotency key holds a control character";
   }
+  // Stored as text: PostgreSQL refuses bytes that are not UTF-8 (an
+  // internal error after the database was opened), SQLite kept them.
+  if (!is_valid_utf8(key)) return "the idempotency key is not valid UTF-8";
   return "";
 }
 

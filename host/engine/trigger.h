@@ -23,7 +23,8 @@ TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, c
 constexpr std::size_t kMaxIdempotencyKeyBytes = 255;
 
 // Why `key` cannot be an idempotency key (empty, longer than
-// kMaxIdempotencyKeyBytes, or holding a control character); "" when it can.
+// kMaxIdempotencyKeyBytes, holding a control character, or not valid
+// UTF-8); "" when it can.
 std::string idempotency_key_problem(const std::string& key);
 
 // How many pipelines trigger_pipelines writes per transaction: large enough

@@ -24,6 +24,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Every folder created, not only the last (issue 41 item 14: var/ was 0755).
 TEST(DatabasePathTest, AMissingFolderIsCreatedOwnerOnly) {
   Workspace ws;
   ws.define("inc.yml", chain_definition("Inc2", {"Inc", "Inc"}));
@@ -34,10 +35,12 @@ TEST(DatabasePathTest, AMissingFolderIsCreatedOwnerOnly) {
   ProcessResult r = ws.run({"migrate"}, 20);
   EXPECT_LT(seconds_since(start), 5.0) << "migrate waited on a timeout";
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  struct stat st {};
-  ASSERT_EQ(::stat(folder.c_str(), &st), 0) << folder << " was not created";
-  EXPECT_TRUE(S_ISDIR(st.st_mode));
-  EXPECT_EQ(st.st_mode & 0777, 0700u) << std::oct << (st.st_mode & 0777);
+  for (const std::string& made : {ws.file("var"), folder}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(made.c_str(), &st), 0) << made << " was not created";
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << made << ": " << std::oct << (st.st_mode & 0777);
+  }
 
   std::string id = ws.trigger("Inc2", {"1"});
   ASSERT_FALSE(id.empty());
@@ -46,6 +49,35 @@ TEST(DatabasePathTest, AMissingFolderIsCreatedOwnerOnly) {
   ProcessResult status = ws.run({"status", id, "--json"});
   ASSERT_EQ(status.exit_code, 0) << status.describe();
   EXPECT_EQ(parse_json(status.out, "status")["status"], "completed") << status.out;
+}
+
+// A blank name and SQLite's ":memory:" created files of those names in the
+// current folder (a durable engine cannot use an in-memory database: every
+// process would have its own): refused, naming what was given.
+TEST(DatabasePathTest, ABlankOrInMemoryDatabaseIsRefused) {
+  Workspace ws;
+  ws.define("inc.yml", chain_definition("Inc1", {"Inc"}));
+  const std::vector<std::string> commands[] = {{"trigger", "Inc1", "1"}, {"migrate"}, {"start", "--drain"}};
+  for (const char* url : {" ", "\t", ":memory:", "sqlite::memory:", "file::memory:?cache=shared"}) {
+    SCOPED_TRACE(std::string("DUCTWORK_DATABASE_URL='") + url + "'");
+    for (const auto& command : commands) {
+      ProcessResult r = ws.run_with_env(command, {{"DUCTWORK_DATABASE_URL", url}}, 20);
+      EXPECT_EQ(r.exit_code, 2) << command[0] << ": " << r.describe() << r.err;
+      EXPECT_NE(r.err.find("DUCTWORK_DATABASE_URL (database): expected the path of a SQLite database file"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+  for (const char* path : {" ", ":memory:"}) {
+    SCOPED_TRACE(std::string("database.path '") + path + "'");
+    use_database_path(ws, path);
+    ProcessResult r = ws.run({"trigger", "Inc1", "1"}, 20);
+    EXPECT_EQ(r.exit_code, 2) << r.describe() << r.err;
+    EXPECT_NE(r.err.find("database.path: expected the path of a SQLite database file"), std::string::npos) << r.err;
+  }
+  for (const char* name : {" ", "\t", ":memory:", "file::memory:?cache=shared"}) {
+    EXPECT_FALSE(testsupport::file_exists(ws.file(name))) << "a file named '" << name << "' was created";
+  }
 }
 
 TEST(DatabasePathTest, TriggerIntoAMissingFolderWorksWithoutMigrate) {

@@ -4,6 +4,8 @@
 // 8.6 s. Such files are refused within a second, naming them: validate
 // fails, a trigger of a pipeline that is not defined names them, and (issue
 // 41 item 8) the other pipelines of the folder are still triggered.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -77,9 +79,22 @@ TEST(DefinitionCostTest, DeeplyNestedFlowCollectionsAreRefusedBeforeParsing) {
 }
 
 // Compiled definitions are cached by the text of their file, so an
-// unchanged file is not compiled again by the next command.
+// unchanged file is not compiled again by the next command. An entry is a
+// checksum line, then the document.
 class CompiledCacheTest : public ::testing::Test {
  protected:
+  static json document(const std::string& entry) {
+    std::string text = testsupport::read_file(entry);
+    return json::parse(text.substr(text.find('\n') + 1));
+  }
+  static std::string checksum_line(const std::string& entry) {
+    std::string text = testsupport::read_file(entry);
+    return text.substr(0, text.find('\n'));
+  }
+  static ino_t inode(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+  }
   std::string folder() const { return ws_.dir() + "/.cache/ductwork/definitions"; }
   std::vector<std::string> entries() const {
     std::vector<std::string> found;
@@ -102,13 +117,44 @@ TEST_F(CompiledCacheTest, TheNextCommandReadsTheCompiledFileBack) {
   ASSERT_EQ(stored.size(), 1u);
   EXPECT_EQ(std::filesystem::status(stored[0]).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  json entry = json::parse(testsupport::read_file(stored[0]));
-  EXPECT_EQ(entry["pipeline"], "Good");
-  // Rename the pipeline in the entry only: what the next command sees
-  // proves it read the entry instead of compiling the file.
-  entry["pipeline"] = "FromCache";
-  testsupport::write_file(stored[0], entry.dump());
-  EXPECT_EQ(validated(), json::array({"FromCache"}));
+  EXPECT_EQ(document(stored[0])["pipeline"], "Good");
+  // An entry is written (renamed into place) only after compiling: the
+  // same file still there proves the next command read it back.
+  const ino_t written = inode(stored[0]);
+  EXPECT_EQ(validated(), json::array({"Good"}));
+  EXPECT_EQ(inode(stored[0]), written) << "the file was compiled again";
+}
+
+// Issue 41 item 14: an entry was trusted as it was. One that does not
+// belong to its file's text (another file's entry under its name, or an
+// edited one) is compiled again and rewritten.
+TEST_F(CompiledCacheTest, AnEntryThatDoesNotMatchItsFileIsCompiledAgain) {
+  ws_.define("good.yml", chain_definition("Good", {"Inc"}));
+  ws_.define("other.yml", chain_definition("Other", {"Double"}));
+  EXPECT_EQ(validated(), json::array({"Good", "Other"}));
+  std::vector<std::string> stored = entries();
+  ASSERT_EQ(stored.size(), 2u);
+  if (document(stored[0])["pipeline"] != "Good") std::swap(stored[0], stored[1]);
+  const std::string good = stored[0], other = stored[1];
+  ASSERT_EQ(document(good)["pipeline"], "Good");
+
+  // Other's entry, whole, under Good's name.
+  testsupport::write_file(good, testsupport::read_file(other));
+  EXPECT_EQ(validated(), json::array({"Good", "Other"}));
+  EXPECT_EQ(document(good)["pipeline"], "Good") << "the entry was not rewritten";
+
+  // Good's own entry with its pipeline renamed and its checksum kept.
+  json edited = document(good);
+  edited["pipeline"] = "Edited";
+  testsupport::write_file(good, checksum_line(good) + "\n" + edited.dump());
+  EXPECT_EQ(validated(), json::array({"Good", "Other"}));
+  EXPECT_EQ(document(good)["pipeline"], "Good");
+
+  // And the run uses Good's steps: 1 -> Inc -> 2.
+  std::string id = ws_.trigger("Good", {"1"});
+  ASSERT_FALSE(id.empty());
+  ws_.drain();
+  EXPECT_EQ(ws_.status(id)["runs"][0]["steps"][0]["output"], 2);
 }
 
 TEST_F(CompiledCacheTest, ADamagedEntryIsCompiledAgainAndRewritten) {
@@ -121,7 +167,7 @@ TEST_F(CompiledCacheTest, ADamagedEntryIsCompiledAgainAndRewritten) {
     SCOPED_TRACE(damage);
     testsupport::write_file(entry, damage);
     EXPECT_EQ(validated(), json::array({"Good"}));
-    EXPECT_EQ(json::parse(testsupport::read_file(entry))["pipeline"], "Good");
+    EXPECT_EQ(document(entry)["pipeline"], "Good");
   }
   std::string id = ws_.trigger("Good", {"1"});
   EXPECT_FALSE(id.empty());

@@ -180,6 +180,11 @@ TEST(HttpApiTest, EverySecurityRuleRefusesAndWritesNothing) {
       {"/api/v1/pipelines/EchoTwice/trigger", R"({"args":1})", "application/json", 422, "unprocessable", {}},
       {"/api/v1/pipelines/EchoTwice/trigger", R"({"arguments":[]})", "application/json", 422, "unprocessable", {}},
       {"/api/v1/pipelines/EchoTwice/trigger", R"({"idempotency_key":""})", "application/json", 422, "unprocessable", {}},
+      // Not UTF-8 (issue 41 item 14): not JSON text at all.
+      {"/api/v1/pipelines/EchoTwice/trigger", "{\"idempotency_key\":\"\xff\xfe\"}", "application/json", 400,
+       "bad_request", {}},
+      {"/api/v1/pipelines/EchoTwice/trigger", R"({"idempotency_key":"\udc80"})", "application/json", 400,
+       "bad_request", {}},
       {"/api/v1/pipelines/EchoTwice/trigger", R"({"args":[18446744073709551616]})", "application/json", 422,
        "unprocessable", {}},
       {"/api/v1/pipelines/Nope/trigger", "{}", "application/json", 404, "not_found", {}},

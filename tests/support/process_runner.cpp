@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,9 +153,11 @@ Subprocess::~Subprocess() {
 bool Subprocess::reap(bool block) {
   if (reaped_) return true;
   while (true) {
-    pid_t r = ::waitpid(pid_, &status_, block ? 0 : WNOHANG);
+    struct rusage usage {};
+    pid_t r = ::wait4(pid_, &status_, block ? 0 : WNOHANG, &usage);
     if (r == pid_) {
       reaped_ = true;
+      max_rss_kb_ = usage.ru_maxrss;
       ended_ = std::chrono::steady_clock::now();
       return true;
     }
@@ -191,6 +194,7 @@ ProcessResult Subprocess::wait(double timeout_seconds) {
   result.out = read_all(out_fd_);
   result.err = read_all(err_fd_);
   result.seconds = std::chrono::duration<double>(ended_ - started_).count();
+  result.max_rss_kb = max_rss_kb_;
   return result;
 }
 

@@ -21,6 +21,7 @@ struct ProcessResult {
   std::string out;        // everything written to stdout
   std::string err;        // everything written to stderr
   double seconds = 0;     // wall time from spawn to reaping
+  long max_rss_kb = 0;    // the child's peak resident memory (its own, not its children's), in KiB
 
   bool exited() const { return exit_code >= 0; }
   // "exit 2" / "signal 9" / "timed out", for assertion messages.
@@ -64,6 +65,7 @@ class Subprocess {
   int err_fd_ = -1;
   bool reaped_ = false;
   int status_ = 0;
+  long max_rss_kb_ = 0;
   double timeout_seconds_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point ended_;

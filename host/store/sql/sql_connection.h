@@ -191,6 +191,8 @@ class Connection {
   virtual int64_t data_version() = 0;
   // See Store::check_storage.
   virtual void check_storage() = 0;
+  // See Store::compact_journal (a no-op unless the dialect keeps a log file).
+  virtual void compact_journal() {}
   // Inside a write transaction: tells listening hosts, once the transaction
   // commits, that it made work of this kind (a no-op where there is no such
   // mechanism: SQLite's data_version already moves on every commit).

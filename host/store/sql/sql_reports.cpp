@@ -181,6 +181,11 @@ void SqlStore::check_storage() {
   conn_.check_storage();
 }
 
+void SqlStore::compact_journal() {
+  auto held = lock();
+  conn_.compact_journal();
+}
+
 int64_t SqlStore::data_version() {
   auto held = lock();
   return conn_.data_version();

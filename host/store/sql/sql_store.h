@@ -65,6 +65,7 @@ class SqlStore final : public Store {
   std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
   int64_t data_version() override;
   void check_storage() override;
+  void compact_journal() override;
   std::vector<ProcessInfo> processes() override;
   int64_t successes_since(std::string* cursor) override;
 

@@ -10,6 +10,7 @@
 #include <Poco/Data/Session.h>
 #include <Poco/Exception.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <stdexcept>
 #include <ctime>
 #include <thread>
+#include <vector>
 
 #include "store/migrations.h"
 #include "store/store_error.h"
@@ -95,11 +97,22 @@ void ensure_parent_folder(const std::string& path) {
   if (std::filesystem::exists(parent, ec)) {
     throw StoreError("database " + path + ": cannot open: " + parent.string() + " is not a folder");
   }
-  std::filesystem::create_directories(parent, ec);
-  if (ec) {
-    throw StoreError("database " + path + ": cannot create its folder " + parent.string() + ": " + ec.message());
+  // Every folder made here is owner-only, not only the last one:
+  // create_directories would make the others 0755 (with the usual umask).
+  std::vector<std::filesystem::path> missing;
+  for (std::filesystem::path at = parent; !at.empty() && !std::filesystem::exists(at, ec);
+       at = at.parent_path()) {
+    missing.push_back(at);
+    if (at == at.parent_path()) break;
   }
-  std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) == 0) {
+      ::chmod(it->c_str(), 0700);  // whatever the umask
+    } else if (errno != EEXIST) {
+      throw StoreError("database " + path + ": cannot create its folder " + it->string() + ": " +
+                       std::strerror(errno));
+    }
+  }
 }
 
 // A new database file is created owner-only (0600) whatever the umask.
@@ -214,16 +227,20 @@ Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
   // The background checkpointer keeps the WAL short while a host runs; the
   // last connection to close would otherwise copy whatever is left into the
   // database before the process may exit (seconds after a wide fan-out).
-  // Left in the WAL, it is checkpointed by the next host in the background.
+  // Left in the WAL, it is checkpointed by the next host in the background
+  // (and a host that stops cleanly compacts it: Store::compact_journal).
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   void* clock_data = const_cast<DbClock*>(clock_.get());
   sqlite3_create_function(db_, "dw_now", 0, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
   sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
   // journal_mode is the first statement to read the file, so a path that is
   // not a SQLite database fails here with a message naming it.
+  // journal_size_limit: whenever the WAL starts over after a checkpoint, a
+  // -wal file longer than 64 MB is cut back to that, so a burst (a wide
+  // fan-out) does not leave its size on the disk until the next clean stop.
   exec_script(
       "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
-      "PRAGMA cache_size=-65536;");
+      "PRAGMA cache_size=-65536; PRAGMA journal_size_limit=67108864;");
   {
     // A file system without shared memory keeps the rollback journal: then
     // there is no -wal file to watch for.
@@ -262,6 +279,25 @@ void Connection::fail_rc(int rc, const std::string& what) const {
 }
 
 void Connection::check_storage() { throw_if_storage_changed(); }
+
+void Connection::compact_journal() {
+  if (!wal_) return;
+  // Waiting for readers and writers goes through the busy handler; another
+  // checkpoint under way (this process's background checkpointer) is
+  // SQLITE_BUSY at once, without it: try again until that one is done.
+  // Both for at most kCompactGiveUp: a long reader elsewhere (a report)
+  // must not hold up a stopping host, which then leaves the log as it is.
+  constexpr auto kCompactGiveUp = std::chrono::seconds(2);
+  sqlite3_busy_timeout(db_, static_cast<int>(std::chrono::milliseconds(kCompactGiveUp).count()));
+  const auto give_up = std::chrono::steady_clock::now() + kCompactGiveUp;
+  int rc;
+  while ((rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr)) == SQLITE_BUSY &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  sqlite3_busy_handler(db_, wait_for_lock, &busy_since_);
+  if (rc != SQLITE_OK) fail_rc(rc, "checkpoint (TRUNCATE)");
+}
 
 void Connection::throw_if_storage_changed() const {
   if (inode_ == 0) return;

@@ -50,6 +50,10 @@ class Connection final : public sql::Connection {
   // Throws StoreError(kUnusable) when the file at path() is no longer the
   // one this connection opened, or its -wal file is gone.
   void check_storage() override;
+  // A TRUNCATE checkpoint: the -wal's frames copied into the database and
+  // the file cut to zero bytes (waiting, through the busy handler, for
+  // readers still using the old frames).
+  void compact_journal() override;
 
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }

@@ -12,7 +12,10 @@
 // The step runs through the same C trampolines the host calls (create ->
 // execute -> destroy over abi.h), so its output is serialised, and whatever
 // it throws is described (class name, message, backtrace, retryable), exactly
-// as the host would record it. The harness plays the host: it holds a run
+// as the host would record it. The host's limits on values apply too: an
+// output (or a ctx.set value) longer than max_output_bytes() or nested
+// deeper than 510 levels fails as it would in the host
+// (ductwork::OutputTooLarge / ductwork::InvalidOutput, same message). The harness plays the host: it holds a run
 // context (seeded with context(), written by the step's ctx.set), records
 // log lines, and answers cancelled() from a flag a test may raise from
 // another thread while the step runs. Any test framework works (GoogleTest,
@@ -42,6 +45,58 @@
 
 namespace ductwork {
 namespace testing {
+
+// The host's limits on a value a step hands back (docs/step-authors.md):
+// job_worker.max_output_bytes by default, and the nesting a step can read
+// back (Json::kMaxDepth less the two lists a value may be wrapped in: the
+// argument list, and a fan-in's list of outputs).
+constexpr std::size_t kDefaultMaxOutputBytes = std::size_t{16} << 20;
+constexpr int kMaxValueDepth = Json::kMaxDepth - 2;
+
+namespace limits {
+
+// The deepest nesting of arrays and objects in JSON text, brackets inside
+// strings not counted; stops counting past `stop_after`.
+inline int json_nesting_depth(std::string_view text, int stop_after) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) deepest = depth;
+      if (deepest > stop_after) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// Why the host would refuse `text` as `what` ("the output of step X"), in
+// its words; "" when it would take it. *too_large says which limit.
+inline std::string value_limit_problem(std::string_view text, std::size_t max_bytes, const std::string& what,
+                                       bool* too_large) {
+  *too_large = text.size() > max_bytes;
+  if (*too_large) {
+    return what + " is " + std::to_string(text.size()) + " bytes of JSON, more than the limit of " +
+           std::to_string(max_bytes) + " (job_worker.max_output_bytes)";
+  }
+  if (json_nesting_depth(text, kMaxValueDepth) > kMaxValueDepth) {
+    return what + " nests arrays/objects deeper than " + std::to_string(kMaxValueDepth) + " levels";
+  }
+  return "";
+}
+
+}  // namespace limits
 
 // One line a step logged through ctx.log.
 struct LogLine {
@@ -139,6 +194,12 @@ class StepHarness {
     idempotency_key_ = std::move(key);
     return *this;
   }
+  // The host's job_worker.max_output_bytes (16 MiB unless configured): the
+  // largest output or ctx.set value, in bytes of JSON.
+  StepHarness& max_output_bytes(std::size_t bytes) {
+    max_output_bytes_ = bytes;
+    return *this;
+  }
   // Every context call fails with this message (a storage error), to test
   // how a step copes; empty restores a working context.
   StepHarness& context_failure(std::string message) {
@@ -209,7 +270,24 @@ class StepHarness {
     StepResult result;
     result.ok_ = rc == DW_EXECUTE_OK;
     if (result.ok_) {
-      result.output_ = Json::parse(out.output_json != nullptr ? out.output_json : "null");
+      // What the host checks before it stores an output, in its order and
+      // words (engine/step_invoker.cpp): a failure of the step, retryable.
+      const std::string_view text = out.output_json != nullptr ? out.output_json : "null";
+      bool too_large = false;
+      std::string problem =
+          limits::value_limit_problem(text, max_output_bytes_, "the output of step " + name, &too_large);
+      if (problem.empty()) {
+        try {
+          result.output_ = Json::parse(text);
+        } catch (const JsonError&) {
+          problem = "step " + name + " returned invalid JSON";
+        }
+      }
+      if (!problem.empty()) {
+        result.ok_ = false;
+        result.error_klass_ = too_large ? "ductwork::OutputTooLarge" : "ductwork::InvalidOutput";
+        result.error_message_ = problem;
+      }
     } else {
       result.error_klass_ = out.error_klass != nullptr ? out.error_klass : "";
       result.error_message_ = out.error_message != nullptr ? out.error_message : "";
@@ -261,11 +339,19 @@ class StepHarness {
       *error_out = h.host_string(h.context_failure_);
       return DW_CONTEXT_ERROR;
     }
+    const std::string_view text = value_json != nullptr ? value_json : "";
+    bool too_large = false;
+    std::string problem = limits::value_limit_problem(
+        text, h.max_output_bytes_, std::string("context value for key '") + key + "'", &too_large);
+    if (!problem.empty()) {
+      *error_out = h.host_string(problem);
+      return DW_CONTEXT_ERROR;
+    }
     Json value;
     try {
-      value = Json::parse(value_json != nullptr ? value_json : "");
-    } catch (const std::exception& e) {
-      *error_out = h.host_string(std::string("value is not valid JSON: ") + e.what());
+      value = Json::parse(text);
+    } catch (const std::exception&) {
+      *error_out = h.host_string(std::string("context_set: value for key '") + key + "' is not valid JSON");
       return DW_CONTEXT_ERROR;
     }
     if (overwrite == 0 && h.context_.count(key) != 0) return DW_CONTEXT_ALREADY_SET;
@@ -293,6 +379,7 @@ class StepHarness {
   std::string idempotency_key_ = "test-step";
   std::int64_t retry_count_ = 0;
   std::int64_t crash_count_ = 0;
+  std::size_t max_output_bytes_ = kDefaultMaxOutputBytes;
   std::atomic<bool> cancelled_{false};
   std::uint32_t error_flags_ = 0;
 
