@@ -28,8 +28,8 @@ constexpr int kDefaultStepsPage = 100;
 // {"id","pipeline","status", times, "runs": [each run's id, status and
 // times], "run": the counts of one run (`run_id`, else the latest; null
 // when there is none): "steps" and "branches" {"total","by_status"},
-// "nodes" [{"node","klass","status","count","first_started_at",
-// "last_completed_at"}], "halt_reasons" [{"reason","node","count"}],
+// "nodes" [{"node","klass","status","count"}], "halt_reasons"
+// [{"reason","node","count"}],
 // "dampened" [{"node","count"}]}. nullopt for an unknown pipeline; throws
 // UnknownRun for a run the pipeline does not have.
 std::optional<Json> pipeline_summary(Store& store, const std::string& pipeline_id,

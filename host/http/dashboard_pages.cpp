@@ -151,7 +151,7 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
     return page(header->klass + " " + id, page_body, request, refresh_seconds);
   }
 
-  std::vector<NodeStatusCount> counts = store->node_counts(run->id);
+  std::vector<NodeStatusCount> counts = store->node_counts(run->id, /*attempt_times=*/true);
   std::vector<BranchStatusCount> branches = store->branch_counts(run->id);
   int64_t total_steps = 0;
   for (const auto& c : counts) total_steps += c.count;

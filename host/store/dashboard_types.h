@@ -8,10 +8,10 @@
 
 namespace ductwork {
 
-// Steps of one run by node and status. The times are of this run's
-// attempts: when a worker first took one of the steps (a step queued and
-// not yet taken has none, nor has a step a revive copied from an earlier
-// run), and when the last of those finished.
+// Steps of one run by node and status. The times, when asked for, are of
+// this run's attempts: when a worker first took one of the steps (a step
+// queued and not yet taken has none, nor has a step a revive copied from
+// an earlier run), and when the last of those finished.
 struct NodeStatusCount {
   std::string node, klass, status;
   int64_t count = 0;

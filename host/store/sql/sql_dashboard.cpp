@@ -7,18 +7,20 @@
 
 namespace ductwork::sql {
 
-std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id) {
+std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id, bool attempt_times) {
   auto held = lock();
   // The times are of this run's attempts, not the steps' own started_at:
   // that is when a step was queued (a fan-out's children all at once), and
   // a step a revive copied keeps the earlier run's. A step never taken in
   // this run has no attempt and adds no time.
+  const std::string attempted =
+      attempt_times ? "(SELECT MIN(a.started_at) FROM jobs j JOIN executions e ON e.job_id = j.id "
+                      "JOIN attempts a ON a.execution_id = e.id WHERE j.step_id = s.id)"
+                    : "CAST(NULL AS TEXT)";
   auto stmt = conn_.prepare(
       "SELECT node, klass, status, COUNT(*), MIN(attempted_at), "
       "MAX(CASE WHEN attempted_at IS NULL THEN NULL ELSE completed_at END) FROM ("
-      "SELECT s.node, s.klass, s.status, s.started_at, s.completed_at, "
-      "(SELECT MIN(a.started_at) FROM jobs j JOIN executions e ON e.job_id = j.id "
-      "JOIN attempts a ON a.execution_id = e.id WHERE j.step_id = s.id) AS attempted_at "
+      "SELECT s.node, s.klass, s.status, s.started_at, s.completed_at, " + attempted + " AS attempted_at "
       "FROM steps s WHERE s.run_id = ?) t "
       "GROUP BY node, klass, status ORDER BY MIN(started_at), node, status");
   stmt.bind(1, run_id);
