@@ -1,9 +1,10 @@
-// `ductwork status PIPELINE_ID [--json]` and `ductwork list`.
+// `ductwork status PIPELINE_ID [--summary] [--json]` and `ductwork list`.
 #include <charconv>
 #include <cstdio>
 
 #include "cli/bootstrap.h"
 #include "engine/api_documents.h"
+#include "engine/pipeline_summary.h"
 #include "engine/status_document.h"
 
 namespace ductwork::cli {
@@ -56,14 +57,60 @@ void print_text(const Json& doc) {
   }
 }
 
+// `status ID --summary`: the pipeline, its runs, and the counts of the
+// latest run (engine/pipeline_summary.h), however wide it is.
+void print_summary(const Json& doc) {
+  std::printf("pipeline %s  %s  %s\n", doc["id"].as_string().c_str(), doc["pipeline"].as_string().c_str(),
+              doc["status"].as_string().c_str());
+  for (const Json& run : doc["runs"].as_array()) {
+    std::printf("  run %s  %s  started %s  finished %s\n", run["id"].as_string().c_str(),
+                run["status"].as_string().c_str(), or_dash(run["started_at"]).c_str(),
+                or_dash(run["completed_at"].is_null() ? run["halted_at"] : run["completed_at"]).c_str());
+  }
+  const Json& run = doc["run"];
+  if (run.is_null()) return;
+  auto totals = [](const Json& counts) {
+    std::string text = std::to_string(counts["total"].as_int());
+    std::string parts;
+    for (const auto& [status, n] : counts["by_status"].as_object()) {
+      parts += (parts.empty() ? "" : ", ") + std::to_string(n.as_int()) + " " + status;
+    }
+    return parts.empty() ? text : text + " (" + parts + ")";
+  };
+  std::printf("  latest run %s: steps %s, branches %s\n", run["id"].as_string().c_str(), totals(run["steps"]).c_str(),
+              totals(run["branches"]).c_str());
+  for (const Json& node : run["nodes"].as_array()) {
+    std::printf("    %-10s %-24s x %lld\n", node["status"].as_string().c_str(), node["klass"].as_string().c_str(),
+                static_cast<long long>(node["count"].as_int()));
+  }
+  for (const Json& halt : run["halt_reasons"].as_array()) {
+    std::printf("    halted: %s at %s (%lld branch%s)\n", or_dash(halt["reason"]).c_str(), or_dash(halt["node"]).c_str(),
+                static_cast<long long>(halt["count"].as_int()), halt["count"].as_int() == 1 ? "" : "es");
+  }
+  for (const Json& parked : run["dampened"].as_array()) {
+    std::printf("    dampened at %s (%lld branch%s)\n", or_dash(parked["node"]).c_str(),
+                static_cast<long long>(parked["count"].as_int()), parked["count"].as_int() == 1 ? "" : "es");
+  }
+}
+
 }  // namespace
 
 int cmd_status(const Args& args) {
-  if (args.positionals.size() != 1) throw BadInput("usage: ductwork status PIPELINE_ID [--json]");
+  if (args.positionals.size() != 1) throw BadInput("usage: ductwork status PIPELINE_ID [--summary] [--json]");
   const std::string& id = args.positionals[0];
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   // A read must not create the database as a side effect.
   if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + database_name(boot.config().database) + ")");
+  if (args.flag("summary")) {
+    auto summary = pipeline_summary(*boot.open_store_for_reading(), id);
+    if (!summary) throw BadInput("unknown pipeline id '" + id + "'");
+    if (args.flag("json")) {
+      std::printf("%s\n", summary->dump().c_str());
+    } else {
+      print_summary(*summary);
+    }
+    return kExitOk;
+  }
   auto report = pipeline_report(*boot.open_store_for_reading(), id);
   if (!report) throw BadInput("unknown pipeline id '" + id + "'");
   if (args.flag("json")) {

@@ -28,6 +28,7 @@ const char* kUsage =
     "  trigger PIPELINE --from FILE         one pipeline per line of FILE (- = stdin), each a JSON array of\n"
     "                                       arguments; prints the ids in input order\n"
     "  status PIPELINE_ID [--json]          show a pipeline, its runs, branches and steps\n"
+    "  status PIPELINE_ID --summary [--json]  its runs and the latest run's counts, however wide\n"
     "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
     "  validate [--json]                    check every definition against the loaded steps\n"
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
                                              }});
     }
     if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {"from", "idempotency-key"}));
-    if (command == "status") return cmd_status(parse_args(argc, argv, {"json"}, {}));
+    if (command == "status") return cmd_status(parse_args(argc, argv, {"json", "summary"}, {}));
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));

@@ -15,7 +15,9 @@ Json value_or_null(const std::optional<std::string>& text) {
   return parsed ? std::move(*parsed) : Json();
 }
 
-Json execution_json(const ExecutionRecord& e) {
+}  // namespace
+
+Json execution_document(const ExecutionRecord& e) {
   return Json::object({{"retry_count", e.retry_count},
                        {"crash_count", e.crash_count},
                        {"result_type", text_or_null(e.result_type)},
@@ -25,6 +27,23 @@ Json execution_json(const ExecutionRecord& e) {
                        {"plugin", text_or_null(e.plugin_name)},
                        {"plugin_version", text_or_null(e.plugin_version)}});
 }
+
+Json step_document(const StepRecord& s, Json executions) {
+  return Json::object({{"id", s.id},
+                       {"branch_id", s.branch_id},
+                       {"node", s.node},
+                       {"klass", s.klass},
+                       {"status", s.status},
+                       {"to_transition", s.to_transition},
+                       {"idempotency_key", s.idempotency_key},
+                       {"input", value_or_null(s.input_json)},
+                       {"output", value_or_null(s.output_json)},
+                       {"started_at", s.started_at},
+                       {"completed_at", text_or_null(s.completed_at)},
+                       {"executions", std::move(executions)}});
+}
+
+namespace {
 
 // The run's on_halt call; null when none was made.
 Json on_halt_json(const std::optional<OnHaltRecord>& call) {
@@ -50,22 +69,11 @@ Json run_json(const RunRecord& run) {
                                      {"parent_ids", it == parents.end() ? Json::array() : it->second}}));
   }
   std::map<std::string, Json> executions;  // job id -> executions, in order
-  for (const auto& e : run.executions) executions[e.job_id].push_back(execution_json(e));
+  for (const auto& e : run.executions) executions[e.job_id].push_back(execution_document(e));
   Json steps = Json::array();
   for (const auto& s : run.steps) {
     auto it = s.job_id ? executions.find(*s.job_id) : executions.end();
-    steps.push_back(Json::object({{"id", s.id},
-                                  {"branch_id", s.branch_id},
-                                  {"node", s.node},
-                                  {"klass", s.klass},
-                                  {"status", s.status},
-                                  {"to_transition", s.to_transition},
-                                  {"idempotency_key", s.idempotency_key},
-                                  {"input", value_or_null(s.input_json)},
-                                  {"output", value_or_null(s.output_json)},
-                                  {"started_at", s.started_at},
-                                  {"completed_at", text_or_null(s.completed_at)},
-                                  {"executions", it == executions.end() ? Json::array() : it->second}}));
+    steps.push_back(step_document(s, it == executions.end() ? Json::array() : it->second));
   }
   return Json::object({{"id", run.id},
                        {"status", run.status},

@@ -12,6 +12,12 @@ namespace ductwork {
 // contract operators and tests rely on), built from what any store reads.
 Json status_document(const PipelineRecord& pipeline);
 
+// One execution and one step as the document shows them (`executions`:
+// the step's, each an execution_document, in order); the steps page of the
+// HTTP API (engine/pipeline_summary.h) gives the same objects.
+Json execution_document(const ExecutionRecord& execution);
+Json step_document(const StepRecord& step, Json executions);
+
 // The document of pipeline `pipeline_id` in `store`; nullopt when unknown.
 std::optional<Json> pipeline_report(Store& store, const std::string& pipeline_id);
 

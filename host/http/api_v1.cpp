@@ -8,6 +8,7 @@
 #include "engine/catalog.h"
 #include "engine/control.h"
 #include "engine/run_context.h"
+#include "engine/pipeline_summary.h"
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
 #include "engine/trigger.h"
@@ -62,11 +63,11 @@ const std::string* query(const Request& request, const std::string& name) {
   return it == request.query.end() ? nullptr : &it->second;
 }
 
-// The page cursor: the last entry's (triggered_at, id), hex-encoded so it
-// is opaque and URL-safe.
-std::string encode_cursor(const PipelineSummary& last) {
+// A page cursor: the last entry's (time, id) — a pipeline's triggered_at,
+// a step's started_at — hex-encoded so it is opaque and URL-safe.
+std::string encode_cursor(const std::string& at, const std::string& id) {
   static const char* kHex = "0123456789abcdef";
-  std::string plain = last.triggered_at + "|" + last.id, out;
+  std::string plain = at + "|" + id, out;
   for (unsigned char c : plain) {
     out += kHex[c >> 4];
     out += kHex[c & 15];
@@ -74,20 +75,44 @@ std::string encode_cursor(const PipelineSummary& last) {
   return out;
 }
 
-std::pair<std::string, std::string> decode_cursor(const std::string& cursor) {
+std::pair<std::string, std::string> decode_cursor(const std::string& cursor, const std::string& name = "cursor") {
   auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
   std::string plain;
-  if (cursor.size() % 2 != 0 || cursor.size() > 512) bad_request("cursor: not a cursor this API returned");
+  const std::string refusal = name + ": not a cursor this API returned";
+  if (cursor.size() % 2 != 0 || cursor.size() > 512) bad_request(refusal);
   for (size_t i = 0; i < cursor.size(); i += 2) {
     int hi = nibble(cursor[i]), lo = nibble(cursor[i + 1]);
-    if (hi < 0 || lo < 0) bad_request("cursor: not a cursor this API returned");
+    if (hi < 0 || lo < 0) bad_request(refusal);
     plain += static_cast<char>(hi * 16 + lo);
   }
   size_t bar = plain.find('|');
-  if (bar == std::string::npos || !database_time_from_iso(plain.substr(0, bar))) {
-    bad_request("cursor: not a cursor this API returned");
-  }
+  if (bar == std::string::npos || !database_time_from_iso(plain.substr(0, bar))) bad_request(refusal);
   return {plain.substr(0, bar), plain.substr(bar + 1)};
+}
+
+// Every query parameter is one of `allowed`.
+void only_parameters(const Request& request, std::initializer_list<const char*> allowed) {
+  for (const auto& [name, _] : request.query) {
+    bool known = false;
+    std::string list;
+    for (const char* a : allowed) {
+      known = known || name == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!known) bad_request("unknown query parameter '" + name + "' (expected " + (list.empty() ? "none" : list) + ")");
+  }
+}
+
+// The whole number `name` from 1 to `max`, else `fallback` when absent.
+int page_limit(const Request& request, const char* name, int fallback, int max) {
+  const std::string* text = query(request, name);
+  if (!text) return fallback;
+  int limit = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
+  if (ec != std::errc() || end != text->data() + text->size() || limit < 1 || limit > max) {
+    bad_request(std::string(name) + " '" + *text + "' is not a whole number from 1 to " + std::to_string(max));
+  }
+  return limit;
 }
 
 // A refusal of revive / cancel / resume: 404 for an unknown id, else 409.
@@ -126,6 +151,10 @@ Response ApiV1::handle(const Request& request) {
     if (what == "pipelines" && s.size() == 5 && s[4] == "context") {
       need_method(request, "GET");
       return context(s[3], request);
+    }
+    if (what == "pipelines" && s.size() == 5 && (s[4] == "summary" || s[4] == "steps")) {
+      need_method(request, "GET");
+      return s[4] == "summary" ? summary(s[3], request) : steps(s[3], request);
     }
     if (what == "pipelines" && s.size() == 5) {
       need_method(request, "POST");
@@ -169,13 +198,7 @@ Response ApiV1::readiness() {
 }
 
 Response ApiV1::list_pipelines(const Request& request) {
-  for (const auto& [name, _] : request.query) {
-    if (name != "status" && name != "pipeline" && name != "since" && name != "limit" && name != "cursor" &&
-        name != "error_class" && name != "q") {
-      bad_request("unknown query parameter '" + name +
-                  "' (expected status, pipeline, since, error_class, q, limit, cursor)");
-    }
-  }
+  only_parameters(request, {"status", "pipeline", "since", "error_class", "q", "limit", "cursor"});
   ListFilter filter;
   if (const std::string* status = query(request, "status")) {
     if (!kPipelineStatuses.count(*status)) {
@@ -190,13 +213,7 @@ Response ApiV1::list_pipelines(const Request& request) {
     filter.since = database_time_from_iso(*since);
     if (!filter.since) bad_request("since '" + *since + "' is not a UTC time such as 2026-12-01T16:55:24Z");
   }
-  int limit = kDefaultPageSize;
-  if (const std::string* text = query(request, "limit")) {
-    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
-    if (ec != std::errc() || end != text->data() + text->size() || limit < 1 || limit > kMaxPageSize) {
-      bad_request("limit '" + *text + "' is not a whole number from 1 to " + std::to_string(kMaxPageSize));
-    }
-  }
+  const int limit = page_limit(request, "limit", kDefaultPageSize, kMaxPageSize);
   if (const std::string* cursor = query(request, "cursor")) filter.after = decode_cursor(*cursor);
   filter.limit = limit + 1;  // one more tells whether a next page exists
   std::vector<PipelineSummary> rows = context_.stores.take()->list_pipelines(filter);
@@ -204,7 +221,9 @@ Response ApiV1::list_pipelines(const Request& request) {
   for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(limit); ++i) {
     out["pipelines"].push_back(summary_document(rows[i]));
   }
-  if (rows.size() > static_cast<size_t>(limit)) out["next_cursor"] = encode_cursor(rows[limit - 1]);
+  if (rows.size() > static_cast<size_t>(limit)) {
+    out["next_cursor"] = encode_cursor(rows[limit - 1].triggered_at, rows[limit - 1].id);
+  }
   return json_response(200, out);
 }
 
@@ -212,6 +231,35 @@ Response ApiV1::pipeline(const std::string& id) {
   auto report = pipeline_report(*context_.stores.take(), id);
   if (!report) throw HttpError(404, "not_found", "unknown pipeline id '" + id + "'");
   return json_response(200, *report);
+}
+
+Response ApiV1::summary(const std::string& id, const Request& request) {
+  only_parameters(request, {"run"});
+  const std::string* run = query(request, "run");
+  try {
+    auto document = pipeline_summary(*context_.stores.take(), id, run ? std::optional<std::string>(*run) : std::nullopt);
+    if (!document) throw HttpError(404, "not_found", "unknown pipeline id '" + id + "'");
+    return json_response(200, *document);
+  } catch (const UnknownRun& e) {
+    throw HttpError(404, "not_found", e.what());
+  }
+}
+
+Response ApiV1::steps(const std::string& id, const Request& request) {
+  only_parameters(request, {"run", "after", "limit"});
+  const int limit = page_limit(request, "limit", kDefaultStepsPage, kMaxStepsPage);
+  std::optional<std::pair<std::string, std::string>> after;
+  if (const std::string* cursor = query(request, "after")) after = decode_cursor(*cursor, "after");
+  const std::string* run = query(request, "run");
+  try {
+    auto page = pipeline_steps(*context_.stores.take(), id, run ? std::optional<std::string>(*run) : std::nullopt,
+                               after, limit);
+    if (!page) throw HttpError(404, "not_found", "unknown pipeline id '" + id + "'");
+    page->document["next_cursor"] = page->next ? Json(encode_cursor(page->next->first, page->next->second)) : Json();
+    return json_response(200, page->document);
+  } catch (const UnknownRun& e) {
+    throw HttpError(404, "not_found", e.what());
+  }
 }
 
 Response ApiV1::trigger(const std::string& name, const Request& request) {

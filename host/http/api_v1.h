@@ -38,6 +38,8 @@ class ApiV1 {
   Response readiness();
   Response list_pipelines(const Request& request);
   Response pipeline(const std::string& id);
+  Response summary(const std::string& id, const Request& request);
+  Response steps(const std::string& id, const Request& request);
   Response trigger(const std::string& name, const Request& request);
   Response revive(const std::string& id, const Request& request);
   Response context(const std::string& id, const Request& request);

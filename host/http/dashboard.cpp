@@ -39,7 +39,9 @@ const char* kStyle =
     "svg .node-title{font-size:13px;font-weight:600}svg .node-detail{font-size:11px}"
     "svg .node.completed rect{fill:#2e8b57}svg .node.failed rect{fill:#c0392b}svg .node.running rect{fill:#2f6fd0}"
     "svg .node.dampened rect{fill:#c98a12}svg .node.cancelled rect{fill:#5a6170}"
-    "svg .node.idle rect{fill:#fff}svg .node.idle text{fill:#667}";
+    "svg .node.idle rect{fill:#fff}svg .node.idle text{fill:#667}"
+    "svg .node.parked rect{stroke:#8a5a00;stroke-width:3;stroke-dasharray:7 3}"
+    ".notice.parked{background:#fdf3e1;border-color:#e7c27d}";
 
 // This machine's clock `minutes` ago, as the database writes times (UTC).
 std::string minutes_ago(int minutes) {
@@ -65,20 +67,35 @@ std::map<std::string, std::string> parse_form(const std::string& body) {
   return out;
 }
 
-Response Dashboard::page(const std::string& title, const std::string& body, int refresh_seconds) const {
+Response Dashboard::page(const std::string& title, const Body& body, const Request& request,
+                         int refresh_seconds) const {
   Response r;
-  r.content_type = "text/html; charset=utf-8";
-  r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
-           " · ductwork</title>" +
-           (refresh_seconds > 0 ? "<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_seconds) + "\">"
-                                : std::string()) +
-           "<style>" + kStyle + "</style></head><body><header><b>ductwork</b><a href=\"/ui\">Overview</a>"
-           "<a href=\"/ui/pipelines\">Pipelines</a><a href=\"/ui/errors\">Errors</a>"
-           "<a href=\"/ui/processes\">Processes</a></header><main>" +
-           body + "</main></body></html>\n";
+  if (request.query.count("live")) {
+    Json live = Json::object();
+    for (const auto& [name, html] : body.live_parts()) live[name] = html;
+    r = json_response(200, Json::object({{"title", title + " · ductwork"},
+                                         {"refresh", refresh_seconds},
+                                         {"parts", std::move(live)}}));
+  } else {
+    const std::string refresh = std::to_string(refresh_seconds);
+    r.content_type = "text/html; charset=utf-8";
+    r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape_html(title) +
+             " · ductwork</title>" +
+             // Without JavaScript the page reloads itself; with it, live.js
+             // refreshes the live parts and leaves the rest alone.
+             (refresh_seconds > 0 ? "<noscript><meta http-equiv=\"refresh\" content=\"" + refresh +
+                                        "\"></noscript><script src=\"/ui/live.js\" defer></script>"
+                                  : std::string()) +
+             "<style>" + kStyle + "</style></head><body" +
+             (refresh_seconds > 0 ? " data-refresh=\"" + refresh + "\"" : std::string()) +
+             "><header><b>ductwork</b><a href=\"/ui\">Overview</a>"
+             "<a href=\"/ui/pipelines\">Pipelines</a><a href=\"/ui/errors\">Errors</a>"
+             "<a href=\"/ui/processes\">Processes</a></header><main>" +
+             body.html() + "</main></body></html>\n";
+  }
   // The page embeds the CSRF token: never from a shared cache, never framed.
   r.headers.emplace_back("X-Frame-Options", "DENY");
-  r.headers.emplace_back("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:");
+  r.headers.emplace_back("Content-Security-Policy", kContentSecurityPolicy);
   return r;
 }
 
@@ -103,10 +120,11 @@ Response Dashboard::handle(const Request& request) {
   }
   if (request.method != "GET") throw HttpError(405, "method_not_allowed", "use GET or a form");
   if (s.size() == 1) return overview(request);
+  if (s.size() == 2 && s[1] == "live.js") return live_script();
   if (s.size() == 2 && s[1] == "pipelines") return pipelines(request);
   if (s.size() == 3 && s[1] == "pipelines") return pipeline(s[2], request);
-  if (s.size() == 2 && s[1] == "errors") return errors();
-  if (s.size() == 2 && s[1] == "processes") return processes();
+  if (s.size() == 2 && s[1] == "errors") return errors(request);
+  if (s.size() == 2 && s[1] == "processes") return processes(request);
   throw HttpError(404, "not_found", "no such page");
 }
 
@@ -118,7 +136,9 @@ Response Dashboard::overview(const Request& request) {
   std::map<std::string, std::map<std::string, int64_t>> by_pipeline;
   for (const auto& c : counts) by_pipeline[c.pipeline][c.status] += c.count;
   for (const auto& [name, _] : context_.definitions.pipelines) by_pipeline[name];
-  std::string body = flash(request) + "<h1>Overview</h1><table><tr><th>pipeline</th>";
+  Body page_body;
+  page_body += flash(request) + "<h1>Overview</h1>";
+  std::string body = "<table><tr><th>pipeline</th>";
   for (const auto& c : columns) body += "<th>" + badge(c) + "</th>";
   body += "<th>total</th></tr>";
   for (const auto& [name, statuses] : by_pipeline) {
@@ -157,14 +177,16 @@ Response Dashboard::overview(const Request& request) {
             escape_html(e.pipeline) + "</a> " + escape_html(e.klass) + ": <b>" + or_dash(e.error_klass) + "</b> " +
             escape_html(truncated(e.error_message.value_or(""), 200)) + "</p>";
   }
-  body += "<h2>Trigger</h2><form method=\"post\" action=\"/ui/trigger\">" + csrf_field() +
-          "<select name=\"pipeline\">";
+  // The figures refresh in place; the trigger form is left as typed.
+  page_body.live("overview", body);
+  page_body += "<h2>Trigger</h2><form method=\"post\" action=\"/ui/trigger\">" + csrf_field() +
+               "<select name=\"pipeline\">";
   for (const auto& [name, _] : context_.definitions.pipelines) {
-    body += "<option>" + escape_html(name) + "</option>";
+    page_body += "<option>" + escape_html(name) + "</option>";
   }
-  body += "</select> arguments (a JSON array) <input name=\"args\" value=\"[]\" size=\"40\"> "
-          "<button type=\"submit\">Trigger</button></form>";
-  return page("Overview", body, 10);
+  page_body += "</select> arguments (a JSON array) <input name=\"args\" value=\"[]\" size=\"40\"> "
+               "<button type=\"submit\">Trigger</button></form>";
+  return page("Overview", page_body, request, 10);
 }
 
 }  // namespace ductwork::http

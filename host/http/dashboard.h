@@ -1,7 +1,8 @@
 #pragma once
 
 // The dashboard (SPEC §12): server-rendered HTML under /ui that works
-// without JavaScript. Pages: overview, pipelines (filters, paging), one
+// without JavaScript (then it reloads itself); with it, a page that follows
+// running work refreshes its live parts in place (/ui/live.js). Pages: overview, pipelines (filters, paging), one
 // pipeline (its definition drawn and coloured by status, steps, errors with
 // backtraces, context, runs, actions), errors grouped by class, processes.
 // Actions are HTML forms carrying a CSRF token; they go through the JSON
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "http/api_v1.h"
+#include "http/dashboard_parts.h"
 #include "http/http_message.h"
 
 namespace ductwork::http {
@@ -27,14 +29,19 @@ class Dashboard {
   Response overview(const Request& request);
   Response pipelines(const Request& request);
   Response pipeline(const std::string& id, const Request& request);
-  Response errors();
-  Response processes();
+  Response errors(const Request& request);
+  Response processes(const Request& request);
   Response action(const std::string& id, const std::string& verb, const Request& request);
   Response trigger(const Request& request);
+  // /ui/live.js (dashboard_script.cpp).
+  Response live_script() const;
 
   // The page around `body`, with the navigation; `refresh_seconds` > 0
-  // reloads it that often (a running pipeline's page).
-  Response page(const std::string& title, const std::string& body, int refresh_seconds = 0) const;
+  // refreshes its live parts that often (a running pipeline's page). For
+  // `request` with ?live=1, those parts alone as JSON: {"title", "refresh"
+  // (seconds, 0: stop), "parts": {name: HTML}}.
+  Response page(const std::string& title, const parts::Body& body, const Request& request,
+                int refresh_seconds = 0) const;
   std::string csrf_field() const;
 
   ApiContext context_;

@@ -33,9 +33,14 @@ std::string status_class(const std::vector<NodeStatusCount>& counts) {
   return "completed";
 }
 
-std::string definition_svg(const Definition& definition, const std::vector<NodeStatusCount>& counts) {
+std::string definition_svg(const Definition& definition, const std::vector<NodeStatusCount>& counts,
+                           const std::vector<BranchStatusCount>& branches) {
   std::map<std::string, std::vector<NodeStatusCount>> by_node;
   for (const auto& c : counts) by_node[c.node].push_back(c);
+  std::map<std::string, int64_t> parked;  // node -> branches dampened there
+  for (const auto& b : branches) {
+    if (b.status == "dampened" && b.node) parked[*b.node] += b.count;
+  }
   // Depth: the longest path from the start, so every edge points right
   // (a node reached twice sits after both of its sources).
   std::map<std::string, int> depth;
@@ -95,10 +100,17 @@ std::string definition_svg(const Definition& definition, const std::vector<NodeS
     std::string detail;
     for (const auto& c : node_counts) total += c.count;
     for (const auto& c : node_counts) detail += (detail.empty() ? "" : ", ") + grouped(c.count) + " " + c.status;
+    std::string colour = status_class(node_counts);
+    if (auto it = parked.find(node); it != parked.end()) {
+      // Its steps completed; the branch waits for a resume after them.
+      detail = grouped(it->second) + " parked" + (detail.empty() ? "" : ", " + detail);
+      if (colour == "completed") colour = "dampened";
+      colour += " parked";
+    }
     const Edge* edge = definition.edges.count(node) ? &definition.edges.at(node) : nullptr;
     const std::string klass = edge ? edge->klass : node.substr(0, node.rfind('.'));
     const std::string title = klass + (total > 1 ? " \u00d7 " + grouped(total) : "");
-    svg += "<g class=\"node " + status_class(node_counts) + "\" data-node=\"" + escape_html(node) + "\"><title>" +
+    svg += "<g class=\"node " + colour + "\" data-node=\"" + escape_html(node) + "\"><title>" +
            escape_html(node + (detail.empty() ? ": not run" : ": " + detail)) + "</title><rect x=\"" +
            std::to_string(x) + "\" y=\"" + std::to_string(y) + "\" width=\"" + std::to_string(kBoxWidth) +
            "\" height=\"" + std::to_string(kBoxHeight) + "\" rx=\"7\"/><text class=\"node-title\" x=\"" +

@@ -3,7 +3,9 @@
 // A run's definition drawn as an SVG graph: one box per node, laid out left
 // to right by depth, coloured by the statuses of the steps that ran it, a
 // fan-out shown with its counts ("Inc × 100,000 — 99,812 completed, 3
-// failed"). Built from the aggregate counts, never from the steps.
+// failed"). Built from the aggregate counts, never from the steps. A node
+// where branches are parked by a dampen is marked ("parked": its own
+// colour when nothing there is still running or failed).
 #include <string>
 #include <vector>
 
@@ -12,7 +14,8 @@
 
 namespace ductwork::http {
 
-std::string definition_svg(const Definition& definition, const std::vector<NodeStatusCount>& counts);
+std::string definition_svg(const Definition& definition, const std::vector<NodeStatusCount>& counts,
+                           const std::vector<BranchStatusCount>& branches = {});
 
 // The colour class of a set of statuses: failed, running, dampened,
 // cancelled, completed, or idle (never ran).

@@ -23,8 +23,26 @@ constexpr int kStepsPerPage = 50;
 std::string error_text(const ErrorRecord& e) {
   std::string out = "<b>" + or_dash(e.error_klass) + "</b>: " + escape_html(truncated(e.error_message.value_or(""), 500));
   if (e.error_backtrace && !e.error_backtrace->empty()) {
-    out += "<details><summary>backtrace</summary><pre>" + escape_html(truncated(*e.error_backtrace, 32 * 1024)) +
-           "</pre></details>";
+    out += details_open_tag("backtrace " + e.step_id + " " + e.at) + "<summary>backtrace</summary><pre>" +
+           escape_html(truncated(*e.error_backtrace, 32 * 1024)) + "</pre></details>";
+  }
+  return out;
+}
+
+// Why the run's branches stopped: each halt reason with the node its
+// branches stopped at, and each node where branches are parked (dampened)
+// until a resume.
+std::string stopped_branches(const std::vector<BranchStatusCount>& branches) {
+  std::string out;
+  auto count = [](int64_t n) { return grouped(n) + (n == 1 ? " branch" : " branches"); };
+  for (const auto& b : branches) {
+    if (b.status == "halted") {
+      out += "<div class=\"error halt\">Halted: <b>" + or_dash(b.halt_reason) + "</b> at <code>" + or_dash(b.node) +
+             "</code> (" + count(b.count) + ")</div>";
+    } else if (b.status == "dampened") {
+      out += "<div class=\"notice parked\">Dampened: parked at <code>" + or_dash(b.node) + "</code> (" +
+             count(b.count) + ") until a resume</div>";
+    }
   }
   return out;
 }
@@ -76,7 +94,9 @@ Response Dashboard::pipelines(const Request& request) {
     }
     body += "<p><a href=\"" + escape_html(next) + "\">Older →</a></p>";
   }
-  return page("Pipelines", body);
+  Body page_body;
+  page_body += body;
+  return page("Pipelines", page_body, request);
 }
 
 Response Dashboard::pipeline(const std::string& id, const Request& request) {
@@ -91,8 +111,10 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
     }
   }
   const std::string self = "/ui/pipelines/" + url_encoded(id);
-  std::string body = flash(request) + "<h1>" + escape_html(header->klass) + " " + badge(header->status) +
-                     "</h1><p><code>" + escape_html(id) + "</code> triggered " + escape_html(header->triggered_at) +
+  Body page_body;
+  page_body += flash(request);
+  std::string body = "<h1>" + escape_html(header->klass) + " " + badge(header->status) + "</h1><p><code>" +
+                     escape_html(id) + "</code> triggered " + escape_html(header->triggered_at) +
                      (header->completed_at ? ", completed " + escape_html(*header->completed_at) : "") +
                      (header->halted_at ? ", halted " + escape_html(*header->halted_at) : "") +
                      (header->cancelled_at ? ", cancelled " + escape_html(*header->cancelled_at) : "") + "</p>";
@@ -112,6 +134,10 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
             "value (JSON) <input name=\"value\" value=\"null\"> node <input name=\"node\" placeholder=\"any\"> "
             "<button type=\"submit\">Resume</button></form>";
   }
+  page_body.live("head", body);
+  const bool open = st == "pending" || st == "in_progress" || st == "advancing" || st == "waiting";
+  const int refresh_seconds = open ? 2 : 0;
+  body.clear();
   if (header->runs.size() > 1) {
     body += "<h2>Runs</h2><table><tr><th>run</th><th>status</th><th>started</th></tr>";
     for (const auto& r : header->runs) {
@@ -121,19 +147,26 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
     }
     body += "</table>";
   }
-  if (!run) return page(header->klass, body + "<p>No run.</p>");
+  if (!run) {
+    page_body.live("run", body + "<p>No run.</p>");
+    return page(header->klass + " " + id, page_body, request, refresh_seconds);
+  }
 
-  std::vector<NodeStatusCount> counts = store->node_counts(run->id);
+  std::vector<NodeStatusCount> counts = store->node_counts(run->id, /*attempt_times=*/true);
+  std::vector<BranchStatusCount> branches = store->branch_counts(run->id);
   int64_t total_steps = 0;
   for (const auto& c : counts) total_steps += c.count;
+  body += stopped_branches(branches);
   body += "<h2>Graph</h2>";
   try {
     Definition definition = Definition::from_json(parse_json(store->run_definition(run->id)), header->klass,
                                                   "run " + run->id, /*strict=*/false);
-    body += definition_svg(definition, counts);
+    body += definition_svg(definition, counts, branches);
   } catch (const std::exception& e) {
     body += "<p class=\"error\">The run's definition cannot be drawn: " + escape_html(e.what()) + "</p>";
   }
+  // The times are this run's attempts' (Store::node_counts): a step a
+  // revive copied, or one still queued, adds none.
   body += "<h2>Nodes</h2><table><tr><th>node</th><th>step</th><th>status</th><th>steps</th><th>first started</th>"
           "<th>last completed</th></tr>";
   for (const auto& c : counts) {
@@ -169,10 +202,13 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   body += "<h2>Steps " + grouped(steps.empty() ? 0 : first + 1) + "–" + grouped(first + static_cast<int64_t>(steps.size())) +
           " of " + grouped(total_steps) + "</h2><table><tr><th>step</th><th>status</th><th>started</th>"
           "<th>completed</th><th>input</th><th>output</th></tr>";
+  // "started": when a worker first took the step (its first attempt), not
+  // when it was queued; "–" while it waits.
   for (const auto& step : steps) {
-    body += "<tr><td>" + escape_html(step.klass) + "</td><td>" + badge(step.status) + "</td><td>" +
-            escape_html(step.started_at) + "</td><td>" + or_dash(step.completed_at) + "</td><td class=\"json\">" +
-            json_cell(step.input_json) + "</td><td class=\"json\">" + json_cell(step.output_json) + "</td></tr>";
+    body += "<tr data-step=\"" + escape_html(step.id) + "\"><td>" + escape_html(step.klass) + "</td><td>" +
+            badge(step.status) + "</td><td>" + or_dash(step.first_attempt_at) + "</td><td>" +
+            or_dash(step.completed_at) + "</td><td class=\"json\">" + json_cell(step.input_json, "input " + step.id) +
+            "</td><td class=\"json\">" + json_cell(step.output_json, "output " + step.id) + "</td></tr>";
   }
   body += "</table><p>";
   const std::string run_query = "run=" + url_encoded(run->id);
@@ -188,18 +224,19 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   if (!context.empty()) {
     body += "<h2>Context</h2><table><tr><th>key</th><th>value</th><th>set at</th></tr>";
     for (const auto& c : context) {
-      body += "<tr><td><code>" + escape_html(c.key) + "</code></td><td>" + json_cell(c.value_json) + "</td><td>" +
+      body += "<tr><td><code>" + escape_html(c.key) + "</code></td><td>" + json_cell(c.value_json, "context " + c.key) +
+              "</td><td>" +
               escape_html(c.last_set_at) + "</td></tr>";
     }
     body += "</table>";
   }
-  const bool open = st == "pending" || st == "in_progress" || st == "advancing" || st == "waiting";
-  return page(header->klass + " " + id, body, open ? 2 : 0);
+  page_body.live("run", body);
+  return page(header->klass + " " + id, page_body, request, refresh_seconds);
 }
 
-Response Dashboard::errors() {
+Response Dashboard::errors(const Request& request) {
   auto store = context_.stores.take();
-  std::string body = "<h1>Errors</h1><h2>By step and error class</h2><table><tr><th>pipeline</th><th>step</th>"
+  std::string body = "<h2>By step and error class</h2><table><tr><th>pipeline</th><th>step</th>"
                      "<th>error class</th><th>count</th><th>last seen</th><th>last message</th></tr>";
   std::vector<ErrorClassCount> groups = store->error_classes(100);
   for (const auto& g : groups) {
@@ -216,11 +253,14 @@ Response Dashboard::errors() {
             "</td><td>" + error_text(e) + "</td></tr>";
   }
   body += "</table>";
-  return page("Errors", body, 10);
+  Body page_body;
+  page_body += "<h1>Errors</h1>";
+  page_body.live("errors", body);
+  return page("Errors", page_body, request, 10);
 }
 
-Response Dashboard::processes() {
-  std::string body = "<h1>Processes</h1><table><tr><th>machine</th><th>role</th><th>pid</th><th>heartbeat age</th>"
+Response Dashboard::processes(const Request& request) {
+  std::string body = "<table><tr><th>machine</th><th>role</th><th>pid</th><th>heartbeat age</th>"
                      "<th>jobs running</th><th>branches advancing</th><th>id</th></tr>";
   std::vector<ProcessInfo> rows = context_.stores.take()->processes();
   for (const auto& p : rows) {
@@ -234,7 +274,10 @@ Response Dashboard::processes() {
   }
   body += "</table>";
   if (rows.empty()) body += "<p>No process is registered: no host is running.</p>";
-  return page("Processes", body, 5);
+  Body page_body;
+  page_body += "<h1>Processes</h1>";
+  page_body.live("processes", body);
+  return page("Processes", page_body, request, 5);
 }
 
 Response Dashboard::action(const std::string& id, const std::string& verb, const Request& request) {

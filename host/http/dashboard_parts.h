@@ -15,6 +15,33 @@ namespace ductwork::http::parts {
 // Bytes of a JSON input/output shown before "…" (the rest one click away).
 constexpr std::size_t kShownJson = 120;
 
+// Every page's policy, the sign-in page's too: scripts only from this
+// server's own files (no inline script), inline styles, images from here
+// or data: URLs.
+constexpr const char* kContentSecurityPolicy = "default-src 'self'; style-src 'unsafe-inline'; img-src 'self' data:";
+
+// A page's body: fixed parts, and live parts (each a named <div
+// data-live>) that the page's script (/ui/live.js) refreshes in place from
+// the page's ?live=1 JSON, so what a person typed or opened elsewhere on
+// the page stays as it was.
+class Body {
+ public:
+  Body& operator+=(const std::string& html) {
+    html_ += html;
+    return *this;
+  }
+  void live(const std::string& name, const std::string& html) {
+    html_ += "<div data-live=\"" + name + "\">" + html + "</div>";
+    live_[name] = html;
+  }
+  const std::string& html() const { return html_; }
+  const std::map<std::string, std::string>& live_parts() const { return live_; }
+
+ private:
+  std::string html_;
+  std::map<std::string, std::string> live_;
+};
+
 inline std::string badge(const std::string& status) {
   return "<span class=\"badge " + escape_html(status) + "\">" + escape_html(status) + "</span>";
 }
@@ -28,12 +55,18 @@ inline std::string url_encoded(const std::string& text) {
 
 inline std::string or_dash(const std::optional<std::string>& text) { return text ? escape_html(*text) : "–"; }
 
+// A <details> that stays open across a live refresh: `key` names it
+// among the refreshed HTML.
+inline std::string details_open_tag(const std::string& key) {
+  return "<details data-key=\"" + escape_html(key) + "\">";
+}
+
 // A JSON value in a cell: short ones whole, long ones cut with the whole
-// text (up to 64 KiB) in a <details>.
-inline std::string json_cell(const std::optional<std::string>& text) {
+// text (up to 64 KiB) in a <details> (named `key`, see details_open_tag).
+inline std::string json_cell(const std::optional<std::string>& text, const std::string& key = "") {
   if (!text) return "–";
   if (text->size() <= kShownJson) return "<code>" + escape_html(*text) + "</code>";
-  return "<details><summary><code>" + escape_html(truncated(*text, kShownJson)) + "</code></summary><pre>" +
+  return (key.empty() ? std::string("<details>") : details_open_tag(key)) + "<summary><code>" + escape_html(truncated(*text, kShownJson)) + "</code></summary><pre>" +
          escape_html(truncated(*text, 64 * 1024)) + "</pre></details>";
 }
 

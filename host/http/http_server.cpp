@@ -67,6 +67,7 @@ Response html_error(const HttpError& e) {
            " · ductwork</title></head><body style=\"font:15px system-ui,sans-serif;margin:24px\"><h1>" +
            std::to_string(e.status()) + " " + escape_html(e.code()) + "</h1><p>" + page_text(e.message()) +
            "</p><p><a href=\"/ui\">Overview</a></p></body></html>\n";
+  r.headers.emplace_back("Content-Security-Policy", parts::kContentSecurityPolicy);
   return r;
 }
 

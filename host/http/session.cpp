@@ -112,6 +112,7 @@ Response Sessions::login(const Request& request) const {
            "<input type=\"hidden\" name=\"next\" value=\"" + escape_html(next) + "\"><button type=\"submit\">Sign in</button>"
            "</form></body></html>\n";
   r.headers.emplace_back("X-Frame-Options", "DENY");
+  r.headers.emplace_back("Content-Security-Policy", parts::kContentSecurityPolicy);
   return r;
 }
 

@@ -8,11 +8,22 @@
 
 namespace ductwork {
 
-// Steps of one run by node and status.
+// Steps of one run by node and status. The times, when asked for, are of
+// this run's attempts: when a worker first took one of the steps (a step
+// queued and not yet taken has none, nor has a step a revive copied from
+// an earlier run), and when the last of those finished.
 struct NodeStatusCount {
   std::string node, klass, status;
   int64_t count = 0;
   std::optional<std::string> first_started_at, last_completed_at;
+};
+
+// Branches of one run by status and halt reason; for halted and dampened
+// branches also by the node of the step each stopped at (null otherwise).
+struct BranchStatusCount {
+  std::string status;
+  std::optional<std::string> halt_reason, node;
+  int64_t count = 0;
 };
 
 // A failed or crashed execution, newest first.

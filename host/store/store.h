@@ -393,9 +393,21 @@ class Store {
   // ---- dashboard (dashboard_types.h): aggregates and pages
   // The pipeline and its runs, without branches, steps or executions.
   virtual std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) = 0;
-  virtual std::vector<NodeStatusCount> node_counts(const std::string& run_id) = 0;
-  // Steps of a run in start order, `limit` from `offset`.
+  // Steps of a run by node and status. With `attempt_times`, each group's
+  // first attempt and last completion in this run too: a lookup per step
+  // (three index seeks), so a 100,000-wide run's counts take a few times
+  // longer; without, a GROUP BY over index_steps_run alone.
+  virtual std::vector<NodeStatusCount> node_counts(const std::string& run_id, bool attempt_times) = 0;
+  virtual std::vector<BranchStatusCount> branch_counts(const std::string& run_id) = 0;
+  // Steps of a run in start order, `limit` from `offset`, each with its
+  // first attempt's start.
   virtual std::vector<StepRecord> step_page(const std::string& run_id, int64_t offset, int limit) = 0;
+  // Up to `limit` steps of a run in the status document's order (start
+  // time, then id) after the step `after` (its started_at and id; from the
+  // first when nullopt), with their executions, in one read transaction.
+  // Keyset paging over an index: a page costs what it holds.
+  virtual StepPage steps_after(const std::string& run_id,
+                               const std::optional<std::pair<std::string, std::string>>& after, int limit) = 0;
   // Failed executions newest first: of one run, or (run_id empty) of all.
   virtual std::vector<ErrorRecord> recent_errors(const std::string& run_id, int limit) = 0;
   // Failed executions grouped by pipeline, step and error class, most first.

@@ -295,6 +295,9 @@ struct StepRecord {
   std::string started_at;
   std::optional<std::string> completed_at;
   std::string idempotency_key;  // what its executions see (ClaimedJob::idempotency_key)
+  // When a worker first took it in this run (read by Store::step_page only;
+  // null when never taken, e.g. queued, or copied by a revive).
+  std::optional<std::string> first_attempt_at;
 };
 
 struct BranchRecord {
@@ -322,6 +325,13 @@ struct PipelineRecord {
   std::string id, klass, status, triggered_at;
   std::optional<std::string> completed_at, halted_at, cancelled_at;
   std::vector<RunRecord> runs;
+};
+
+// A page of a run's steps (Store::steps_after) with the executions of
+// those steps, in the order of the status document.
+struct StepPage {
+  std::vector<StepRecord> steps;
+  std::vector<ExecutionRecord> executions;
 };
 
 struct PipelineSummary {

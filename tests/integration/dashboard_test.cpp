@@ -99,10 +99,13 @@ TEST(DashboardTest, APersonSeesTheGraphAndTheErrorAndRevivesWithTheButton) {
   EXPECT_NE(wide_page.find("300 completed"), std::string::npos);
   EXPECT_NE(wide_page.find("Steps 1–50 of 302"), std::string::npos);
 
-  // The running one: blue, and the page reloads itself.
+  // The running one: blue, and the page refreshes itself (in place with
+  // its script, reloading without; dashboard_truths_test.cpp follows it).
   std::string live = browse(base + "/ui/pipelines/" + running, artifact("running"));
   EXPECT_TRUE(std::regex_search(live, std::regex("<g class=\"node running\" data-node=\"Echo\\.")));
-  EXPECT_NE(live.find("http-equiv=\"refresh\""), std::string::npos);
+  EXPECT_NE(live.find("data-refresh=\"2\""), std::string::npos) << live;
+  EXPECT_NE(live.find("<script src=\"/ui/live.js\" defer=\"\"></script>"), std::string::npos) << live;
+  EXPECT_NE(live.find("http-equiv=\"refresh\""), std::string::npos) << "inside <noscript>";
 
   std::string errors = browse(base + "/ui/errors", artifact("errors"));
   EXPECT_NE(errors.find("ductwork::testkit::PermanentFailure"), std::string::npos) << errors;

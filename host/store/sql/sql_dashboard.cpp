@@ -7,16 +7,45 @@
 
 namespace ductwork::sql {
 
-std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id) {
+std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id, bool attempt_times) {
   auto held = lock();
+  // The times are of this run's attempts, not the steps' own started_at:
+  // that is when a step was queued (a fan-out's children all at once), and
+  // a step a revive copied keeps the earlier run's. A step never taken in
+  // this run has no attempt and adds no time.
+  const std::string attempted =
+      attempt_times ? "(SELECT MIN(a.started_at) FROM jobs j JOIN executions e ON e.job_id = j.id "
+                      "JOIN attempts a ON a.execution_id = e.id WHERE j.step_id = s.id)"
+                    : "CAST(NULL AS TEXT)";
   auto stmt = conn_.prepare(
-      "SELECT node, klass, status, COUNT(*), MIN(started_at), MAX(completed_at) FROM steps WHERE run_id = ? "
+      "SELECT node, klass, status, COUNT(*), MIN(attempted_at), "
+      "MAX(CASE WHEN attempted_at IS NULL THEN NULL ELSE completed_at END) FROM ("
+      "SELECT s.node, s.klass, s.status, s.started_at, s.completed_at, " + attempted + " AS attempted_at "
+      "FROM steps s WHERE s.run_id = ?) t "
       "GROUP BY node, klass, status ORDER BY MIN(started_at), node, status");
   stmt.bind(1, run_id);
   std::vector<NodeStatusCount> out;
   while (stmt.step()) {
     out.push_back(NodeStatusCount{stmt.text(0), stmt.text(1), stmt.text(2), stmt.int64(3), stmt.optional_text(4),
                                   stmt.optional_text(5)});
+  }
+  return out;
+}
+
+std::vector<BranchStatusCount> SqlStore::branch_counts(const std::string& run_id) {
+  auto held = lock();
+  // The node a halted or dampened branch stopped at is its latest step's
+  // (index_steps_latest, one seek per such branch); the other branches
+  // are only counted.
+  auto stmt = conn_.prepare(
+      "SELECT status, halt_reason, node, COUNT(*) FROM (SELECT b.status, b.halt_reason, "
+      "CASE WHEN b.status IN ('halted', 'dampened') THEN (SELECT s.node FROM steps s WHERE s.branch_id = b.id "
+      "ORDER BY s.started_at DESC, s.id DESC LIMIT 1) END AS node FROM branches b WHERE b.run_id = ?) t "
+      "GROUP BY status, halt_reason, node ORDER BY status, COALESCE(halt_reason, ''), COALESCE(node, '')");
+  stmt.bind(1, run_id);
+  std::vector<BranchStatusCount> out;
+  while (stmt.step()) {
+    out.push_back(BranchStatusCount{stmt.text(0), stmt.optional_text(1), stmt.optional_text(2), stmt.int64(3)});
   }
   return out;
 }

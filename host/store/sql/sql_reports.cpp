@@ -4,6 +4,7 @@
 #include "store/sql/sql_store.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace ductwork::sql {
 
@@ -56,21 +57,49 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
   return true;
 }
 
+// The columns of a StepRecord, read from `steps s LEFT JOIN jobs j`.
+constexpr const char* kStepColumns =
+    "s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
+    "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id)";
+
+StepRecord step_record(Statement& s) {
+  return StepRecord{s.text(0),          s.text(1),          s.text(2),          s.text(3),
+                    s.text(4),          s.text(5),          s.optional_text(6), s.optional_text(7),
+                    s.optional_text(8), s.text(9),          s.optional_text(10), s.text(11),
+                    std::nullopt};
+}
+
 // Steps of a run in start order, `limit` from `offset`.
 std::vector<StepRecord> read_steps(Connection& conn, const std::string& run_id, int64_t offset, int64_t limit) {
-  auto s = conn.prepare(
-      "SELECT s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
-      "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id) "
-      "FROM steps s "
-      "LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
+  auto s = conn.prepare(std::string("SELECT ") + kStepColumns +
+                        " FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? "
+                        "ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
   s.bind(1, run_id).bind(2, limit).bind(3, offset);
   std::vector<StepRecord> steps;
-  while (s.step()) {
-    steps.push_back(StepRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.optional_text(6),
-                               s.optional_text(7), s.optional_text(8), s.text(9), s.optional_text(10),
-                               s.text(11)});
-  }
+  while (s.step()) steps.push_back(step_record(s));
   return steps;
+}
+
+// The executions of a run's steps, each with its result, in creation
+// order; only of the steps `step_filter` (SQL over steps s) keeps.
+std::vector<ExecutionRecord> read_executions(Connection& conn, const std::string& step_filter,
+                                             const std::function<void(Statement&)>& bind) {
+  // A database not yet migrated to 004 (a newer CLI reading before
+  // `migrate`) has no plugin columns: they read as null.
+  const bool has_plugin_columns = conn.has_column("executions", "plugin_name");
+  auto e = conn.prepare(
+      std::string("SELECT e.job_id, e.retry_count, e.crash_count, r.result_type, r.error_klass, r.error_message, "
+                  "r.error_backtrace, ") +
+      (has_plugin_columns ? "e.plugin_name, e.plugin_version" : "NULL, NULL") +
+      " FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
+      "LEFT JOIN results r ON r.execution_id = e.id WHERE " + step_filter + " ORDER BY e.created_at, e.id");
+  bind(e);
+  std::vector<ExecutionRecord> out;
+  while (e.step()) {
+    out.push_back(ExecutionRecord{e.text(0), e.int64(1), e.int64(2), e.optional_text(3), e.optional_text(4),
+                                  e.optional_text(5), e.optional_text(6), e.optional_text(7), e.optional_text(8)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -85,7 +114,49 @@ std::optional<PipelineRecord> SqlStore::pipeline_header(const std::string& pipel
 
 std::vector<StepRecord> SqlStore::step_page(const std::string& run_id, int64_t offset, int limit) {
   auto held = lock();
-  return read_steps(conn_, run_id, offset, limit);
+  // Each step's first attempt: when a worker took it in this run (its
+  // started_at is when it was queued, or, for a step a revive copied, when
+  // it was queued in the earlier run).
+  auto s = conn_.prepare(std::string("SELECT ") + kStepColumns +
+                         ", (SELECT MIN(a.started_at) FROM executions e JOIN attempts a ON a.execution_id = e.id "
+                         "WHERE e.job_id = j.id) "
+                         "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? "
+                         "ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
+  s.bind(1, run_id).bind(2, static_cast<int64_t>(limit)).bind(3, offset);
+  std::vector<StepRecord> steps;
+  while (s.step()) {
+    steps.push_back(step_record(s));
+    steps.back().first_attempt_at = s.optional_text(12);
+  }
+  return steps;
+}
+
+StepPage SqlStore::steps_after(const std::string& run_id,
+                               const std::optional<std::pair<std::string, std::string>>& after, int limit) {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  // After (started_at, id) in the order of index_steps_run: a range of the
+  // index from `after`, so a page far into a wide run costs no more than
+  // the first.
+  const std::string page =
+      "s.run_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR (s.started_at >= ?2 AND (s.started_at > ?2 OR s.id > ?3)))";
+  const std::optional<std::string> after_at = after ? std::optional<std::string>(after->first) : std::nullopt;
+  const std::optional<std::string> after_id = after ? std::optional<std::string>(after->second) : std::nullopt;
+  auto bind = [&](Statement& st) {
+    st.bind(1, run_id).bind_optional(2, after_at).bind_optional(3, after_id).bind(4, static_cast<int64_t>(limit));
+  };
+  StepPage out;
+  {
+    auto s = conn_.prepare(std::string("SELECT ") + kStepColumns + " FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE " +
+                           page + " ORDER BY s.started_at, s.id LIMIT ?4");
+    bind(s);
+    while (s.step()) out.steps.push_back(step_record(s));
+  }
+  if (!out.steps.empty()) {
+    out.executions = read_executions(
+        conn_, "s.id IN (SELECT s.id FROM steps s WHERE " + page + " ORDER BY s.started_at, s.id LIMIT ?4)", bind);
+  }
+  return out;
 }
 
 std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipeline_id) {
@@ -93,8 +164,6 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
   ReadTransaction tx(conn_);
   PipelineRecord pipeline;
   if (!read_pipeline_and_runs(conn_, pipeline_id, &pipeline)) return std::nullopt;
-  bool has_plugin_columns = false;
-  has_plugin_columns = conn_.has_column("executions", "plugin_name");
   for (RunRecord& run : pipeline.runs) {
     {
       auto l = conn_.prepare(
@@ -113,22 +182,7 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
         run.branches.push_back(std::move(branch));
       }
     }
-    {
-      auto e = conn_.prepare(
-          std::string("SELECT e.job_id, e.retry_count, e.crash_count, r.result_type, r.error_klass, r.error_message, "
-                      "r.error_backtrace, ") +
-          // A database not yet migrated to 004 (a newer CLI reading before
-          // `migrate`) has no plugin columns: they read as null.
-          (has_plugin_columns ? "e.plugin_name, e.plugin_version" : "NULL, NULL") +
-          " FROM executions e JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id "
-          "LEFT JOIN results r ON r.execution_id = e.id WHERE s.run_id = ? ORDER BY e.created_at, e.id");
-      e.bind(1, run.id);
-      while (e.step()) {
-        run.executions.push_back(ExecutionRecord{e.text(0), e.int64(1), e.int64(2), e.optional_text(3),
-                                                 e.optional_text(4), e.optional_text(5), e.optional_text(6),
-                                                 e.optional_text(7), e.optional_text(8)});
-      }
-    }
+    run.executions = read_executions(conn_, "s.run_id = ?", [&](Statement& e) { e.bind(1, run.id); });
     run.steps = read_steps(conn_, run.id, 0, INT64_MAX);
   }
   return pipeline;

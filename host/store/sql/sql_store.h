@@ -110,8 +110,11 @@ class SqlStore final : public Store {
   Progress progress(const std::vector<std::string>& pipelines) override;
   MetricGauges metric_gauges() override;
   std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) override;
-  std::vector<NodeStatusCount> node_counts(const std::string& run_id) override;
+  std::vector<NodeStatusCount> node_counts(const std::string& run_id, bool attempt_times) override;
+  std::vector<BranchStatusCount> branch_counts(const std::string& run_id) override;
   std::vector<StepRecord> step_page(const std::string& run_id, int64_t offset, int limit) override;
+  StepPage steps_after(const std::string& run_id, const std::optional<std::pair<std::string, std::string>>& after,
+                       int limit) override;
   std::vector<ErrorRecord> recent_errors(const std::string& run_id, int limit) override;
   std::vector<ErrorClassCount> error_classes(int limit) override;
   std::vector<ContextRecord> context_values(const std::string& run_id, int limit) override;
