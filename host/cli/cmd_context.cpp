@@ -35,10 +35,10 @@ void print_text(const Json& doc) {
 int cmd_context(const Args& args) {
   if (args.positionals.size() != 1) throw BadInput("usage: ductwork context PIPELINE_ID [--run N] [--json]");
   const std::string& id = args.positionals[0];
-  std::optional<int64_t> run;
+  std::optional<RunRef> run;
   if (const std::string* text = args.option("run")) {
-    run = parse_run_number(*text);
-    if (!run) throw BadInput("--run '" + *text + "' is not a run number (1 is the pipeline's first run)");
+    run = parse_run_ref(*text);
+    if (!run) throw BadInput("--run '" + *text + "' is neither a run number (1 is the pipeline's first run) nor a run id");
   }
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   // A read must not create the database as a side effect.

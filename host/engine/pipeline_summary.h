@@ -10,16 +10,12 @@
 #include <string>
 #include <utility>
 
+#include "engine/unknown_run.h"
 #include "store/store.h"
 #include "util/json.h"
 
 namespace ductwork {
 
-// The pipeline has no run of that id.
-class UnknownRun : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // The most steps one page holds, and the default.
 constexpr int kMaxStepsPage = 1000;

@@ -1,5 +1,7 @@
 #include "engine/run_context.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 namespace ductwork {
@@ -21,6 +23,18 @@ std::optional<int64_t> parse_run_number(const std::string& text) {
   }
   if (n < 1) return std::nullopt;
   return n;
+}
+
+std::optional<RunRef> parse_run_ref(const std::string& text) {
+  if (std::optional<int64_t> number = parse_run_number(text)) return RunRef{*number, ""};
+  // A UUID: 8-4-4-4-12 hexadecimal digits.
+  if (text.size() != 36) return std::nullopt;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? c != '-' : !std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  return RunRef{0, text};
 }
 
 std::optional<std::string> context_source_run(const std::string& pipeline_id, const std::vector<RunContextCount>& runs,
@@ -46,12 +60,19 @@ std::optional<std::string> context_source_run(const std::string& pipeline_id, co
 }
 
 std::optional<Json> context_document(Store& store, const std::string& pipeline_id,
-                                     std::optional<int64_t> run_number) {
+                                     const std::optional<RunRef>& run_ref) {
   std::optional<PipelineRecord> header = store.pipeline_header(pipeline_id);
   if (!header) return std::nullopt;
   std::vector<RunContextCount> runs = store.run_context_counts(pipeline_id);
   if (runs.empty()) throw UnknownRun("pipeline " + pipeline_id + " has no run");
-  const int64_t number = run_number.value_or(static_cast<int64_t>(runs.size()));
+  int64_t number = static_cast<int64_t>(runs.size());
+  if (run_ref && !run_ref->id.empty()) {
+    auto it = std::find_if(runs.begin(), runs.end(), [&](const RunContextCount& r) { return r.run_id == run_ref->id; });
+    if (it == runs.end()) throw UnknownRun("pipeline " + pipeline_id + " has no run '" + run_ref->id + "'");
+    number = static_cast<int64_t>(it - runs.begin()) + 1;
+  } else if (run_ref) {
+    number = run_ref->number;
+  }
   if (number < 1 || static_cast<uint64_t>(number) > runs.size()) {
     throw UnknownRun(no_such_run(pipeline_id, number, runs.size()));
   }

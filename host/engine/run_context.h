@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/unknown_run.h"
 #include "store/store.h"
 #include "util/json.h"
 
@@ -30,12 +31,16 @@ struct ContextSource {
 // digits only; nullopt for anything else.
 std::optional<int64_t> parse_run_number(const std::string& text);
 
-// A run number the pipeline does not have (`revive --context-from N`,
-// `context --run N`); the message names it.
-class UnknownRun : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+// One run of a pipeline as `context --run` and `?run=` name it: its number
+// (1 the first) or its id (the form `status` and the summary print, which
+// the dashboard's and the summary's `?run=` take too).
+struct RunRef {
+  int64_t number = 0;  // when id is empty
+  std::string id;
 };
+// A run number, or text shaped like a run id; nullopt for anything else.
+std::optional<RunRef> parse_run_ref(const std::string& text);
+
 
 // The run `source` names among a pipeline's `runs` (oldest first): its id,
 // or nullopt for none (kNone, or no run has context). Throws UnknownRun for
@@ -48,6 +53,6 @@ std::optional<std::string> context_source_run(const std::string& pipeline_id, co
 // the newest run) of a stored pipeline; nullopt when the pipeline is unknown.
 // Throws UnknownRun for a number it does not have.
 std::optional<Json> context_document(Store& store, const std::string& pipeline_id,
-                                     std::optional<int64_t> run_number);
+                                     const std::optional<RunRef>& run);
 
 }  // namespace ductwork

@@ -299,10 +299,10 @@ Response ApiV1::context(const std::string& id, const Request& request) {
   for (const auto& [name, _] : request.query) {
     if (name != "run") bad_request("unknown query parameter '" + name + "' (expected run)");
   }
-  std::optional<int64_t> run;
+  std::optional<RunRef> run;
   if (const std::string* text = query(request, "run")) {
-    run = parse_run_number(*text);
-    if (!run) bad_request("run '" + *text + "' is not a run number (1 is the pipeline's first run)");
+    run = parse_run_ref(*text);
+    if (!run) bad_request("run '" + *text + "' is neither a run number (1 is the pipeline's first run) nor a run id");
   }
   std::optional<Json> doc;
   try {

@@ -138,7 +138,12 @@ TEST(RunContextTest, TheContextCommandPrintsAnyRunsContextAndSaysWhichRun) {
   EXPECT_NE(r.err.find("pipeline " + id + " has no run 3 (its runs are numbered 1 to 2"), std::string::npos) << r.err;
   r = ws.run({"context", id, "--run", "first"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--run 'first' is not a run number"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--run 'first' is neither a run number"), std::string::npos) << r.err;
+  // A run by its id (as status and the summary print it): the same document.
+  EXPECT_EQ(ws.run({"context", id, "--run", second, "--json"}).out, ws.run({"context", id, "--json"}).out);
+  r = ws.run({"context", id, "--run", "01890000-0000-7000-8000-000000000000"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("has no run '01890000-0000-7000-8000-000000000000'"), std::string::npos) << r.err;
   r = ws.run({"context", "01890000-0000-7000-8000-000000000000"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown pipeline id '01890000-0000-7000-8000-000000000000'"), std::string::npos) << r.err;
@@ -173,6 +178,9 @@ TEST(RunContextTest, TheApiReadsARunsContextAndRevivesWithContextFrom) {
     EXPECT_EQ(reply.body, ws.run(args).out) << query;
   }
   EXPECT_EQ(get(at, "/api/v1/pipelines/" + id + "/context?run=1").doc()["context"]["colour"]["name"], "teal");
+  // ?run= takes a run id too, as the summary's and the dashboard's do.
+  EXPECT_EQ(get(at, "/api/v1/pipelines/" + id + "/context?run=" + second).body,
+            get(at, "/api/v1/pipelines/" + id + "/context").body);
 
   Reply unknown = get(at, "/api/v1/pipelines/01890000-0000-7000-8000-000000000000/context");
   EXPECT_EQ(unknown.status, 404) << unknown.body;
