@@ -1,8 +1,8 @@
 // Issue 41 item 12: what the dashboard shows is true, and it stays out of
 // a person's way, checked in a real headless Chromium driven over the
-// DevTools protocol (browser.h) as a person uses it over time: a revived
-// run shows its own start times; a step shows when a worker took it, not
-// when it was queued; the halt reason is on the page; a dampened branch is
+// DevTools protocol (headless_browser.h) as a person uses it over time: a
+// revived run shows its own start times; a step shows when a worker took
+// it, not when it was queued; the halt reason is on the page; a dampened branch is
 // marked on the graph; the sign-in page has the pages' Content-Security-
 // Policy; and a page that follows running work refreshes its figures in
 // place, keeping what was typed into the trigger form and an opened
@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "browser.h"
+#include "headless_browser.h"
 #include "http_client.h"
 
 namespace ductwork::it {
@@ -28,9 +28,9 @@ std::string artifact(const std::string& name) {
   return png.string();
 }
 
-void screenshot(Browser& browser, const std::string& name) {
+void screenshot(HeadlessBrowser& browser, const std::string& name) {
   const std::string png = artifact(name);
-  browser.screenshot(png);
+  EXPECT_TRUE(browser.screenshot(png));
   EXPECT_TRUE(fs::exists(png) && fs::file_size(png) > 10000) << "no screenshot at " << png;
 }
 
@@ -43,8 +43,8 @@ ConfigOptions open_http(const std::string& job_worker_extra = "") {
 
 // The rows of the table after the <h2> that starts with `heading`, each
 // cell's text.
-json table_after(Browser& browser, const std::string& heading) {
-  return browser.eval(
+json table_after(HeadlessBrowser& browser, const std::string& heading) {
+  return browser.evaluate(
       "(() => { const h = [...document.querySelectorAll('h2')].find(h => h.textContent.startsWith(" +
       json(heading).dump() +
       ")); if (!h) return null; return [...h.nextElementSibling.querySelectorAll('tr')].slice(1)"
@@ -78,13 +78,14 @@ TEST(DashboardTruthsTest, ARevivedRunShowsItsOwnStartTimesAndWhyItHalted) {
   const std::string second_started = doc["runs"][1]["started_at"];
   Served serve(ws, {"serve"});
   ASSERT_FALSE(serve.address().empty());
-  Browser browser;
-  ASSERT_TRUE(browser.ok());
-  browser.open("http://" + serve.address() + "/ui/pipelines/" + id);
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + serve.address() + "/ui/pipelines/" + id));
   screenshot(browser, "revived-halted");
 
   // Why it halted, where.
-  const json shown = browser.eval("document.querySelector('.halt') ? document.querySelector('.halt').textContent : ''");
+  const json shown =
+      browser.evaluate("document.querySelector('.halt') ? document.querySelector('.halt').textContent : ''");
   const std::string halt = shown.is_string() ? shown.get<std::string>() : "";
   EXPECT_TRUE(std::regex_search(halt, std::regex("^Halted: job_error_not_retryable at FailPermanently\\.\\w+ \\(1 branch\\)$")))
       << halt;
@@ -104,7 +105,8 @@ TEST(DashboardTruthsTest, ARevivedRunShowsItsOwnStartTimesAndWhyItHalted) {
     }
   }
   // The first run, asked for, shows its own times.
-  browser.open("http://" + serve.address() + "/ui/pipelines/" + id + "?run=" + doc["runs"][0]["id"].get<std::string>());
+  ASSERT_TRUE(browser.open("http://" + serve.address() + "/ui/pipelines/" + id +
+                           "?run=" + doc["runs"][0]["id"].get<std::string>()));
   const json first_nodes = table_after(browser, "Nodes");
   ASSERT_TRUE(first_nodes.is_array() && first_nodes.size() == 2) << first_nodes.dump();
   for (const auto& row : first_nodes) {
@@ -124,13 +126,13 @@ TEST(DashboardTruthsTest, AStepShowsWhenAWorkerTookItNotWhenItWasQueued) {
   const std::map<std::string, std::string> attempts = first_attempts(ws);
   Served serve(ws, {"serve"});
   ASSERT_FALSE(serve.address().empty());
-  Browser browser;
-  ASSERT_TRUE(browser.ok());
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
 
   // The children were queued in one instant and taken one by one: each
   // row shows its own attempt's start.
-  browser.open("http://" + serve.address() + "/ui/pipelines/" + wide);
-  const json rows = browser.eval(
+  ASSERT_TRUE(browser.open("http://" + serve.address() + "/ui/pipelines/" + wide));
+  const json rows = browser.evaluate(
       "[...document.querySelectorAll('tr[data-step]')].map(r => [r.getAttribute('data-step'), r.cells[0].textContent, "
       "r.cells[2].textContent])");
   ASSERT_TRUE(rows.is_array() && rows.size() == 50) << rows.dump();
@@ -144,8 +146,9 @@ TEST(DashboardTruthsTest, AStepShowsWhenAWorkerTookItNotWhenItWasQueued) {
   EXPECT_EQ(children, 49);
 
   // A step no worker took yet shows no start.
-  browser.open("http://" + serve.address() + "/ui/pipelines/" + queued);
-  const json waiting = browser.eval("[...document.querySelectorAll('tr[data-step]')].map(r => r.cells[2].textContent)");
+  ASSERT_TRUE(browser.open("http://" + serve.address() + "/ui/pipelines/" + queued));
+  const json waiting =
+      browser.evaluate("[...document.querySelectorAll('tr[data-step]')].map(r => r.cells[2].textContent)");
   EXPECT_EQ(waiting, json::array({"–"}));
   const json nodes = table_after(browser, "Nodes");
   ASSERT_EQ(nodes.size(), 1u) << nodes.dump();
@@ -172,9 +175,9 @@ TEST(DashboardTruthsTest, ADampenedBranchIsMarkedOnTheGraph) {
   ASSERT_FALSE(parked_node.empty()) << doc.dump(2);
   Served serve(ws, {"serve"});
   ASSERT_FALSE(serve.address().empty());
-  Browser browser;
-  ASSERT_TRUE(browser.ok());
-  browser.open("http://" + serve.address() + "/ui/pipelines/" + id);
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + serve.address() + "/ui/pipelines/" + id));
   screenshot(browser, "dampened");
   const std::string dom = browser.dom();
   EXPECT_NE(dom.find("<g class=\"node dampened parked\" data-node=\"" + parked_node + "\""), std::string::npos) << dom;
@@ -207,13 +210,13 @@ TEST(DashboardTruthsTest, TheOverviewRefreshesInPlaceAndKeepsWhatWasTypedIntoThe
   define_echo(ws);
   Served serve(ws, {"serve"});
   ASSERT_FALSE(serve.address().empty());
-  Browser browser;
-  ASSERT_TRUE(browser.ok());
-  browser.open("http://" + serve.address() + "/ui");
-  EXPECT_EQ(browser.eval("document.body.getAttribute('data-refresh')"), "10");
-  browser.eval("window.sameDocument = true; const a = document.querySelector('input[name=args]'); a.focus(); a.select()");
-  browser.type("[42, \"half-typed");
-  ASSERT_EQ(browser.eval("document.querySelector('input[name=args]').value"), "[42, \"half-typed");
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + serve.address() + "/ui"));
+  EXPECT_EQ(browser.evaluate("document.body.getAttribute('data-refresh')"), "10");
+  browser.evaluate("window.sameDocument = true");
+  ASSERT_TRUE(browser.type("input[name=args]", "[42, \"half-typed"));
+  ASSERT_EQ(browser.evaluate("document.querySelector('input[name=args]').value"), "[42, \"half-typed");
 
   // New figures arrive while the person types: the refresh shows them…
   ws.trigger("EchoTwice", {"1"});
@@ -222,10 +225,10 @@ TEST(DashboardTruthsTest, TheOverviewRefreshesInPlaceAndKeepsWhatWasTypedIntoThe
       30))
       << browser.dom();
   // …in the same document, the form as it was, the cursor still in it.
-  EXPECT_EQ(browser.eval("window.sameDocument === true"), true);
-  EXPECT_EQ(browser.eval("document.querySelector('input[name=args]').value"), "[42, \"half-typed");
-  EXPECT_EQ(browser.eval("document.activeElement && document.activeElement.name"), "args");
-  EXPECT_GE(std::stoi(browser.eval("document.body.getAttribute('data-refreshed')").get<std::string>()), 1);
+  EXPECT_EQ(browser.evaluate("window.sameDocument === true"), true);
+  EXPECT_EQ(browser.evaluate("document.querySelector('input[name=args]').value"), "[42, \"half-typed");
+  EXPECT_EQ(browser.evaluate("document.activeElement && document.activeElement.name"), "args");
+  EXPECT_GE(std::stoi(browser.evaluate("document.body.getAttribute('data-refreshed')").get<std::string>()), 1);
   screenshot(browser, "overview-typed");
 }
 
@@ -246,14 +249,14 @@ TEST(DashboardTruthsTest, ARunningPagesRefreshKeepsAnOpenedBacktraceOpen) {
     return !doc["runs"][0]["steps"][0]["executions"].empty() &&
            doc["runs"][0]["steps"][0]["executions"][0]["error_klass"].is_string();
   }));
-  Browser browser;
-  ASSERT_TRUE(browser.ok());
-  browser.open("http://" + host.address() + "/ui/pipelines/" + id);
-  EXPECT_EQ(browser.eval("document.body.getAttribute('data-refresh')"), "2");
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + host.address() + "/ui/pipelines/" + id));
+  EXPECT_EQ(browser.evaluate("document.body.getAttribute('data-refresh')"), "2");
   const std::string backtrace = "document.querySelector('[data-live=run] details[data-key^=\"backtrace \"]')";
-  ASSERT_EQ(browser.eval(backtrace + " !== null"), true) << browser.dom();
-  browser.eval("window.sameDocument = true; " + backtrace + ".querySelector('summary').click()");
-  ASSERT_EQ(browser.eval(backtrace + ".open"), true);
+  ASSERT_EQ(browser.evaluate(backtrace + " !== null"), true) << browser.dom();
+  browser.evaluate("window.sameDocument = true; " + backtrace + ".querySelector('summary').click()");
+  ASSERT_EQ(browser.evaluate(backtrace + ".open"), true);
 
   // The pipeline changes (cancelled from the command line): the page shows
   // it — the badge, the withdrawn step — and stops refreshing…
@@ -264,10 +267,10 @@ TEST(DashboardTruthsTest, ARunningPagesRefreshKeepsAnOpenedBacktraceOpen) {
   EXPECT_TRUE(browser.wait_for("document.querySelector('[data-live=run] tr[data-step] .badge').textContent === "
                                "'cancelled'",
                                30));
-  EXPECT_EQ(browser.eval("document.body.getAttribute('data-refresh')"), "0");
+  EXPECT_EQ(browser.evaluate("document.body.getAttribute('data-refresh')"), "0");
   // …and the backtrace is still open, in the same document.
-  EXPECT_EQ(browser.eval("window.sameDocument === true"), true);
-  EXPECT_EQ(browser.eval(backtrace + ".open"), true);
+  EXPECT_EQ(browser.evaluate("window.sameDocument === true"), true);
+  EXPECT_EQ(browser.evaluate(backtrace + ".open"), true);
   screenshot(browser, "running-backtrace-open");
 }
 

@@ -6,8 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <Poco/Base64Decoder.h>
+
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace ductwork::it {
 namespace {
@@ -225,6 +229,37 @@ json HeadlessBrowser::evaluate(const std::string& expression) {
     return nullptr;
   }
   return result["result"].value("value", json());
+}
+
+bool HeadlessBrowser::wait_for(const std::string& expression, double seconds) {
+  return eventually(seconds, [&] {
+    json value = call("Runtime.evaluate", {{"expression", "Boolean(" + expression + ")"}, {"returnByValue", true}});
+    if (!value.is_object() || value.contains("exceptionDetails") || !value.contains("result")) return false;
+    return value["result"].value("value", false);
+  });
+}
+
+std::string HeadlessBrowser::dom() {
+  json html = evaluate("document.documentElement.outerHTML");
+  return html.is_string() ? html.get<std::string>() : "";
+}
+
+bool HeadlessBrowser::screenshot(const std::string& path) {
+  json shot = call("Page.captureScreenshot", {{"format", "png"}, {"captureBeyondViewport", true}});
+  if (!shot.is_object() || !shot["data"].is_string()) {
+    ADD_FAILURE() << "no screenshot of " << frame_url_ << ": " << shot.dump();
+    return false;
+  }
+  std::istringstream encoded(shot["data"].get<std::string>());
+  Poco::Base64Decoder decoder(encoded);
+  std::ofstream out(path, std::ios::binary);
+  out << decoder.rdbuf();
+  out.close();
+  if (!out) {
+    ADD_FAILURE() << "cannot write the screenshot to " << path;
+    return false;
+  }
+  return true;
 }
 
 bool HeadlessBrowser::click(const std::string& selector) {

@@ -4,8 +4,11 @@
 // protocol over a pipe (`--remote-debugging-pipe`: requests on the
 // browser's fd 3, answers and events on its fd 4, each message a JSON
 // object ended by a NUL byte). No WebDriver, no script in the page.
+// Also what a test needs to look again over time: waiting for a condition
+// in the page (a live refresh), its DOM, and screenshots.
 #include <sys/types.h>
 
+#include <chrono>
 #include <deque>
 #include <string>
 
@@ -36,6 +39,15 @@ class HeadlessBrowser {
   // Runs `expression` in the page (awaiting a promise) and returns its
   // value; null with a test failure when it threw.
   json evaluate(const std::string& expression);
+  // Evaluates `expression` every 20 ms until it is truthy; false when it
+  // was not within `seconds`. An exception in the page (an element not
+  // there yet) counts as not yet, not as a failure.
+  bool wait_for(const std::string& expression, double seconds);
+  // The page's DOM as HTML ("" with a test failure when it cannot be read).
+  std::string dom();
+  // The whole page (beyond the viewport) as a PNG at `path`; false (with a
+  // test failure) when chromium took none.
+  bool screenshot(const std::string& path);
   // Clicks the first element `selector` (CSS) finds: a real left-button
   // press and release at its centre (mouse events the page cannot tell
   // from a person's). False (with a test failure) when there is none.
