@@ -209,18 +209,9 @@ TEST(CancelTest, ALateSuccessIsRecordedButNeverAdvanced) {
 
 // --- dampen / resume ---------------------------------------------------------
 
-constexpr const char* kApproval =
-    "pipeline: Approval\n"
-    "steps:\n"
-    "  - start: Echo\n"
-    "  - divide:\n"
-    "    - [Inc, {dampen: Sum}]\n"
-    "    - [Inc, Inc]\n"
-    "  - combine: Sum\n";
-
 TEST(DampenTest, ADampenedBranchParksWhileItsSiblingFinishesAndResumeCompletesTheRun) {
   Workspace ws;
-  ws.define("approval.yml", kApproval);
+  ws.define("approval.yml", kApprovalDefinition);
   std::string id = ws.trigger("Approval", {"1"});
   ProcessResult r = ws.run({"start", "--drain"}, 60);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
@@ -328,7 +319,7 @@ TEST(DampenTest, ResumeOfARunningPipelineWithNothingDampenedIsRefused) {
 // A dampened pipeline can be cancelled; revive parks it again.
 TEST(DampenTest, CancellingADampenedPipelineAndRevivingIt) {
   Workspace ws;
-  ws.define("approval.yml", kApproval);
+  ws.define("approval.yml", kApprovalDefinition);
   std::string id = ws.trigger("Approval", {"1"});
   ws.drain();
   ASSERT_EQ(ws.status(id)["status"], "dampened");
@@ -356,7 +347,7 @@ void expect_no_half_state(const std::string& checkpoint, const std::vector<std::
   for (const char* action : {"kill", "raise", "exit"}) {
     SCOPED_TRACE(checkpoint + ":" + std::string(action));
     Workspace ws;
-    ws.define("approval.yml", kApproval);
+    ws.define("approval.yml", kApprovalDefinition);
     std::string id = ws.trigger("Approval", {"1"});
     ws.drain();
     ASSERT_EQ(ws.status(id)["status"], "dampened");

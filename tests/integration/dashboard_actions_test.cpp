@@ -20,15 +20,6 @@ ConfigOptions browser_options() {
   return options;
 }
 
-constexpr const char* kApproval =
-    "pipeline: Approval\n"
-    "steps:\n"
-    "  - start: Echo\n"
-    "  - divide:\n"
-    "    - [Inc, {dampen: Sum}]\n"
-    "    - [Inc, Inc]\n"
-    "  - combine: Sum\n";
-
 TEST(DashboardActionsTest, ClickingCancelStopsARunningPipeline) {
   Workspace ws(browser_options());
   ws.define("gated.yml", chain_definition("Gated", {"Gate", "Inc"}));
@@ -70,7 +61,7 @@ TEST(DashboardActionsTest, ClickingCancelStopsARunningPipeline) {
 
 TEST(DashboardActionsTest, TypingAValueAndClickingResumeResumesADampenedPipeline) {
   Workspace ws(browser_options());
-  ws.define("approval.yml", kApproval);
+  ws.define("approval.yml", kApprovalDefinition);
   const std::string id = ws.trigger("Approval", {"1"});
   ws.drain(60);
   ASSERT_EQ(ws.status(id)["status"], "dampened");

@@ -157,9 +157,7 @@ TEST(DashboardTruthsTest, AStepShowsWhenAWorkerTookItNotWhenItWasQueued) {
 
 TEST(DashboardTruthsTest, ADampenedBranchIsMarkedOnTheGraph) {
   Workspace ws(open_http());
-  ws.define("approval.yml",
-            "pipeline: Approval\nsteps:\n  - start: Echo\n  - divide:\n    - [Inc, {dampen: Sum}]\n"
-            "    - [Inc, Inc]\n  - combine: Sum\n");
+  ws.define("approval.yml", kApprovalDefinition);
   const std::string id = ws.trigger("Approval", {"1"});
   ws.drain(60);
   const json doc = ws.status(id);

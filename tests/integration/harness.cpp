@@ -218,6 +218,15 @@ json parse_json(const std::string& text, const std::string& what) {
   return doc;
 }
 
+const char* const kApprovalDefinition =
+    "pipeline: Approval\n"
+    "steps:\n"
+    "  - start: Echo\n"
+    "  - divide:\n"
+    "    - [Inc, {dampen: Sum}]\n"
+    "    - [Inc, Inc]\n"
+    "  - combine: Sum\n";
+
 std::string chain_definition(const std::string& name, const std::vector<std::string>& steps) {
   std::string text = "pipeline: " + name + "\nsteps:\n";
   for (size_t i = 0; i < steps.size(); ++i) text += std::string(i == 0 ? "  - start: " : "  - chain: ") + steps[i] + "\n";

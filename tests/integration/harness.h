@@ -124,6 +124,10 @@ json parse_json(const std::string& text, const std::string& what);
 // A definition file: `pipeline: NAME` and steps [start: first, chain: rest...].
 std::string chain_definition(const std::string& name, const std::vector<std::string>& steps);
 
+// Pipeline Approval: Echo, then two branches — one parks at a `dampen` on
+// Sum until a resume, the other runs Inc, Inc — combined by Sum.
+extern const char* const kApprovalDefinition;
+
 // The absolute path of an executable found on PATH, or "".
 std::string find_on_path(const std::string& program);
 

@@ -96,4 +96,10 @@ ConfigOptions http_options(const std::string& http_extra) {
 
 void define_echo(Workspace& ws) { ws.define("echo.yml", chain_definition("EchoTwice", {"Echo", "Echo"})); }
 
+double metrics_sample(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
 }  // namespace ductwork::it

@@ -62,4 +62,8 @@ ConfigOptions http_options(const std::string& http_extra = "");
 // The pipeline most HTTP tests trigger: EchoTwice, two Echo steps.
 void define_echo(Workspace& ws);
 
+// The value of the sample `series` (name and labels exactly as exposed) in
+// a /metrics text; -1 when absent.
+double metrics_sample(const std::string& text, const std::string& series);
+
 }  // namespace ductwork::it

@@ -10,13 +10,6 @@
 namespace ductwork::it {
 namespace {
 
-// The value of the sample `series` (name and labels as exposed) in a
-// /metrics text; -1 when absent.
-double sample(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
 
 // The pid of the host's child of `role`, from /api/v1/processes; 0 when
 // none is registered (yet) or it is `not_this` one.
@@ -60,19 +53,19 @@ TEST(MetricsLabelsTest, FailuresCrashesAndHaltsAreCountedUnderTheirLabels) {
   std::string text;
   EXPECT_TRUE(eventually(30, [&] {
     text = get(at, "/metrics").body;
-    return sample(text, halted) == 1 && sample(text, steps("Crashy", "CrashTimes", "success")) == 1 &&
-           sample(text, steps("Flaky", "FailTimes", "success")) == 1;
+    return metrics_sample(text, halted) == 1 && metrics_sample(text, steps("Crashy", "CrashTimes", "success")) == 1 &&
+           metrics_sample(text, steps("Flaky", "FailTimes", "success")) == 1;
   })) << text;
-  EXPECT_EQ(sample(text, steps("Flaky", "FailTimes", "failure")), 1) << text;
-  EXPECT_EQ(sample(text, steps("Flaky", "FailTimes", "success")), 1) << text;
-  EXPECT_EQ(sample(text, steps("Doomed", "FailPermanently", "failure")), 1) << text;
-  EXPECT_EQ(sample(text, steps("Crashy", "CrashTimes", "crashed")), 1) << text;
-  EXPECT_EQ(sample(text, steps("Crashy", "CrashTimes", "success")), 1) << text;
-  EXPECT_EQ(sample(text, halted), 1) << text;
-  EXPECT_EQ(sample(text, "ductwork_pipelines_finished_total{pipeline=\"Flaky\",status=\"completed\"}"), 1) << text;
-  EXPECT_LE(sample(text, "ductwork_pipelines_finished_total{pipeline=\"Flaky\",status=\"halted\"}"), 0) << text;
+  EXPECT_EQ(metrics_sample(text, steps("Flaky", "FailTimes", "failure")), 1) << text;
+  EXPECT_EQ(metrics_sample(text, steps("Flaky", "FailTimes", "success")), 1) << text;
+  EXPECT_EQ(metrics_sample(text, steps("Doomed", "FailPermanently", "failure")), 1) << text;
+  EXPECT_EQ(metrics_sample(text, steps("Crashy", "CrashTimes", "crashed")), 1) << text;
+  EXPECT_EQ(metrics_sample(text, steps("Crashy", "CrashTimes", "success")), 1) << text;
+  EXPECT_EQ(metrics_sample(text, halted), 1) << text;
+  EXPECT_EQ(metrics_sample(text, "ductwork_pipelines_finished_total{pipeline=\"Flaky\",status=\"completed\"}"), 1) << text;
+  EXPECT_LE(metrics_sample(text, "ductwork_pipelines_finished_total{pipeline=\"Flaky\",status=\"halted\"}"), 0) << text;
   // The crash killed the worker child: a restart by signal.
-  EXPECT_EQ(sample(text, restarts("worker", "signal")), 1) << text;
+  EXPECT_EQ(metrics_sample(text, restarts("worker", "signal")), 1) << text;
   // The database agrees on each.
   EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM results WHERE result_type = 'process_crashed'"), "1\n");
   EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM results WHERE result_type = 'failure'"), "2\n");
@@ -96,9 +89,9 @@ TEST(MetricsLabelsTest, ARestartForAStaleHeartbeatAndOneForAReloadAreCountedByCa
 
   // A stopped worker stops heartbeating.
   ASSERT_EQ(::kill(worker, SIGSTOP), 0);
-  ASSERT_TRUE(eventually(30, [&] { return sample(scrape(), restarts("worker", "heartbeat")) == 1; })) << scrape();
+  ASSERT_TRUE(eventually(30, [&] { return metrics_sample(scrape(), restarts("worker", "heartbeat")) == 1; })) << scrape();
   EXPECT_NE(host.process().stdout_so_far().find("Child heartbeat is stale; restarting it"), std::string::npos);
-  EXPECT_LE(sample(scrape(), restarts("worker", "signal")), 0) << "counted once, as heartbeat: " << scrape();
+  EXPECT_LE(metrics_sample(scrape(), restarts("worker", "signal")), 0) << "counted once, as heartbeat: " << scrape();
   ASSERT_TRUE(eventually(30, [&] { return child_pid(at, "worker", worker) > 0; })) << "no new worker";
   ASSERT_TRUE(a_later_run_completes(ws, "EchoTwice", {"1"}));
 
@@ -106,13 +99,13 @@ TEST(MetricsLabelsTest, ARestartForAStaleHeartbeatAndOneForAReloadAreCountedByCa
   host.process().signal(SIGHUP);
   ASSERT_TRUE(eventually(30, [&] {
     const std::string text = scrape();
-    return sample(text, restarts("worker", "reload")) >= 1 && sample(text, restarts("advancer", "reload")) >= 1;
+    return metrics_sample(text, restarts("worker", "reload")) >= 1 && metrics_sample(text, restarts("advancer", "reload")) >= 1;
   })) << scrape() << host.process().stdout_so_far();
   ASSERT_TRUE(a_later_run_completes(ws, "EchoTwice", {"2"})) << "the reloaded children work";
   const std::string text = scrape();
-  EXPECT_EQ(sample(text, restarts("worker", "heartbeat")), 1) << text;
-  EXPECT_LE(sample(text, restarts("worker", "exit")), 0) << "a reload is not an exit: " << text;
-  EXPECT_LE(sample(text, restarts("advancer", "exit")), 0) << text;
+  EXPECT_EQ(metrics_sample(text, restarts("worker", "heartbeat")), 1) << text;
+  EXPECT_LE(metrics_sample(text, restarts("worker", "exit")), 0) << "a reload is not an exit: " << text;
+  EXPECT_LE(metrics_sample(text, restarts("advancer", "exit")), 0) << text;
   EXPECT_EQ(host.stop().exit_code, 0);
 }
 

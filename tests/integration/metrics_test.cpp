@@ -15,13 +15,6 @@
 namespace ductwork::it {
 namespace {
 
-// The value of the sample `series` (name and labels exactly as exposed) in
-// a /metrics text; -1 when absent.
-double sample(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
 
 // `promtool check metrics` on a scrape: the Prometheus project's own parser
 // and linter. Empty when it passes, else what it said.
@@ -49,19 +42,19 @@ TEST(MetricsTest, CountersParseAndNeverGoBackWhenAChildIsKilled) {
   // advanced it: both counts are waited for.
   ASSERT_TRUE(eventually(30, [&] {
     const std::string now = scrape();
-    return sample(now, steps) == 2 * kPipelines && sample(now, finished) == kPipelines;
+    return metrics_sample(now, steps) == 2 * kPipelines && metrics_sample(now, finished) == kPipelines;
   })) << scrape();
   std::string text = scrape();
   EXPECT_EQ(promtool_problems(ws, text), "");
-  EXPECT_EQ(sample(text, finished), kPipelines);
-  EXPECT_EQ(sample(text, "ductwork_pipelines_triggered_total{pipeline=\"EchoTwice\"}"), kPipelines);
-  EXPECT_EQ(sample(text, "ductwork_step_duration_seconds_count{pipeline=\"EchoTwice\",step=\"Echo\"}"), 2 * kPipelines);
-  EXPECT_EQ(sample(text, "ductwork_step_duration_seconds_bucket{pipeline=\"EchoTwice\",step=\"Echo\",le=\"+Inf\"}"),
+  EXPECT_EQ(metrics_sample(text, finished), kPipelines);
+  EXPECT_EQ(metrics_sample(text, "ductwork_pipelines_triggered_total{pipeline=\"EchoTwice\"}"), kPipelines);
+  EXPECT_EQ(metrics_sample(text, "ductwork_step_duration_seconds_count{pipeline=\"EchoTwice\",step=\"Echo\"}"), 2 * kPipelines);
+  EXPECT_EQ(metrics_sample(text, "ductwork_step_duration_seconds_bucket{pipeline=\"EchoTwice\",step=\"Echo\",le=\"+Inf\"}"),
             2 * kPipelines);
-  EXPECT_EQ(sample(text, "ductwork_step_queue_latency_seconds_count{pipeline=\"EchoTwice\"}"), 2 * kPipelines);
-  EXPECT_GE(sample(text, "ductwork_advance_latency_seconds_count{pipeline=\"EchoTwice\"}"), kPipelines);
-  EXPECT_EQ(sample(text, "ductwork_processes{role=\"supervisor\"}"), 1);
-  EXPECT_EQ(sample(text, "ductwork_jobs_ready{pipeline=\"EchoTwice\"}"), 0) << "nothing is due";
+  EXPECT_EQ(metrics_sample(text, "ductwork_step_queue_latency_seconds_count{pipeline=\"EchoTwice\"}"), 2 * kPipelines);
+  EXPECT_GE(metrics_sample(text, "ductwork_advance_latency_seconds_count{pipeline=\"EchoTwice\"}"), kPipelines);
+  EXPECT_EQ(metrics_sample(text, "ductwork_processes{role=\"supervisor\"}"), 1);
+  EXPECT_EQ(metrics_sample(text, "ductwork_jobs_ready{pipeline=\"EchoTwice\"}"), 0) << "nothing is due";
   EXPECT_NE(text.find("ductwork_build_info{version=\""), std::string::npos);
 
   // Kill the worker child: its counts stay in the total, and the restart is counted.
@@ -73,11 +66,11 @@ TEST(MetricsTest, CountersParseAndNeverGoBackWhenAChildIsKilled) {
   ASSERT_GT(worker, 0) << processes.dump();
   ASSERT_EQ(::kill(worker, SIGKILL), 0);
   const std::string restarts = "ductwork_process_restarts_total{role=\"worker\",cause=\"signal\"}";
-  ASSERT_TRUE(eventually(30, [&] { return sample(scrape(), restarts) == 1; })) << scrape();
-  EXPECT_EQ(sample(scrape(), steps), 2 * kPipelines);
+  ASSERT_TRUE(eventually(30, [&] { return metrics_sample(scrape(), restarts) == 1; })) << scrape();
+  EXPECT_EQ(metrics_sample(scrape(), steps), 2 * kPipelines);
   // The restarted worker adds to the same series.
   std::string more = ws.trigger("EchoTwice", {"9"});
-  EXPECT_TRUE(eventually(30, [&] { return sample(scrape(), steps) == 2 * kPipelines + 2; })) << scrape();
+  EXPECT_TRUE(eventually(30, [&] { return metrics_sample(scrape(), steps) == 2 * kPipelines + 2; })) << scrape();
   EXPECT_EQ(promtool_problems(ws, scrape()), "");
   EXPECT_EQ(get(at, "/metrics", "").status, 401);
 }
@@ -91,14 +84,14 @@ TEST(MetricsTest, GaugesShowTheQueueAndAThreadedHostCountsThroughItsServer) {
     Served serve(ws, {"serve"});
     ASSERT_FALSE(serve.address().empty());
     std::string text = get(serve.address(), "/metrics").body;
-    EXPECT_EQ(sample(text, "ductwork_jobs_ready{pipeline=\"EchoTwice\"}"), 3) << text;
-    EXPECT_EQ(sample(text, "ductwork_pipelines_triggered_total{pipeline=\"EchoTwice\"}"), 3) << text;
+    EXPECT_EQ(metrics_sample(text, "ductwork_jobs_ready{pipeline=\"EchoTwice\"}"), 3) << text;
+    EXPECT_EQ(metrics_sample(text, "ductwork_pipelines_triggered_total{pipeline=\"EchoTwice\"}"), 3) << text;
     EXPECT_EQ(promtool_problems(ws, text), "");
   }
   Served host(ws, {"start"}, {{"DUCTWORK_FORKING", "none"}});
   ASSERT_FALSE(host.address().empty());
   const std::string steps = "ductwork_steps_total{pipeline=\"EchoTwice\",step=\"Echo\",result=\"success\"}";
-  EXPECT_TRUE(eventually(30, [&] { return sample(get(host.address(), "/metrics").body, steps) == 6; }))
+  EXPECT_TRUE(eventually(30, [&] { return metrics_sample(get(host.address(), "/metrics").body, steps) == 6; }))
       << get(host.address(), "/metrics").body;
 }
 
@@ -157,7 +150,7 @@ TEST(MetricsTest, StepCountersEqualTheDatabaseAfterAWorkerChildIsKilled) {
   const std::string& at = host.address();
   auto scrape = [&] { return get(at, "/metrics").body; };
   auto counted = [&](const std::string& text, const std::string& step, const char* result) {
-    return sample(text, "ductwork_steps_total{pipeline=\"Counted\",step=\"" + step + "\",result=\"" + result + "\"}");
+    return metrics_sample(text, "ductwork_steps_total{pipeline=\"Counted\",step=\"" + step + "\",result=\"" + result + "\"}");
   };
   auto successes = [&](const std::string& text) {
     return std::max(0.0, counted(text, "FailTimes", "success")) + std::max(0.0, counted(text, "Pause", "success"));
@@ -180,7 +173,7 @@ TEST(MetricsTest, StepCountersEqualTheDatabaseAfterAWorkerChildIsKilled) {
     ASSERT_EQ(::kill(worker, SIGKILL), 0);
     std::filesystem::remove(pause);
     const std::string restarts = "ductwork_process_restarts_total{role=\"worker\",cause=\"signal\"}";
-    ASSERT_TRUE(eventually(30, [&] { return sample(scrape(), restarts) == kill; })) << scrape();
+    ASSERT_TRUE(eventually(30, [&] { return metrics_sample(scrape(), restarts) == kill; })) << scrape();
   }
   ASSERT_TRUE(eventually(90, [&] {
     return ws.sql("SELECT COUNT(*) FROM pipelines WHERE status <> 'completed'") == "0\n";
@@ -240,12 +233,12 @@ TEST(MetricsTest, QueueGaugesShowZeroForEveryKnownPipeline) {
   const std::string text = get(serve.address(), "/metrics").body;
   for (const char* gauge : {"ductwork_jobs_ready", "ductwork_jobs_running", "ductwork_branches_advanceable"}) {
     for (const char* pipeline : {"EchoTwice", "Gone", "NeverTriggered"}) {
-      EXPECT_EQ(sample(text, std::string(gauge) + "{pipeline=\"" + pipeline + "\"}"), 0) << gauge << " " << pipeline
+      EXPECT_EQ(metrics_sample(text, std::string(gauge) + "{pipeline=\"" + pipeline + "\"}"), 0) << gauge << " " << pipeline
                                                                                            << "\n" << text;
     }
   }
-  EXPECT_EQ(sample(text, "ductwork_pipelines_triggered_total{pipeline=\"NeverTriggered\"}"), 0) << text;
-  EXPECT_EQ(sample(text, "ductwork_pipelines_triggered_total{pipeline=\"Gone\"}"), 1) << text;
+  EXPECT_EQ(metrics_sample(text, "ductwork_pipelines_triggered_total{pipeline=\"NeverTriggered\"}"), 0) << text;
+  EXPECT_EQ(metrics_sample(text, "ductwork_pipelines_triggered_total{pipeline=\"Gone\"}"), 1) << text;
   EXPECT_EQ(promtool_problems(ws, text), "");
 }
 
