@@ -289,11 +289,14 @@ void Connection::compact_journal() {
   // must not hold up a stopping host, which then leaves the log as it is.
   constexpr auto kCompactGiveUp = std::chrono::seconds(2);
   sqlite3_busy_timeout(db_, static_cast<int>(std::chrono::milliseconds(kCompactGiveUp).count()));
-  const auto give_up = std::chrono::steady_clock::now() + kCompactGiveUp;
+  // The retries are counted, not timed: no clock is read (issue 35's one
+  // clock), and a pause of 5 ms a retry bounds them by the same 2 s.
+  constexpr auto kRetryPause = std::chrono::milliseconds(5);
+  int retries_left = static_cast<int>(kCompactGiveUp / kRetryPause);
   int rc;
   while ((rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr)) == SQLITE_BUSY &&
-         std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+         retries_left-- > 0) {
+    std::this_thread::sleep_for(kRetryPause);
   }
   sqlite3_busy_handler(db_, wait_for_lock, &busy_since_);
   if (rc != SQLITE_OK) fail_rc(rc, "checkpoint (TRUNCATE)");
