@@ -38,7 +38,10 @@ namespace {
 // One line per refused definition, as `health` prints them.
 std::string refused_notice(const std::vector<std::string>& refused) {
   std::string notice;
-  for (const auto& problem : refused) notice += (notice.empty() ? "" : "\n") + ("refused definition: " + problem);
+  for (const auto& problem : refused) {
+    if (!notice.empty()) notice.push_back('\n');
+    notice.append("refused definition: ").append(problem);
+  }
   return notice;
 }
 
