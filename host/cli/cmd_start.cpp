@@ -152,7 +152,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   runtime.start();
   if (systemd) systemd->notify("READY=1\nSTATUS=Running " + std::to_string(pipelines.size()) + " pipelines in threads");
   std::unique_ptr<ProgressLine> progress;
-  if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
+  if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger(), boot.stores().clock());
   auto store = stores.open();
   const bool supervised = role.supervised;
   std::optional<Progress> drained;  // said last, once everything stopped
@@ -218,7 +218,7 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
   }
   std::unique_ptr<ProgressLine> progress;
   uint64_t steps = 0;
-  if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger());
+  if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger(), boot.stores().clock());
   std::function<void(const Progress&, int64_t)> on_progress;
   if (progress) {
     on_progress = [&](const Progress& totals, int64_t new_steps) {

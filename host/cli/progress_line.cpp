@@ -4,7 +4,8 @@
 
 namespace ductwork::cli {
 
-ProgressLine::ProgressLine(Logger& logger) : logger_(logger), last_time_(std::chrono::steady_clock::now()) {
+ProgressLine::ProgressLine(Logger& logger, const Clock& clock)
+    : logger_(logger), clock_(clock), last_time_(clock.monotonic()) {
   logger_.set_line_hooks([] { std::fputs("\r\033[K", stdout); }, [this] { draw_locked(); });
 }
 
@@ -16,7 +17,7 @@ ProgressLine::~ProgressLine() {
 }
 
 void ProgressLine::update(int64_t runs_finished, int64_t runs_total, uint64_t steps_done) {
-  auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.monotonic();
   double elapsed = std::chrono::duration<double>(now - last_time_).count();
   if (elapsed >= 0.5 || (rate_ == 0 && elapsed > 0.05)) {
     double instant = static_cast<double>(steps_done - last_steps_) / elapsed;

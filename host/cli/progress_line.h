@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "util/clock.h"
 #include "util/logger.h"
 
 namespace ductwork::cli {
@@ -12,7 +13,7 @@ namespace ductwork::cli {
 // step rate. Log lines are printed above it (the logger clears and redraws it).
 class ProgressLine {
  public:
-  explicit ProgressLine(Logger& logger);
+  ProgressLine(Logger& logger, const Clock& clock);
   ~ProgressLine();
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
@@ -26,7 +27,8 @@ class ProgressLine {
   Logger& logger_;
   std::string text_;
   uint64_t last_steps_ = 0;
-  std::chrono::steady_clock::time_point last_time_;
+  const Clock& clock_;
+  Clock::Instant last_time_;
   double rate_ = 0;
 };
 

@@ -49,7 +49,7 @@ void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects&
   if (effects.jobs_created > 0) {
     wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
     if (claim.step_waited_seconds >= 0) {
-      const std::chrono::duration<double> advancing = std::chrono::steady_clock::now() - claim.claimed_at;
+      const std::chrono::duration<double> advancing = store_.clock().monotonic() - claim.claimed_at;
       metrics::branch_advanced(claim.pipeline, claim.step_waited_seconds + advancing.count());
     }
   }

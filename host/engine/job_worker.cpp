@@ -9,16 +9,14 @@
 #include "engine/job_policy.h"
 #include "engine/retry_when_busy.h"
 #include "engine/step_invoker.h"
-#include "process/crash_report.h"
 #include "metrics/metrics.h"
-#include "process/started_log.h"
 
 namespace ductwork {
 
 JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
                      Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
                      const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping, LoopHealth* health,
-                     BranchAdvance* advance, StepWatch* watch)
+                     BranchAdvance* advance, StepWatch* watch, StepJournal* journal)
     : pipeline_(std::move(pipeline)),
       store_(store),
       registry_(registry),
@@ -31,7 +29,8 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       stopping_(stopping),
       health_(health),
       advance_(advance),
-      watch_(watch) {}
+      watch_(watch),
+      journal_(journal) {}
 
 BranchAdvance::JobNode JobWorker::node_of(const ClaimedJob& job) const {
   return advance_ ? advance_->job_node(job.definition_sha1, job.run_id, job.node) : BranchAdvance::JobNode{};
@@ -82,7 +81,7 @@ bool JobWorker::run_once() {
       return true;
     }
     if (stopping) return false;  // nothing held, and no new claims
-    log_steps_settled();  // nothing of this thread's is running or uncommitted now
+    if (journal_) journal_->steps_settled();  // nothing of this thread's is running or uncommitted now
     std::vector<ClaimedJob> claimed = store_.claim_jobs(pipeline_, process_id_, batch_);
     reset_step_times();
     for (auto& job : claimed) queue_.push_back(std::move(job));
@@ -106,8 +105,8 @@ bool JobWorker::run_once() {
   const double timeout = effective_step_timeout(config_, pipeline_, job->klass, node.timeout_seconds);
   // Taken off the queue, the job counts as started: if the process dies
   // from here on (in the step, or wedged before it), this claim is a crash;
-  // the ones still queued are released at no cost (started_log.h).
-  log_step_started(job->execution_id);
+  // the ones still queued are released at no cost (step_journal.h).
+  if (journal_) journal_->step_started(job->execution_id);
   try {
     fault_point("after_job_claim");
     if (timeout > 0 && !queue_.empty()) {
@@ -125,10 +124,10 @@ bool JobWorker::run_once() {
     fault_point("during_job_execution");
     {
       LoopHealth::RunningStep running(health_);
-      set_running_execution(job->execution_id);  // named by a crash report
-      const auto started = std::chrono::steady_clock::now();
+      if (journal_) journal_->running(job->execution_id);  // named by a crash report
+      const auto started = store_.clock().monotonic();
       outcome = invoke_step(registry_, *job, scope);
-      const auto took = std::chrono::steady_clock::now() - started;
+      const auto took = store_.clock().monotonic() - started;
       slowest_ = std::max(slowest_, took);
       ran_ += took;
       ++ran_count_;
@@ -136,7 +135,7 @@ bool JobWorker::run_once() {
       outcome.ran_seconds = ran_seconds;
       timed_out = timeout > 0 && took >= std::chrono::duration<double>(timeout);
       if (watched) watched->returned.store(true);
-      set_running_execution(std::string());
+      if (journal_) journal_->running(std::string());
     }
     if (outcome.plugin != nullptr) {
       job->plugin_name = outcome.plugin->name;
@@ -173,12 +172,12 @@ bool JobWorker::run_once() {
     outcome.error = step_timeout_error(job->klass, timeout, /*honoured_cancellation=*/true);
   }
   if (outcome.ok) {
-    if (done_.empty()) first_done_at_ = std::chrono::steady_clock::now();
+    if (done_.empty()) first_done_at_ = store_.clock().monotonic();
     done_.push_back(Done{std::move(*job), std::move(outcome), node.worker_may_advance});
     // More claimed steps to run, and nothing held for long: commit later,
     // with them.
     if (!queue_.empty() && !(stopping_ && stopping_->load()) &&
-        std::chrono::steady_clock::now() - first_done_at_ < kFlushAfter) {
+        store_.clock().monotonic() - first_done_at_ < kFlushAfter) {
       return true;
     }
     flush(/*claim_next=*/queue_.empty() && !(stopping_ && stopping_->load()));
@@ -309,7 +308,8 @@ void JobWorker::flush(bool claim_next) {
     logger_.warn("Job commit failed: the claim was taken away (CommitFailed)", fields_of(done_[i].job));
   }
   done_.clear();
-  if (queue_.empty()) log_steps_settled();  // every step this thread started has its result committed
+  // Every step this thread started has its result committed.
+  if (queue_.empty() && journal_) journal_->steps_settled();
   stats_.steps_succeeded.fetch_add(succeeded, std::memory_order_relaxed);
   // The jobs the commit claimed are queued before anything below can throw:
   // an error there must leave them to be run (or released), not held by

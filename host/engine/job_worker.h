@@ -12,6 +12,7 @@
 #include "engine/loop_health.h"
 #include "engine/runtime_stats.h"
 #include "engine/step_invoker.h"
+#include "engine/step_journal.h"
 #include "engine/step_watch.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
@@ -33,11 +34,13 @@ class JobWorker {
   // the success's own transaction instead of leaving it to an advancer.
   // `watch`, when given, is told of every running step (timeouts and
   // cancelled runs, SPEC §13); without one a timeout is only judged when
-  // the step returns.
+  // the step returns. `journal`, when given, is told which claims started
+  // and which step runs (what outlives the process's death).
   JobWorker(std::string pipeline, Store& store, const PluginRegistry& registry, const Config& config,
             Logger& logger, Wakeups& wakeups, RuntimeStats& stats, std::string process_id,
             const std::atomic<bool>& cancelled, const std::atomic<bool>* stopping = nullptr,
-            LoopHealth* health = nullptr, BranchAdvance* advance = nullptr, StepWatch* watch = nullptr);
+            LoopHealth* health = nullptr, BranchAdvance* advance = nullptr, StepWatch* watch = nullptr,
+            StepJournal* journal = nullptr);
 
   // Runs at most one job: the next one claimed ahead, or one of a newly
   // claimed batch (up to job_worker.batch jobs per transaction while steps
@@ -107,6 +110,7 @@ class JobWorker {
   LoopHealth* health_;
   BranchAdvance* advance_;
   StepWatch* watch_;
+  StepJournal* journal_;
   std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
   // Claimed in this worker's last claim or commit, not started yet.
   std::deque<ClaimedJob> queue_;
@@ -117,12 +121,12 @@ class JobWorker {
     bool may_advance;
   };
   std::vector<Done> done_;
-  std::chrono::steady_clock::time_point first_done_at_;
+  Clock::Instant first_done_at_;
   // Jobs the next claim may take (grows while steps are quick), and the
   // longest and total time of the steps run since the last claim.
   int batch_ = 1;
-  std::chrono::steady_clock::duration slowest_{};
-  std::chrono::steady_clock::duration ran_{};
+  Clock::Instant::duration slowest_{};
+  Clock::Instant::duration ran_{};
   int ran_count_ = 0;
   // Step results whose commit met an unreachable database server, retried
   // (fenced as always) before anything else once it answers again.

@@ -4,21 +4,26 @@
 #include <chrono>
 #include <cstdint>
 
+#include "util/clock.h"
+
 namespace ductwork {
 
 // Liveness of one loop thread, read by the thread-health check (SPEC §6).
-// The loop stamps `tick_ms` (steady clock) at every iteration, idle or not.
+// The loop stamps `tick_ms` (the clock's monotonic time) at every iteration,
+// idle or not.
 // While it runs user code it is busy, not stuck: a step may legitimately run
 // for hours, and its liveness is the step timeout's business. Killing a busy
 // worker would re-run a long step forever.
 struct LoopHealth {
-  static int64_t now_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
+  explicit LoopHealth(const Clock& clock) : clock_(clock) {}
+
+  // The clock's monotonic time in milliseconds, as tick_ms holds it.
+  static int64_t now_ms(const Clock& clock) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock.monotonic().time_since_epoch()).count();
   }
 
-  std::atomic<int64_t> tick_ms{now_ms()};
+  const Clock& clock_;
+  std::atomic<int64_t> tick_ms{now_ms(clock_)};
   std::atomic<bool> running_step{false};
   // Threaded mode (SPEC §13): the loop was left to a step that ignored its
   // timeout and a new thread took its place; it exits once the step returns
@@ -28,7 +33,7 @@ struct LoopHealth {
   // the loop and an abandonment uncounts it first).
   std::atomic<bool> busy{false};
 
-  void tick() { tick_ms.store(now_ms(), std::memory_order_relaxed); }
+  void tick() { tick_ms.store(now_ms(clock_), std::memory_order_relaxed); }
 
   // Seconds since the last tick, or 0 while a step runs.
   double stuck_seconds(int64_t now) const {

@@ -48,7 +48,7 @@ StepWatch::Registration StepWatch::watch(const ClaimedJob& job, double timeout_s
   running->job = job;
   running->timeout_seconds = timeout_seconds;
   running->grace_seconds = grace_seconds;
-  running->started = Clock::now();
+  running->started = stores_.clock().monotonic();
   running->health = health;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -93,7 +93,7 @@ void StepWatch::tick() {
     running = running_;
   }
   if (running.empty()) return;
-  const Clock::time_point now = Clock::now();
+  const Clock::Instant now = stores_.clock().monotonic();
   for (const auto& r : running) {
     if (!r->timed_out.load() && r->past_timeout(now)) {
       r->timed_out.store(true);

@@ -24,10 +24,10 @@ namespace ductwork {
 // against the retry budget) and `on_expired` is told, which ends the step
 // the only ways a step that ignores cancellation can be ended: its
 // process is killed (forking) or its thread abandoned and replaced
-// (threaded).
+// (threaded). Times are the monotonic time of the stores' clock: a test
+// that moves the clock moves every step's deadline.
 class StepWatch {
  public:
-  using Clock = std::chrono::steady_clock;
 
   // One running step. Shared by its worker thread and the watch, so the flag
   // outlives whichever lets go last.
@@ -35,7 +35,7 @@ class StepWatch {
     ClaimedJob job;
     double timeout_seconds = 0;  // 0: no limit
     double grace_seconds = 0;
-    Clock::time_point started;
+    Clock::Instant started;  // the clock's monotonic time
     LoopHealth* health = nullptr;  // the worker loop running it
     std::atomic<bool> cancel{false};
     std::atomic<bool> timed_out{false};  // its timeout passed (flag raised)
@@ -43,7 +43,7 @@ class StepWatch {
     std::atomic<bool> returned{false};   // the worker got it back
     bool run_cancelled = false;          // watch thread only
 
-    bool past_timeout(Clock::time_point now) const {
+    bool past_timeout(Clock::Instant now) const {
       return timeout_seconds > 0 && now - started >= std::chrono::duration<double>(timeout_seconds);
     }
   };
@@ -97,7 +97,7 @@ class StepWatch {
   std::vector<std::shared_ptr<Running>> running_;
   std::mutex sleep_mutex_;
   std::condition_variable sleep_cv_;
-  Clock::time_point next_cancel_check_{};
+  Clock::Instant next_cancel_check_{};
 };
 
 }  // namespace ductwork

@@ -66,14 +66,16 @@ struct ConnectionReactor::Connection {
   std::size_t sent = 0;  // of `out`
   bool close_after = false;
   std::uint32_t watched = 0;  // the epoll events asked for
-  Clock::time_point deadline = Clock::time_point::max();
+  Clock::Instant deadline = Clock::Instant::max();
 };
 
-ConnectionReactor::ConnectionReactor(int listening_fd, const ReactorLimits& limits, Exchange& exchange, Logger& logger)
+ConnectionReactor::ConnectionReactor(int listening_fd, const ReactorLimits& limits, Exchange& exchange, Logger& logger,
+                                     const Clock& clock)
     : listening_fd_(listening_fd),
       limits_(limits),
       exchange_(exchange),
       logger_(logger),
+      clock_(clock),
       handlers_(limits.handler_threads) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -107,7 +109,7 @@ void ConnectionReactor::stop() {
 void ConnectionReactor::run() {
   std::array<epoll_event, 128> events;
   for (;;) {
-    const int ready = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), wait_ms(Clock::now()));
+    const int ready = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), wait_ms(clock_.monotonic()));
     for (int i = 0; i < ready; ++i) {
       const std::uint64_t id = events[i].data.u64;
       if (id == kListening) {
@@ -128,16 +130,16 @@ void ConnectionReactor::run() {
       auto it = connections_.find(id);
       if (it != connections_.end() && it->second->phase == Connection::Phase::kReading) advance(*it->second);
     }
-    const Clock::time_point now = Clock::now();
-    if (accept_paused_until_ != Clock::time_point::min() && now >= accept_paused_until_ && !stopping_) {
-      accept_paused_until_ = Clock::time_point::min();
+    const Clock::Instant now = clock_.monotonic();
+    if (accept_paused_until_ != Clock::Instant::min() && now >= accept_paused_until_ && !stopping_) {
+      accept_paused_until_ = Clock::Instant::min();
       epoll_event listen_event{EPOLLIN, {.u64 = kListening}};
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listening_fd_, &listen_event);
     }
     if (now >= next_expiry_) expire(now);
     if (stopping_) {
       if (!stop_begun_) begin_stop();
-      if (!answers_pending() || Clock::now() >= stop_deadline_) break;
+      if (!answers_pending() || clock_.monotonic() >= stop_deadline_) break;
     }
     for (std::uint64_t id : closed_) connections_.erase(id);
     closed_.clear();
@@ -147,10 +149,10 @@ void ConnectionReactor::run() {
   closed_.clear();
 }
 
-int ConnectionReactor::wait_ms(Clock::time_point now) const {
+int ConnectionReactor::wait_ms(Clock::Instant now) const {
   if (!resume_.empty()) return 0;
-  Clock::time_point until = std::min(
-      next_expiry_, accept_paused_until_ == Clock::time_point::min() ? Clock::time_point::max() : accept_paused_until_);
+  Clock::Instant until = std::min(
+      next_expiry_, accept_paused_until_ == Clock::Instant::min() ? Clock::Instant::max() : accept_paused_until_);
   if (stop_begun_) until = std::min(until, now + std::chrono::milliseconds(10));
   if (until <= now) return 0;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
@@ -165,11 +167,11 @@ void ConnectionReactor::accept_connections() {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       // Out of descriptors or memory: the listening socket stays readable,
       // so waiting on it would spin. Pause, and say so once per episode.
-      if (accept_paused_until_ == Clock::time_point::min()) {
+      if (accept_paused_until_ == Clock::Instant::min()) {
         logger_.warn("HTTP server cannot accept a connection", Json::object({{"error", std::strerror(errno)}}));
       }
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listening_fd_, nullptr);
-      accept_paused_until_ = Clock::now() + kAcceptPause;
+      accept_paused_until_ = clock_.monotonic() + kAcceptPause;
       return;
     }
     // Answers go out in one write; Nagle's delay would hold their last
@@ -186,7 +188,7 @@ void ConnectionReactor::accept_connections() {
     epoll_event event{EPOLLIN, {.u64 = id}};
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
     c.watched = EPOLLIN;
-    set_deadline(c, Clock::now() + limits_.idle_timeout);
+    set_deadline(c, clock_.monotonic() + limits_.idle_timeout);
     // Most clients send their request with the connection: read it now.
     // (Also, a connection whose request is already here is not "idle" for
     // the next accept to evict.)
@@ -218,8 +220,8 @@ void ConnectionReactor::refuse_connection(int fd) {
   // One line a minute at most, however many are refused: a flood must not
   // become a flood of log lines.
   ++refused_unlogged_;
-  const Clock::time_point now = Clock::now();
-  if (refused_logged_at_ == Clock::time_point::min() || now - refused_logged_at_ >= kRefusalLogInterval) {
+  const Clock::Instant now = clock_.monotonic();
+  if (refused_logged_at_ == Clock::Instant::min() || now - refused_logged_at_ >= kRefusalLogInterval) {
     logger_.warn("HTTP connections refused: every connection allowed is in a request",
                  {{"max_connections", limits_.max_connections}, {"refused", refused_unlogged_}});
     refused_logged_at_ = now;
@@ -277,7 +279,7 @@ void ConnectionReactor::advance(Connection& c) {
   while (c.phase == Connection::Phase::kReading) {
     const bool was_started = c.reader.started();
     const RequestReader::Progress progress = c.reader.read(c.in);
-    if (!was_started && c.reader.started()) set_deadline(c, Clock::now() + limits_.request_timeout);
+    if (!was_started && c.reader.started()) set_deadline(c, clock_.monotonic() + limits_.request_timeout);
     switch (progress) {
       case RequestReader::Progress::kNothing:
       case RequestReader::Progress::kPartial:
@@ -306,7 +308,7 @@ void ConnectionReactor::advance(Connection& c) {
 
 void ConnectionReactor::dispatch(Connection& c) {
   c.phase = Connection::Phase::kHandling;
-  set_deadline(c, Clock::time_point::max());
+  set_deadline(c, Clock::Instant::max());
   watch(c);
   auto head = std::make_shared<const Poco::Net::HTTPRequest>(c.reader.head());
   handlers_.submit([this, id = c.id, head, body = c.reader.take_body()]() mutable {
@@ -342,7 +344,7 @@ void ConnectionReactor::take_answers() {
     }
     c.close_after = !a.keep_alive;
     c.phase = Connection::Phase::kWriting;
-    set_deadline(c, Clock::now() + limits_.request_timeout);
+    set_deadline(c, clock_.monotonic() + limits_.request_timeout);
     flush(c);
   }
 }
@@ -353,7 +355,7 @@ void ConnectionReactor::answer(Connection& c, const Response& response, bool clo
   c.out += wire_response(response, {.keep_alive = keep_alive, .head_only = head_only});
   c.close_after = !keep_alive;
   c.phase = Connection::Phase::kWriting;
-  set_deadline(c, Clock::now() + limits_.request_timeout);
+  set_deadline(c, clock_.monotonic() + limits_.request_timeout);
   flush(c);
 }
 
@@ -375,7 +377,7 @@ void ConnectionReactor::flush(Connection& c) {
   }
   if (c.sent < c.out.size()) {
     // A client that reads is given the time again after each write.
-    if (progress && c.phase == Connection::Phase::kWriting) set_deadline(c, Clock::now() + limits_.request_timeout);
+    if (progress && c.phase == Connection::Phase::kWriting) set_deadline(c, clock_.monotonic() + limits_.request_timeout);
     watch(c);
     return;
   }
@@ -399,7 +401,7 @@ void ConnectionReactor::finished_writing(Connection& c) {
   }
   c.reader.reset();
   c.phase = Connection::Phase::kReading;
-  set_deadline(c, Clock::now() + limits_.idle_timeout);
+  set_deadline(c, clock_.monotonic() + limits_.idle_timeout);
   watch(c);
   if (!c.in.empty()) resume_.push_back(c.id);
 }
@@ -408,13 +410,13 @@ void ConnectionReactor::linger(Connection& c) {
   ::shutdown(c.fd, SHUT_WR);
   c.phase = Connection::Phase::kLingering;
   c.in.clear();
-  set_deadline(c, Clock::now() + kLinger);
+  set_deadline(c, clock_.monotonic() + kLinger);
   watch(c);
 }
 
-void ConnectionReactor::expire(Clock::time_point now) {
+void ConnectionReactor::expire(Clock::Instant now) {
   std::vector<std::uint64_t> expired;
-  next_expiry_ = Clock::time_point::max();
+  next_expiry_ = Clock::Instant::max();
   for (auto& [id, c] : connections_) {
     if (c->deadline <= now) {
       expired.push_back(id);
@@ -440,9 +442,9 @@ void ConnectionReactor::expire(Clock::time_point now) {
 
 void ConnectionReactor::begin_stop() {
   stop_begun_ = true;
-  stop_deadline_ = Clock::now() + kStopGrace;
+  stop_deadline_ = clock_.monotonic() + kStopGrace;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listening_fd_, nullptr);
-  accept_paused_until_ = Clock::time_point::min();
+  accept_paused_until_ = Clock::Instant::min();
   std::vector<Connection*> unanswerable;
   for (auto& [id, c] : connections_) {
     if (c->phase == Connection::Phase::kReading || c->phase == Connection::Phase::kLingering) {
@@ -462,12 +464,12 @@ void ConnectionReactor::close(Connection& c) {
   if (c.phase == Connection::Phase::kClosed) return;
   ::close(c.fd);  // also takes it out of the epoll set
   c.phase = Connection::Phase::kClosed;
-  c.deadline = Clock::time_point::max();
+  c.deadline = Clock::Instant::max();
   --open_;
   closed_.push_back(c.id);
 }
 
-void ConnectionReactor::set_deadline(Connection& c, Clock::time_point at) {
+void ConnectionReactor::set_deadline(Connection& c, Clock::Instant at) {
   c.deadline = at;
   next_expiry_ = std::min(next_expiry_, at);
 }

@@ -22,6 +22,7 @@
 
 #include "http/handler_pool.h"
 #include "http/http_message.h"
+#include "util/clock.h"
 #include "util/logger.h"
 
 namespace ductwork::http {
@@ -62,8 +63,10 @@ class Exchange {
 class ConnectionReactor {
  public:
   // Serves the connections of `listening_fd` (a listening socket, not
-  // owned; it is made non-blocking). `exchange` and `logger` outlive this.
-  ConnectionReactor(int listening_fd, const ReactorLimits& limits, Exchange& exchange, Logger& logger);
+  // owned; it is made non-blocking). `exchange`, `logger` and `clock` (whose
+  // monotonic time every deadline is read from) outlive this.
+  ConnectionReactor(int listening_fd, const ReactorLimits& limits, Exchange& exchange, Logger& logger,
+                    const Clock& clock);
   ~ConnectionReactor();  // stop()
   ConnectionReactor(const ConnectionReactor&) = delete;
   ConnectionReactor& operator=(const ConnectionReactor&) = delete;
@@ -76,7 +79,6 @@ class ConnectionReactor {
 
  private:
   struct Connection;
-  using Clock = std::chrono::steady_clock;
   // A handler's answer, for the reactor thread to write.
   struct Answer {
     std::uint64_t connection;
@@ -98,21 +100,22 @@ class ConnectionReactor {
   void flush(Connection& c);
   void finished_writing(Connection& c);
   void linger(Connection& c);
-  void expire(Clock::time_point now);
+  void expire(Clock::Instant now);
   void take_answers();
   void begin_stop();
   bool answers_pending() const;
   // Closes the descriptor at once; the entry stays (phase kClosed) until
   // the end of the turn, so callers up the stack may still look at it.
   void close(Connection& c);
-  void set_deadline(Connection& c, Clock::time_point at);
+  void set_deadline(Connection& c, Clock::Instant at);
   void watch(Connection& c);
-  int wait_ms(Clock::time_point now) const;
+  int wait_ms(Clock::Instant now) const;
 
   const int listening_fd_;
   const ReactorLimits limits_;
   Exchange& exchange_;
   Logger& logger_;
+  const Clock& clock_;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // an eventfd: handlers' answers are waiting
   std::thread thread_;
@@ -122,11 +125,11 @@ class ConnectionReactor {
   // Reactor thread only.
   std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
   std::uint64_t next_id_ = 2;  // 0: the listening socket; 1: wake_fd_
-  Clock::time_point next_expiry_ = Clock::time_point::max();
-  Clock::time_point accept_paused_until_ = Clock::time_point::min();
-  Clock::time_point stop_deadline_ = Clock::time_point::max();
+  Clock::Instant next_expiry_ = Clock::Instant::max();
+  Clock::Instant accept_paused_until_ = Clock::Instant::min();
+  Clock::Instant stop_deadline_ = Clock::Instant::max();
   bool stop_begun_ = false;
-  Clock::time_point refused_logged_at_ = Clock::time_point::min();
+  Clock::Instant refused_logged_at_ = Clock::Instant::min();
   long long refused_unlogged_ = 0;  // connections refused since that line
   std::vector<std::uint64_t> resume_;  // connections with a pipelined request buffered
   std::vector<std::uint64_t> closed_;  // closed this turn, erased at its end

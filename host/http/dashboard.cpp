@@ -43,16 +43,6 @@ const char* kStyle =
     "svg .node.parked rect{stroke:#8a5a00;stroke-width:3;stroke-dasharray:7 3}"
     ".notice.parked{background:#fdf3e1;border-color:#e7c27d}";
 
-// This machine's clock `minutes` ago, as the database writes times (UTC).
-std::string minutes_ago(int minutes) {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()) - minutes * 60;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buffer[40];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M:%S.000000", &tm);
-  return buffer;
-}
-
 }  // namespace
 
 std::map<std::string, std::string> parse_form(const std::string& body) {
@@ -158,7 +148,7 @@ Response Dashboard::overview(const Request& request) {
   body += "</table>";
 
   body += "<h2>Step results, last 15 minutes</h2>";
-  std::vector<MinuteCount> minutes = store->results_per_minute(minutes_ago(15));
+  std::vector<MinuteCount> minutes = store->results_per_minute(15);
   if (minutes.empty()) {
     body += "<p>No step finished in the last 15 minutes.</p>";
   } else {

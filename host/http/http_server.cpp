@@ -76,8 +76,8 @@ Response error_for(const std::string& path, const HttpError& e) {
   return path.rfind("/ui", 0) == 0 ? html_error(e) : error_response(e.status(), e.code(), e.message());
 }
 
-double ms_since(std::chrono::steady_clock::time_point started) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+double ms_since(const Clock& clock, Clock::Instant started) {
+  return std::chrono::duration<double, std::milli>(clock.monotonic() - started).count();
 }
 
 }  // namespace
@@ -88,6 +88,7 @@ struct HttpServer::State : Exchange {
   State(const Config& c, StoreFactory& factory, const DefinitionSet& defs, const PluginRegistry& plugins, Logger& l,
         metrics::Collector& collector)
       : config(c),
+        clock(factory.clock()),
         stores(factory),
         api(ApiContext{c, stores, defs, plugins, collector}),
         sessions(c.http.token),
@@ -111,6 +112,7 @@ struct HttpServer::State : Exchange {
   void log_request(const std::string& method, const std::string& path, int status, double ms) const;
 
   const Config& config;
+  const Clock& clock;
   StorePool stores;
   ApiV1 api;
   Sessions sessions;
@@ -195,7 +197,7 @@ Response HttpServer::State::route(const Request& parsed) {
 }
 
 std::optional<Response> HttpServer::State::screen(const HTTPRequest& head) {
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = clock.monotonic();
   std::string path = "?";
   std::optional<Response> out;
   try {
@@ -205,12 +207,12 @@ std::optional<Response> HttpServer::State::screen(const HTTPRequest& head) {
   } catch (const std::exception& e) {
     out = error_response(500, "internal", e.what());
   }
-  if (out) log_request(head.getMethod(), path, out->status, ms_since(started));
+  if (out) log_request(head.getMethod(), path, out->status, ms_since(clock, started));
   return out;
 }
 
 Response HttpServer::State::respond(const HTTPRequest& head, std::string body) {
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = clock.monotonic();
   std::string path = "?";
   Response out;
   try {
@@ -224,7 +226,7 @@ Response HttpServer::State::respond(const HTTPRequest& head, std::string body) {
   } catch (const std::exception& e) {
     out = error_response(500, "internal", e.what());
   }
-  log_request(head.getMethod(), path, out.status, ms_since(started));
+  log_request(head.getMethod(), path, out.status, ms_since(clock, started));
   return out;
 }
 
@@ -293,7 +295,8 @@ void HttpServer::start(const std::string& listen) {
   limits.max_body = http.max_body;
   limits.handler_threads = kHandlerThreads;
   state_->socket = socket;
-  state_->reactor = std::make_unique<ConnectionReactor>(socket.impl()->sockfd(), limits, *state_, state_->logger);
+  state_->reactor = std::make_unique<ConnectionReactor>(socket.impl()->sockfd(), limits, *state_, state_->logger,
+                                                        state_->clock);
   state_->reactor->start();
   Json fields =
       Json::object({{"address", address_}, {"token", state_->config.http.token.empty() ? "none" : "required"}});

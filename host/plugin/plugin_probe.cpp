@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/clock.h"
 #include "util/json.h"
 #include "util/wait_status.h"
 
@@ -201,12 +202,13 @@ void refuse_blame(int status, const rusage& usage, const Report& report, const s
 void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
                    PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop) {
   Probe probe(executable, directory);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const Clock& clock = Clock::system();  // before any store: plugins load first
+  const auto deadline = clock.after(timeout_seconds);
   bool open = true;
   std::size_t logged = 0;  // of the probe's output: its "loading" lines logged
   while (open) {
     if (should_stop && should_stop()) throw PluginProbeInterrupted("stopped while loading plugins");
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (clock.monotonic() >= deadline) {
       Report report = read_report(probe.text());
       char shown[32];
       std::snprintf(shown, sizeof shown, "%g", timeout_seconds);

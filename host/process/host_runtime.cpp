@@ -70,7 +70,7 @@ void HostRuntime::start() {
   } else if (auto previous = store->find_process(::getpid(), machine_identifier())) {
     boot_reaper.reap(*previous, /*force=*/true);
   }
-  process_id_ = new_uuid_v7();
+  process_id_ = new_uuid_v7(stores_.clock());
   store->register_process(process_id_, ::getpid(), machine_identifier(), role_.name);
   logger_.info("Host started", Json::object({{"process_id", process_id_},
                                              {"pipelines", Json::Array(pipelines_.begin(), pipelines_.end())},
@@ -141,9 +141,9 @@ void HostRuntime::stop() {
   stop_waker_.notify_all();
   // In-flight steps get the shutdown timeout to finish on their own, then are
   // asked to stop through the cancellation flag they can poll.
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(config_.job_worker.shutdown_timeout);
-  while (busy_workers_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+  const Clock& clock = stores_.clock();
+  const auto deadline = clock.after(config_.job_worker.shutdown_timeout);
+  while (busy_workers_.load() > 0 && clock.monotonic() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (busy_workers_.load() > 0) {
@@ -207,7 +207,7 @@ bool HostRuntime::stop_if_database_unusable(const std::exception& e) {
 }
 
 LoopHealth& HostRuntime::new_loop_slot() {  // loops_mutex_ held, or before any thread starts
-  loops_.push_back(std::make_unique<LoopHealth>());
+  loops_.push_back(std::make_unique<LoopHealth>(stores_.clock()));
   return *loops_.back();
 }
 
@@ -223,7 +223,7 @@ double HostRuntime::stuck_after_seconds() const {
 }
 
 double HostRuntime::oldest_tick_age() const {
-  int64_t now = LoopHealth::now_ms();
+  int64_t now = LoopHealth::now_ms(stores_.clock());
   double oldest = 0;
   std::lock_guard<std::mutex> lock(loops_mutex_);
   for (const auto& loop : loops_) oldest = std::max(oldest, loop->stuck_seconds(now));
@@ -247,7 +247,7 @@ void HostRuntime::worker_loop(const std::string& pipeline, LoopHealth& health) {
         advance = std::make_unique<BranchAdvance>(*store, definitions_, config_, logger_, wakeups_, &plugins_);
         worker = std::make_unique<JobWorker>(pipeline, *store, plugins_, config_, logger_, wakeups_, stats_,
                                              process_id_, cancelled_, &stopping_, &health, advance.get(),
-                                             watch_.get());
+                                             watch_.get(), &journal_);
       }
       bool worked;
       {

@@ -15,6 +15,7 @@
 #include "engine/step_watch.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
+#include "process/step_journal.h"
 #include "store/store.h"
 #include "util/logger.h"
 
@@ -89,6 +90,7 @@ class HostRuntime {
 
   const Config& config_;
   StoreFactory& stores_;
+  ProcessStepJournal journal_;  // the worker loops' (started log, crash report)
   const PluginRegistry& plugins_;
   Logger& logger_;
   std::vector<std::string> pipelines_;

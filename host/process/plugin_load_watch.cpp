@@ -1,5 +1,7 @@
 #include "process/plugin_load_watch.h"
 
+#include "util/clock.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -37,7 +39,8 @@ struct LoadProgress {
 void load_checked_plugins(PluginRegistry& registry, const std::vector<CheckedPlugin>& checked, double timeout_seconds,
                           int timeout_exit_code, Logger& logger) {
   LoadProgress progress;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const Clock& clock = Clock::system();  // before any store: plugins load first
+  const auto deadline = clock.after(timeout_seconds);
   std::thread watcher([&] {
     std::unique_lock<std::mutex> lock(progress.mutex);
     while (!progress.done) {
@@ -47,7 +50,7 @@ void load_checked_plugins(PluginRegistry& registry, const std::vector<CheckedPlu
         logger.info("Shutdown requested while loading plugins", Json::object({{"plugin_path", progress.loading}}));
         end_process(0);
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
+      if (clock.monotonic() >= deadline) {
         char shown[32];
         std::snprintf(shown, sizeof shown, "%g", timeout_seconds);
         logger.error("Plugin refused",

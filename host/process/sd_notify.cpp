@@ -1,5 +1,7 @@
 #include "process/sd_notify.h"
 
+#include "util/clock.h"
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -57,7 +59,7 @@ bool SystemdNotifier::notify(std::string_view state) const {
 
 void SystemdNotifier::watchdog_tick() {
   if (!watchdog_enabled()) return;
-  auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::system().monotonic();
   if (now < next_ping_) return;
   notify("WATCHDOG=1");
   next_ping_ = now + watchdog_interval_ / 2;

@@ -143,7 +143,7 @@ void Supervisor::spawn(Child& child) {
   }
   args.push_back("--plugins-checked");
   args.push_back(checked_plugins_text(checked_plugins_));
-  child.spawned_at = std::chrono::steady_clock::now();
+  child.spawned_at = stores_.clock().monotonic();
   child.ready = false;
   std::string error;
   pid_t pid = spawn_process(args, &error);
@@ -183,7 +183,7 @@ std::string role_of(const std::string& spec) { return spec.substr(0, spec.find('
 }  // namespace
 
 void Supervisor::check_children(bool stopping, bool check_heartbeats) {
-  auto now = std::chrono::steady_clock::now();
+  auto now = stores_.clock().monotonic();
   for (auto& child : children_) {
     if (child.pid > 0) {
       int status = 0;
@@ -257,7 +257,7 @@ std::string Supervisor::problem() const {
     add(std::to_string(unusable_exits_) + " child process" + (unusable_exits_ == 1 ? "" : "es") +
         " exited because the database " + database_name(config_.database) + " is not usable");
   }
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = stores_.clock().monotonic();
   const auto patience = std::chrono::duration<double>(config_.plugins_load_timeout + kReadyMarginSeconds);
   for (const auto& child : children_) {
     if (child.ready) continue;
@@ -308,8 +308,8 @@ void Supervisor::stop_children() {
   for (auto& child : children_) {
     if (child.pid > 0) ::kill(child.pid, SIGTERM);
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.supervisor.shutdown_timeout);
-  while (std::chrono::steady_clock::now() < deadline) {
+  const auto deadline = stores_.clock().after(config_.supervisor.shutdown_timeout);
+  while (stores_.clock().monotonic() < deadline) {
     bool any = false;
     for (auto& child : children_) {
       if (child.pid <= 0) continue;
@@ -347,14 +347,14 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     Reaper boot_reaper(*store_, config_, logger_, nullptr);
     reap_gone_processes(*store_, boot_reaper, machine_, logger_);
   }
-  process_id_ = new_uuid_v7();
+  process_id_ = new_uuid_v7(stores_.clock());
   store_->register_process(process_id_, ::getpid(), machine_, "supervisor");
   logger_.info("Supervisor started", Json::object({{"process_id", process_id_},
                                                    {"pipelines", Json::Array(pipelines_.begin(), pipelines_.end())},
                                                    {"host_role", config_.role}}));
   Reaper reaper(*store_, config_, logger_, nullptr);
   std::string results_cursor;
-  auto next_tick = std::chrono::steady_clock::now();
+  auto next_tick = stores_.clock().monotonic();
   check_children(false, false);
   SystemdNotifier* systemd = options_.notifier;
   if (systemd) {
@@ -386,7 +386,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     try {
       // Exits are checked on every wake-up (SIGCHLD); heartbeats, whose
       // threshold is seconds, once per supervisor polling interval.
-      auto now = std::chrono::steady_clock::now();
+      auto now = stores_.clock().monotonic();
       bool tick = now >= next_tick;
       check_children(false, tick);
       // A new problem is written at once, not at the next tick: `health`
@@ -403,8 +403,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         break;
       }
       if (tick) {
-        next_tick = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(config_.supervisor.polling_timeout));
+        next_tick = stores_.clock().after(config_.supervisor.polling_timeout);
         store_->check_storage();
         check_readiness();
         const std::string now_wrong = problem();
@@ -425,12 +424,12 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
         reaper.tick(process_id_);
       }
       if (options_.drain || on_progress) {
-        const auto asked = std::chrono::steady_clock::now();
+        const auto asked = stores_.clock().monotonic();
         Progress totals = store_->progress(pipelines_);
         if (options_.drain) {
           // A drain ends soon after the last run does (every 20 ms), but
           // never spends more than a tenth of its time counting.
-          const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - asked);
+          const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(stores_.clock().monotonic() - asked);
           progress_wait_ns = std::clamp<long>(10 * took.count(), 20'000'000L, 999'999'999L);
         }
         if (on_progress) on_progress(totals, store_->successes_since(&results_cursor));

@@ -64,14 +64,14 @@ class Supervisor {
     pid_t pid = -1;
     // A child that dies right after starting (say, it cannot open the
     // database) is restarted after a pause, not in a tight loop.
-    std::chrono::steady_clock::time_point not_before{};
+    Clock::Instant not_before{};
     // Asked to stop by a reload (SIGHUP): its exit is expected, and it is
     // started again at once.
     bool reloading = false;
     // When it was spawned, and whether it has registered its process row
     // since (loaded its plugins, opened the database): a child that never
     // does is a problem `health` reports.
-    std::chrono::steady_clock::time_point spawned_at{};
+    Clock::Instant spawned_at{};
     bool ready = false;
     // Why the last one ended before it became ready ("" when it did not).
     std::string unready_reason;

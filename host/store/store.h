@@ -9,6 +9,7 @@
 
 #include "store/dashboard_types.h"
 #include "store/store_types.h"
+#include "util/clock.h"
 #include "util/json.h"
 
 namespace ductwork {
@@ -121,6 +122,10 @@ class BranchTx {
 class Store {
  public:
   virtual ~Store() = default;
+
+  // The host's one clock (util/clock.h): the one the database's dw_now()
+  // reads, handed to make_store_factory. Loops given this store read it.
+  virtual const Clock& clock() const = 0;
 
   // ---- schema
   // Applies every migration not yet recorded; returns the names applied now.
@@ -414,8 +419,9 @@ class Store {
   virtual std::vector<ErrorClassCount> error_classes(int limit) = 0;
   virtual std::vector<ContextRecord> context_values(const std::string& run_id, int limit) = 0;
   virtual std::vector<StatusCount> pipeline_status_counts() = 0;
-  // Step results per minute since `since` (a database time), oldest first.
-  virtual std::vector<MinuteCount> results_per_minute(const std::string& since) = 0;
+  // Step results per minute over the last `minutes` minutes of the database
+  // clock, oldest first.
+  virtual std::vector<MinuteCount> results_per_minute(int minutes) = 0;
 };
 
 // Opens Store connections to one database; shared by the threads of a host.
@@ -423,6 +429,8 @@ class StoreFactory {
  public:
   virtual ~StoreFactory() = default;
   virtual std::unique_ptr<Store> open() = 0;
+  // The clock every store it opens reads (Store::clock).
+  virtual const Clock& clock() const = 0;
   // Store::data_version when the factory can tell it without a session of
   // its own (PostgreSQL: the process's LISTEN connection counts what other
   // processes announced); nullopt when a store must be opened to ask
@@ -431,12 +439,11 @@ class StoreFactory {
 };
 
 struct DatabaseConfig;
-class DbClock;
 // Builds the factory for the configured adapter. Throws StoreError. The
-// stores read the time from `clock` when one is given (db_clock.h; tests),
-// else from the database's own clock.
+// stores and their users read the time from `clock` when one is given
+// (a ShiftedClock in tests), else from Clock::system().
 std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config,
-                                                 std::shared_ptr<const DbClock> clock = nullptr);
+                                                 std::shared_ptr<const Clock> clock = nullptr);
 // How messages name the configured database: the SQLite file's path, or the
 // server's URL without its password.
 std::string database_name(const DatabaseConfig& config);

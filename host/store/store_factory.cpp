@@ -5,7 +5,7 @@
 
 namespace ductwork {
 
-std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config, std::shared_ptr<const DbClock> clock) {
+std::unique_ptr<StoreFactory> make_store_factory(const DatabaseConfig& config, std::shared_ptr<const Clock> clock) {
   if (config.adapter == "sqlite") return std::make_unique<sqlite::SqliteStoreFactory>(config.path, std::move(clock));
   if (config.adapter == "postgresql") {
     if (config.url.empty()) throw StoreError("database.url: required with database.adapter postgresql");

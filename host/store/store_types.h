@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/clock.h"
+
 namespace ductwork {
 
 // Domain records exchanged between the engine and a store dialect. Plain
@@ -144,10 +146,10 @@ struct BranchClaim {
   std::string advancement_id;
   int64_t advancement_crash_count = 0;
   // From the step's last change (its success, for a step `advancing`) to
-  // this claim, by the database clock; and when the claim was made, by this
-  // process's: together the advance latency of /metrics.
+  // this claim, by the database clock; and when the claim was made, by the
+  // clock's monotonic time: together the advance latency of /metrics.
   double step_waited_seconds = -1;
-  std::chrono::steady_clock::time_point claimed_at{};
+  Clock::Instant claimed_at{};
 };
 
 // A step (and its job, execution and availability) to create.

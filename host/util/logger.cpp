@@ -1,5 +1,7 @@
 #include "util/logger.h"
 
+#include "util/clock.h"
+
 #include <unistd.h>
 
 #include <cctype>
@@ -9,10 +11,10 @@
 namespace ductwork {
 namespace {
 
-using Clock = std::chrono::system_clock;
+using WallClock = std::chrono::system_clock;
 
-std::string iso_utc(Clock::time_point now) {
-  auto secs = Clock::to_time_t(now);
+std::string iso_utc(WallClock::time_point now) {
+  auto secs = WallClock::to_time_t(now);
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
@@ -23,8 +25,8 @@ std::string iso_utc(Clock::time_point now) {
 }
 
 // HH:MM:SS.mmm in local time: a terminal reader's clock.
-std::string clock_local(Clock::time_point now) {
-  auto secs = Clock::to_time_t(now);
+std::string clock_local(WallClock::time_point now) {
+  auto secs = WallClock::to_time_t(now);
   auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   localtime_r(&secs, &tm);
@@ -112,7 +114,7 @@ void Logger::set_line_hooks(std::function<void()> before, std::function<void()> 
 
 void Logger::log(LogLevel level, std::string_view msg, const Json& fields) {
   if (!enabled(level)) return;
-  const auto now = Clock::now();
+  const auto now = Clock::system().wall();
   const long pid = static_cast<long>(::getpid());
   std::string line;
   if (format_ == Format::kJson) {

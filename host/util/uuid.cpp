@@ -1,5 +1,7 @@
 #include "util/uuid.h"
 
+#include "util/clock.h"
+
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -30,13 +32,13 @@ std::string format(const uint8_t (&b)[16]) {
 
 }  // namespace
 
-std::string new_uuid_v7() {
+std::string new_uuid_v7(const Clock& clock) {
   // Monotonic across threads: the (ms, counter) pair only moves forward.
   static std::mutex mutex;
   static uint64_t last_ms = 0;
   static uint32_t counter = 0;
   uint64_t ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
+                                          clock.wall().time_since_epoch())
                                           .count());
   uint32_t seq;
   {

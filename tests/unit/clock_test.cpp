@@ -1,9 +1,12 @@
-// Rules that wait, tested by moving the database clock (store/db_clock.h)
+// Rules that wait, tested by moving the host's one clock (util/clock.h)
 // instead of waiting: the crash backoff of SPEC §4, a retry's delay, a
-// step's `delay:` and the reaper's heartbeat timeout. Runs on both dialects.
+// step's `delay:`, the reaper's heartbeat timeout, a step's timeout and its
+// grace, a loop's liveness and the dashboard's window. Runs on both dialects.
 #include <gtest/gtest.h>
 
+#include "engine/loop_health.h"
 #include "engine/reaper.h"
+#include "engine/step_watch.h"
 #include "engine_fixture.h"
 
 namespace ductwork::test {
@@ -99,6 +102,72 @@ TEST_F(ClockTest, TheReaperTakesAProcessWhoseHeartbeatIsOlderThanItsTimeout) {
   Json doc = report(t);
   EXPECT_EQ(doc["status"].as_string(), "completed");
   EXPECT_EQ(doc["runs"][0]["steps"][0]["executions"][0]["result_type"].as_string(), "process_crashed");
+}
+
+// SPEC §13 through the step watch: a step's timeout and its grace pass when
+// the clock says so. The watch, the loops and the database read one clock.
+TEST_F(ClockTest, AStepsTimeoutAndGracePassWhenTheClockMoves) {
+  configure("job_worker: {retry_delay: 0, max_retry: 3}");
+  auto t = trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n"), Json::array({1}));
+  std::optional<ClaimedJob> job = store->claim_job("P", process_id);
+  ASSERT_TRUE(job.has_value());
+  int expired = 0;
+  StepWatch watch(*factory, config, logger, process_id, [&](const StepWatch::Running&) { ++expired; });
+  StepWatch::Registration running = watch.watch(*job, /*timeout_seconds=*/600, /*grace_seconds=*/60, nullptr);
+
+  watch.tick();
+  EXPECT_FALSE(running->cancel.load()) << "cancelled before its timeout";
+  clock->advance(599);
+  watch.tick();
+  EXPECT_FALSE(running->timed_out.load()) << "timed out a second early";
+
+  clock->advance(2);
+  watch.tick();
+  EXPECT_TRUE(running->timed_out.load());
+  EXPECT_TRUE(running->cancel.load()) << "the step's cancellation flag is raised at its timeout";
+  EXPECT_FALSE(running->expired.load()) << "expired before its grace";
+  EXPECT_EQ(expired, 0);
+
+  clock->advance(60);
+  watch.tick();
+  EXPECT_TRUE(running->expired.load());
+  EXPECT_EQ(expired, 1) << "the step outlived its grace: the host is told to end it";
+  Json doc = report(t);
+  const Json& execution = doc["runs"][0]["steps"][0]["executions"][0];
+  EXPECT_EQ(execution["result_type"].as_string(), "failure");
+  EXPECT_EQ(execution["error_klass"].as_string(), "StepTimeout") << doc.dump();
+}
+
+// The thread-health check reads the loops' ticks on the same clock.
+TEST_F(ClockTest, ALoopIsStuckForAsLongAsTheClockMovedSinceItsTick) {
+  LoopHealth health(*clock);
+  health.tick();
+  EXPECT_LT(health.stuck_seconds(LoopHealth::now_ms(*clock)), 1.0);
+  clock->advance(120);
+  EXPECT_NEAR(health.stuck_seconds(LoopHealth::now_ms(*clock)), 120.0, 1.0);
+  {
+    LoopHealth::RunningStep step(&health);
+    EXPECT_EQ(health.stuck_seconds(LoopHealth::now_ms(*clock)), 0.0) << "a loop running a step is busy, not stuck";
+    clock->advance(600);
+  }
+  EXPECT_LT(health.stuck_seconds(LoopHealth::now_ms(*clock)), 1.0) << "the step's end is a fresh tick";
+}
+
+// The dashboard's "last 15 minutes" is a window of the database clock, the
+// one results are stamped with: results an hour behind or ahead of this
+// machine's clock are counted while they are recent by that clock.
+TEST_F(ClockTest, TheDashboardsWindowIsTheDatabaseClocks) {
+  for (double shift : {-3600.0, 7200.0}) {
+    clock->advance(shift);
+    run("steps:\n  - start: Inc\n", Json::array({1}));
+    int64_t recent = 0;
+    for (const MinuteCount& m : store->results_per_minute(15)) recent += m.succeeded;
+    EXPECT_EQ(recent, 1) << "with the clock moved " << shift << " s";
+    clock->advance(16 * 60);
+    recent = 0;
+    for (const MinuteCount& m : store->results_per_minute(15)) recent += m.succeeded;
+    EXPECT_EQ(recent, 0) << "16 minutes later by the clock moved " << shift << " s";
+  }
 }
 
 }  // namespace

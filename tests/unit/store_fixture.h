@@ -6,7 +6,7 @@
 #include "config/config.h"
 #include "engine/definition_loader.h"
 #include "engine/trigger.h"
-#include "store/db_clock.h"
+#include "util/clock.h"
 #include "store/store.h"
 #include "temp_dir.h"
 #include "test_database.h"
@@ -39,7 +39,7 @@ class StoreFixture {
   DatabaseConfig database;                       // what factory connects to
   // The database clock of every store the factory opens: advance() it
   // instead of waiting for a delay.
-  std::shared_ptr<DbClock> clock = std::make_shared<DbClock>();
+  std::shared_ptr<ShiftedClock> clock = std::make_shared<ShiftedClock>();
   std::unique_ptr<StoreFactory> factory;
   std::unique_ptr<Store> store;
 };

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "store/migrations.h"
-#include "store/postgresql/pg_store.h"
+#include "store/postgresql/pg_listener.h"
 
 namespace ductwork::pg {
 namespace {
@@ -219,8 +219,8 @@ std::string to_dollar_placeholders(const std::string& sql, int* count) {
   return out;
 }
 
-Connection::Connection(const ConnectionTarget& target, std::shared_ptr<const DbClock> clock)
-    : display_(target.display), clock_(std::move(clock)) {
+Connection::Connection(const ConnectionTarget& target, std::shared_ptr<const Clock> clock)
+    : display_(target.display), clock_(Clock::or_system(std::move(clock))) {
   // libpq directly, not Poco::Data's session: Poco 1.11's PostgreSQL session
   // handle loses its libpq handle when a connect fails, and when the
   // connection is already broken as it is closed (LeakSanitizer, in the
@@ -336,7 +336,6 @@ void Connection::run(const char* sql) {
 }
 
 void Connection::sync_clock() {
-  if (!clock_) return;
   const int64_t offset = clock_->offset_micros();
   if (offset == session_clock_offset_) return;
   // Seconds with exactly six decimals (no locale, no exponent).

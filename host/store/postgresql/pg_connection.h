@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "store/db_clock.h"
+#include "util/clock.h"
 #include "store/sql/sql_connection.h"
 #include "store/sql/sql_store.h"
 
@@ -38,8 +38,9 @@ class Connection final : public sql::Connection {
  public:
   // dw_now() reads the server's clock, moved by `clock` when one is given
   // (tests): the session setting ductwork.clock_offset carries its offset.
-  explicit Connection(const ConnectionTarget& target, std::shared_ptr<const DbClock> clock = nullptr);
+  explicit Connection(const ConnectionTarget& target, std::shared_ptr<const Clock> clock = nullptr);
   ~Connection() override;
+  const Clock& clock() const override { return *clock_; }
 
   void exec_script(const std::string& sql) override;
   void begin_write() override;
@@ -87,11 +88,11 @@ class Connection final : public sql::Connection {
 
  private:
   void run(const char* sql);
-  // Outside a transaction: passes a moved DbClock's offset to the session.
+  // Outside a transaction: passes a moved Clock's offset to the session.
   void sync_clock();
 
   std::string display_;
-  std::shared_ptr<const DbClock> clock_;
+  std::shared_ptr<const Clock> clock_;
   int64_t session_clock_offset_ = 0;  // what the session's ductwork.clock_offset says
   PGconn* conn_ = nullptr;
   uint64_t epoch_ = 1;

@@ -32,6 +32,7 @@ class BatchInsert {
   // allocates nothing per value (a 100,000-wide fan-out queues millions).
   class Cell {
    public:
+    Cell() : kind_(Kind::kNull) {}                  // NULL
     Cell(const std::string& text) : text_(text) {}  // NOLINT(google-explicit-constructor): a row is a braced list
     Cell(std::string_view text) : text_(text) {}     // NOLINT(google-explicit-constructor)
     Cell(const char* text) : text_(text) {}          // NOLINT(google-explicit-constructor)
@@ -66,6 +67,8 @@ class BatchInsert {
   void add(const std::vector<Value>& values);
   // Writes every queued row.
   void flush();
+  // Rows queued and not yet written.
+  size_t queued_rows() const { return pending_.size() / static_cast<size_t>(width_); }
 
  private:
   // A queued value: text at [offset, offset + size) of text_, a number, or
@@ -88,35 +91,5 @@ class BatchInsert {
   std::string text_;  // every queued text value, back to back
   int exceptions_at_start_;
 };
-
-// branch_links rows: (id, parent_branch_id, child_branch_id, created_at,
-// updated_at). Fan-out, fan-in and revive all write them in bulk.
-// A new step's job, its first execution and that execution's availability:
-// the same three rows whether a trigger, a fan-out or a fan-in makes them.
-// Bound as (id, step_id, klass, input_args, started, created, updated),
-// (id, job_id, started, created, updated) and
-// (id, execution_id, pipeline_klass, available_from, created, updated).
-inline BatchInsert jobs_insert(Connection& conn) {
-  return BatchInsert(conn,
-                     "INSERT INTO jobs (id, step_id, klass, input_args, started_at, created_at, updated_at) VALUES ",
-                     "(?, ?, ?, ?, ?, ?, ?)", 7);
-}
-inline BatchInsert first_executions_insert(Connection& conn) {
-  return BatchInsert(conn,
-                     "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
-                     "updated_at) VALUES ",
-                     "(?, ?, 0, 0, ?, ?, ?)", 5);
-}
-inline BatchInsert availabilities_insert(Connection& conn) {
-  return BatchInsert(conn,
-                     "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, "
-                     "updated_at) VALUES ",
-                     "(?, ?, ?, ?, ?, ?)", 6);
-}
-
-inline BatchInsert branch_links_insert(Connection& conn) {
-  return BatchInsert(conn, "INSERT INTO branch_links (id, parent_branch_id, child_branch_id, created_at, updated_at) VALUES ",
-                     "(?, ?, ?, ?, ?)", 5);
-}
 
 }  // namespace ductwork::sql

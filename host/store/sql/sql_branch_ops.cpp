@@ -262,7 +262,7 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
       claim.run_id = read.text(5);
       claim.definition_sha1 = read.text(6);
       claim.step_waited_seconds = seconds_between(read.text(7), now);
-      claim.claimed_at = std::chrono::steady_clock::now();
+      claim.claimed_at = conn_.clock().monotonic();
       if (!read.is_null(8)) claim.transition_id = read.text(8);
       claims.push_back(std::move(claim));
     }
@@ -271,35 +271,39 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<
     throw StoreError("claimed " + std::to_string(latest_step.size()) + " branches of " + pipeline + " but read " +
                      std::to_string(claims.size()) + " latest steps");
   }
-  BatchInsert transitions(conn_,
-                          "INSERT INTO transitions (id, branch_id, in_step_id, started_at, created_at, updated_at) "
-                          "VALUES ",
-                          "(?, ?, ?, ?, ?, ?)", 6);
-  BatchInsert advancements(conn_,
-                           "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, "
-                           "created_at, updated_at) VALUES ",
-                           "(?, ?, ?, ?, ?, ?, ?)", 7);
+  RowWriter rows(conn_);
   for (BranchClaim& claim : claims) {
     const bool new_transition = claim.transition_id.empty();
     if (new_transition) {
-      claim.transition_id = new_uuid_v7();
-      if (!lock_only) transitions.add({claim.transition_id, claim.branch_id, claim.step_id, now, now, now});
+      claim.transition_id = new_uuid_v7(conn_.clock());
+      if (!lock_only) {
+        rows.transition({.id = claim.transition_id,
+                         .branch_id = claim.branch_id,
+                         .in_step_id = claim.step_id,
+                         .started_at = now,
+                         .created_at = now,
+                         .updated_at = now});
+      }
     } else {
       claim.advancement_crash_count = previous_advancement_crashes(claim.transition_id, now);
     }
     fault_point("before_advancement_create");
-    claim.advancement_id = new_uuid_v7();
+    claim.advancement_id = new_uuid_v7(conn_.clock());
     if (lock_only) {
       // Advanced in this transaction: held, and written once as the
       // advance leaves them (ClaimRows).
       reads.claim_rows.add(ClaimRows::Row::claimed(claim, process_id, now, new_transition));
       continue;
     }
-    advancements.add(
-        {claim.advancement_id, claim.transition_id, process_id, claim.advancement_crash_count, now, now, now});
+    rows.advancement({.id = claim.advancement_id,
+                      .transition_id = claim.transition_id,
+                      .process_id = process_id,
+                      .crash_count = claim.advancement_crash_count,
+                      .started_at = now,
+                      .created_at = now,
+                      .updated_at = now});
   }
-  transitions.flush();
-  advancements.flush();
+  rows.flush();
   return claims;
 }
 

@@ -51,7 +51,7 @@ void SqlBranchTx::complete_step(const std::string& step_id) {
 std::string SqlBranchTx::create_step(const NewStep& step) {
   InlineAdvance* rows = pending();
   if (!rows) return store_.insert_step(step, "pending", now_);
-  rows->new_steps.push_back(step_rows(step, "pending", now_));
+  rows->new_steps.push_back(step_rows(conn_.clock(), step, "pending", now_));
   return rows->new_steps.back().step_id;
 }
 

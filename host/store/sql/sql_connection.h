@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "store/migrations.h"
+#include "util/clock.h"
 #include "store/store_error.h"
 
 namespace ductwork::sql {
@@ -178,6 +179,8 @@ class Connection {
   // How error messages name the database (a path, or a URL without its
   // password).
   virtual const std::string& name() const = 0;
+  // The clock dw_now() reads (util/clock.h), for the store's users.
+  virtual const Clock& clock() const = 0;
   virtual const Dialect& dialect() const = 0;
   virtual const std::vector<Migration>& migrations() const = 0;
   // Inside a write transaction: waits until no other process is applying

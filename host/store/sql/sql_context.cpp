@@ -26,7 +26,7 @@ bool SqlStore::context_set(const std::string& run_id, const std::string& key, co
                         : "INSERT INTO tuples (id, run_id, key, serialized_value, first_set_at, last_set_at, "
                           "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5, ?5) "
                           "ON CONFLICT (run_id, key) DO NOTHING";
-  int rows = conn_.prepare(sql).bind(1, new_uuid_v7()).bind(2, run_id).bind(3, key).bind(4, value_json).bind(5, now).exec();
+  int rows = conn_.prepare(sql).bind(1, new_uuid_v7(conn_.clock())).bind(2, run_id).bind(3, key).bind(4, value_json).bind(5, now).exec();
   tx.commit();
   return rows > 0;
 }

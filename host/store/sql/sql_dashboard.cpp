@@ -6,6 +6,13 @@
 #include <cstdio>
 
 namespace ductwork::sql {
+namespace {
+
+// How far behind the database clock a writing host's clock may be for its
+// result ids to still fall in results_per_minute's id range.
+constexpr int64_t kIdClockSkewMs = 60 * 1000;
+
+}  // namespace
 
 std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id, bool attempt_times) {
   auto held = lock();
@@ -128,19 +135,28 @@ std::vector<StatusCount> SqlStore::pipeline_status_counts() {
   return out;
 }
 
-std::vector<MinuteCount> SqlStore::results_per_minute(const std::string& since) {
+std::vector<MinuteCount> SqlStore::results_per_minute(int minutes) {
   auto held = lock();
-  // Result ids are UUIDv7, ordered by time: the range starts at the first
-  // id of `since`'s millisecond, so only recent rows are read.
-  const int64_t ms = db_time_micros(since) / 1000;
+  // The window is the database clock's; result ids are UUIDv7, ordered by
+  // the writing host's clock, so the id range (what keeps the read to
+  // recent rows) starts a minute earlier, for hosts whose clock is behind.
+  std::string since;
+  {
+    auto now = conn_.prepare("SELECT dw_now(?)");
+    now.bind(1, -60.0 * minutes);
+    now.step();
+    since = now.text(0);
+  }
+  const int64_t ms = db_time_micros(since) / 1000 - kIdClockSkewMs;
   char floor_id[40];
   std::snprintf(floor_id, sizeof floor_id, "%08llx-%04llx-7000-8000-000000000000",
                 static_cast<unsigned long long>(ms >> 16), static_cast<unsigned long long>(ms & 0xffff));
   auto stmt = conn_.prepare(
       "SELECT substr(created_at, 1, 16), SUM(CASE WHEN result_type = 'success' THEN 1 ELSE 0 END), "
-      "SUM(CASE WHEN result_type = 'success' THEN 0 ELSE 1 END) FROM results WHERE id >= ? "
+      "SUM(CASE WHEN result_type = 'success' THEN 0 ELSE 1 END) FROM results WHERE id >= ? AND created_at >= ? "
       "GROUP BY substr(created_at, 1, 16) ORDER BY 1");
   stmt.bind(1, std::string(floor_id));
+  stmt.bind(2, since);
   std::vector<MinuteCount> out;
   while (stmt.step()) out.push_back(MinuteCount{stmt.text(0), stmt.int64(1), stmt.int64(2)});
   return out;

@@ -13,6 +13,7 @@
 // batch counts the arrivals at one barrier together (arrive with several,
 // engine/router.h arrive_together).
 #include "store/sql/batch_insert.h"
+#include "store/sql/row_writer.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/store_error.h"
 #include "util/json.h"
@@ -34,31 +35,38 @@ const Value* known(const std::unordered_map<std::string, Value>* map, const std:
 void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& to_transition,
                                      const std::vector<NewChild>& children) {
   flush_inline();  // the inline rows exist before anything reads them back
-  BatchInsert branches(conn_,
-                       "INSERT INTO branches (id, run_id, pipeline_klass, status, fanout_index, last_advanced_at, "
-                       "started_at, created_at, updated_at) VALUES ",
-                       "(?, ?, ?, 'in_progress', ?, ?, ?, ?, ?)", 8);
-  BatchInsert links = branch_links_insert(conn_);
-  StepInserts steps(conn_);
+  RowWriter rows(conn_);
+  StepInserts steps(rows);
   const std::string& now = now_;
   // One NewStep, refilled per child: its strings keep their buffers.
   NewStep step{parent.run_id, "", parent.pipeline, parent.step_id, "", "", to_transition, "", 0};
+  std::string link_id;
   for (size_t i = 0; i < children.size(); ++i) {
     const NewChild& child = children[i];
-    step.branch_id = new_uuid_v7();
+    step.branch_id = new_uuid_v7(conn_.clock());
     step.node = child.node;
     step.klass = child.klass;
     step.args_json = child.args_json;
     step.delay_seconds = child.delay_seconds;
     // Added parent-first, so each table's batch is written after the
     // batches of the rows it refers to.
-    branches.add({step.branch_id, parent.run_id, parent.pipeline, static_cast<int64_t>(i), now, now, now, now});
-    links.add({new_uuid_v7(), parent.branch_id, step.branch_id, now, now});
+    rows.branch({.id = step.branch_id,
+                 .run_id = parent.run_id,
+                 .pipeline_klass = parent.pipeline,
+                 .fanout_index = static_cast<int64_t>(i),
+                 .last_advanced_at = now,
+                 .started_at = now,
+                 .created_at = now,
+                 .updated_at = now});
+    link_id = new_uuid_v7(conn_.clock());
+    rows.branch_link({.id = link_id,
+                      .parent_branch_id = parent.branch_id,
+                      .child_branch_id = step.branch_id,
+                      .created_at = now,
+                      .updated_at = now});
     steps.add(step, "pending", now);
   }
-  branches.flush();
-  links.flush();
-  steps.flush();
+  steps.flush();  // every queued row: branches, links, steps
   conn_.prepare("UPDATE branches SET fanout_width = ?1, fanin_arrived = 0, fanin_branch_id = NULL, updated_at = ?2 "
                 "WHERE id = ?3")
       .bind(1, static_cast<int64_t>(children.size()))
@@ -122,7 +130,7 @@ ArrivalCount SqlBranchTx::arrive(const std::string& barrier_branch_id, const std
                    "updated_at) VALUES ",
                    "(?, ?, ?, ?, ?, ?, ?)", 7);
   for (const Arrival& arrival : arrivals) {
-    rows.add({new_uuid_v7(), barrier_branch_id, arrival.ordinal, arrival.branch_id, arrival.step_id, now_, now_});
+    rows.add({new_uuid_v7(conn_.clock()), barrier_branch_id, arrival.ordinal, arrival.branch_id, arrival.step_id, now_, now_});
   }
   rows.flush();
   auto count = conn_.prepare(
@@ -174,7 +182,7 @@ void SqlBranchTx::close_arrived(const std::vector<const BranchClaim*>& claims) {
 
 std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewStep step) {
   flush_inline();  // the inline rows exist before anything reads them back
-  const std::string branch_id = new_uuid_v7();
+  const std::string branch_id = new_uuid_v7(conn_.clock());
   int won = conn_.prepare(
                      "UPDATE branches SET fanin_branch_id = ?1, updated_at = ?2 WHERE id = ?3 AND "
                      "fanin_branch_id IS NULL")
@@ -183,15 +191,15 @@ std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewSt
                 .bind(3, barrier_branch_id)
                 .exec();
   if (won != 1) return "";
-  conn_.prepare(
-           "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, created_at, "
-           "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
-      .bind(1, branch_id)
-      .bind(2, step.run_id)
-      .bind(3, step.pipeline)
-      .bind(4, now_)
-      .exec();
-  BatchInsert links = branch_links_insert(conn_);
+  RowWriter rows(conn_);
+  rows.branch({.id = branch_id,
+               .run_id = step.run_id,
+               .pipeline_klass = step.pipeline,
+               .last_advanced_at = now_,
+               .started_at = now_,
+               .created_at = now_,
+               .updated_at = now_});
+  std::string link_id;
   std::string outputs = "[";
   bool any_arrived = false;
   {
@@ -203,16 +211,24 @@ std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewSt
       if (any_arrived) outputs += ',';
       any_arrived = true;
       outputs += arrived.is_null(1) ? std::string("null") : arrived.text(1);
-      links.add({new_uuid_v7(), arrived.text(0), branch_id, now_, now_});
+      link_id = new_uuid_v7(conn_.clock());
+      const std::string from = arrived.text(0);
+      rows.branch_link(
+          {.id = link_id, .parent_branch_id = from, .child_branch_id = branch_id, .created_at = now_, .updated_at = now_});
     }
   }
   outputs += ']';
   if (!any_arrived) {
     // A fan-in of nothing (an expand of an empty list): the new branch
     // descends from the barrier itself, so walks to outer barriers work.
-    links.add({new_uuid_v7(), barrier_branch_id, branch_id, now_, now_});
+    link_id = new_uuid_v7(conn_.clock());
+    rows.branch_link({.id = link_id,
+                      .parent_branch_id = barrier_branch_id,
+                      .child_branch_id = branch_id,
+                      .created_at = now_,
+                      .updated_at = now_});
   }
-  links.flush();
+  rows.flush();
   step.branch_id = branch_id;
   step.args_json = json_list_text(outputs);
   return store_.insert_step(step, "pending", now_);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "store/sql/row_writer.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
 #include "util/fault.h"
@@ -14,75 +15,52 @@
 namespace ductwork::sql {
 namespace {
 
-BatchInsert transitions_insert(Connection& conn) {
-  return BatchInsert(conn,
-                     "INSERT INTO transitions (id, branch_id, in_step_id, out_step_id, started_at, completed_at, "
-                     "created_at, updated_at) VALUES ",
-                     "(?, ?, ?, ?, ?, ?, ?, ?)", 8);
-}
-
-BatchInsert advancements_insert(Connection& conn) {
-  return BatchInsert(conn,
-                     "INSERT INTO advancements (id, transition_id, process_id, crash_count, started_at, completed_at, "
-                     "error_klass, error_message, error_backtrace, created_at, updated_at) VALUES ",
-                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 11);
-}
-
-using Cell = BatchInsert::Cell;
-
-Cell text_or_null(bool present, const std::string& text) {
-  return present ? Cell(text) : Cell(std::monostate{});
-}
+Cell text_or_null(bool present, const std::string& text) { return present ? Cell(text) : Cell(); }
 
 // A transition's and an advancement's row in their final state, from what
 // an inline advance (InlineAdvance) or an advancer batch (ClaimRows::Row)
-// holds of them; the two name these members alike. The cells borrow from
-// `rows` and `now`.
+// holds of them; the two name these members alike. The rows borrow from
+// `held` and `now`.
 template <typename Held>
-std::array<Cell, 8> transition_cells(const Held& rows, const std::string& now) {
-  return {rows.transition_id, rows.branch_id,
-          rows.step_id,       text_or_null(!rows.out_step_id.empty(), rows.out_step_id),
-          rows.started_at,    text_or_null(rows.transition_completed, now),
-          rows.started_at,    now};
+TransitionRow transition_row(const Held& held, const std::string& now) {
+  return {.id = held.transition_id,
+          .branch_id = held.branch_id,
+          .in_step_id = held.step_id,
+          .out_step_id = text_or_null(!held.out_step_id.empty(), held.out_step_id),
+          .started_at = held.started_at,
+          .completed_at = text_or_null(held.transition_completed, now),
+          .created_at = held.started_at,
+          .updated_at = now};
 }
 
 template <typename Held>
-std::array<Cell, 11> advancement_cells(const Held& rows, int64_t crash_count, const std::string& now) {
-  static const std::string kNone;
-  const bool failed = rows.advancement_error.has_value();
-  return {rows.advancement_id,
-          rows.transition_id,
-          rows.process_id,
-          crash_count,
-          rows.started_at,
-          text_or_null(rows.advancement_completed || failed, now),
-          text_or_null(failed, failed ? rows.advancement_error->klass : kNone),
-          text_or_null(failed, failed ? rows.advancement_error->message : kNone),
-          text_or_null(failed, failed ? rows.advancement_error->backtrace : kNone),
-          rows.started_at,
-          now};
-}
-
-template <size_t N>
-std::vector<BatchInsert::Value> owned(const std::array<Cell, N>& cells) {
-  std::vector<BatchInsert::Value> values;
-  values.reserve(N);
-  for (const Cell& cell : cells) values.push_back(cell.owned());
-  return values;
+AdvancementRow advancement_row(const Held& held, int64_t crash_count, const std::string& now) {
+  const bool failed = held.advancement_error.has_value();
+  AdvancementRow row{.id = held.advancement_id,
+                     .transition_id = held.transition_id,
+                     .process_id = held.process_id,
+                     .crash_count = crash_count,
+                     .started_at = held.started_at,
+                     .completed_at = text_or_null(held.advancement_completed || failed, now),
+                     .created_at = held.started_at,
+                     .updated_at = now};
+  if (failed) {
+    row.error_klass = held.advancement_error->klass;
+    row.error_message = held.advancement_error->message;
+    row.error_backtrace = held.advancement_error->backtrace;
+  }
+  return row;
 }
 
 }  // namespace
 
 void InlineBatch::write(Connection& conn, const std::string& now) {
-  StepInserts steps(conn);
-  for (StepRows& rows : new_steps) steps.add(std::move(rows));
-  steps.flush();
-  BatchInsert transition_rows = transitions_insert(conn);
-  for (auto& row : transitions) transition_rows.add(std::move(row));
-  transition_rows.flush();
-  BatchInsert advancement_rows = advancements_insert(conn);
-  for (auto& row : advancements) advancement_rows.add(std::move(row));
-  advancement_rows.flush();
+  RowWriter rows(conn);
+  StepInserts steps(rows);
+  for (StepRows& step : new_steps) steps.add(std::move(step));
+  for (const auto& row : transitions) rows.add_owned(RowWriter::kTransitions, row);
+  for (const auto& row : advancements) rows.add_owned(RowWriter::kAdvancements, row);
+  steps.flush();  // every queued row, parents first
   complete_steps(conn, completed_steps, now);
   new_steps.clear();
   transitions.clear();
@@ -90,10 +68,12 @@ void InlineBatch::write(Connection& conn, const std::string& now) {
   completed_steps.clear();
 }
 
-std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const { return owned(transition_cells(*inline_, now_)); }
+std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const {
+  return RowWriter::owned(transition_row(*inline_, now_));
+}
 
 std::vector<BatchInsert::Value> SqlBranchTx::inline_advancement() const {
-  return owned(advancement_cells(*inline_, 0, now_));
+  return RowWriter::owned(advancement_row(*inline_, 0, now_));
 }
 
 void ClaimRows::add(Row row) {
@@ -132,21 +112,14 @@ int64_t ClaimRows::errored(const std::string& transition_id) const {
 }
 
 void ClaimRows::write(Connection& conn, const std::string& now) {
-  BatchInsert transitions = transitions_insert(conn);
+  RowWriter rows(conn);
   for (const Row& row : rows_) {
-    if (row.new_transition && !row.dropped) {  // else: a row already
-      const auto cells = transition_cells(row, now);
-      transitions.add(cells.data(), cells.size());
-    }
+    if (row.new_transition && !row.dropped) rows.transition(transition_row(row, now));  // else: a row already
   }
-  transitions.flush();
-  BatchInsert advancements = advancements_insert(conn);
   for (const Row& row : rows_) {
-    if (row.dropped) continue;
-    const auto cells = advancement_cells(row, row.crash_count, now);
-    advancements.add(cells.data(), cells.size());
+    if (!row.dropped) rows.advancement(advancement_row(row, row.crash_count, now));
   }
-  advancements.flush();
+  rows.flush();
   rows_.clear();
   by_advancement_.clear();
   by_transition_.clear();
@@ -256,8 +229,8 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
   rows->process_id = process_id;
   rows->started_at = now;
   rows->output_json = output_json;
-  rows->transition_id = new_uuid_v7();
-  rows->advancement_id = new_uuid_v7();
+  rows->transition_id = new_uuid_v7(conn_.clock());
+  rows->advancement_id = new_uuid_v7(conn_.clock());
   BranchClaim claim;
   claim.branch_id = job.branch_id;
   claim.run_id = job.run_id;
@@ -270,7 +243,7 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
   claim.transition_id = rows->transition_id;
   claim.advancement_id = rows->advancement_id;
   claim.step_waited_seconds = 0;
-  claim.claimed_at = std::chrono::steady_clock::now();
+  claim.claimed_at = conn_.clock().monotonic();
   return claim;
 }
 

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "store/sql/batch_insert.h"
+#include "store/sql/row_writer.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
 #include "util/fault.h"
@@ -148,7 +149,7 @@ void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, cons
   // this commit, and one transaction fewer per step matters at our rates.
   BatchInsert attempts(conn, "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES ",
                        "(?, ?, ?, ?, ?)", 5);
-  for (const ClaimedJob& job : jobs) attempts.add({new_uuid_v7(), job.execution_id, now, now, now});
+  for (const ClaimedJob& job : jobs) attempts.add({new_uuid_v7(conn.clock()), job.execution_id, now, now, now});
   attempts.flush();
 }
 
@@ -212,7 +213,7 @@ void insert_result(Connection& conn, const std::string& execution_id, const char
   auto stmt = conn.prepare(
       "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, created_at, "
       "updated_at, retryable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)");
-  stmt.bind(1, new_uuid_v7()).bind(2, execution_id).bind(3, std::string_view(type)).bind(7, now);
+  stmt.bind(1, new_uuid_v7(conn.clock())).bind(2, execution_id).bind(3, std::string_view(type)).bind(7, now);
   if (error) {
     stmt.bind(4, error->klass).bind(5, error->message).bind(6, error->backtrace);
     stmt.bind(8, static_cast<int64_t>(error->retryable ? 1 : 0));
@@ -225,25 +226,23 @@ void insert_result(Connection& conn, const std::string& execution_id, const char
 // A new try of the job, claimable from now + delay.
 void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retry_count, int64_t crash_count,
                            double delay_seconds, const std::string& now) {
-  std::string execution_id = new_uuid_v7();
-  conn.prepare(
-          "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, updated_at) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?5)")
-      .bind(1, execution_id)
-      .bind(2, job.job_id)
-      .bind(3, retry_count)
-      .bind(4, crash_count)
-      .bind(5, now)
-      .exec_deferred();
-  auto availability = conn.prepare(
-      "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, created_at, updated_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?5)");
-  availability.bind(1, new_uuid_v7())
-      .bind(2, execution_id)
-      .bind(3, job.pipeline)
-      .bind(4, add_seconds(now, delay_seconds))
-      .bind(5, now);
-  availability.exec_deferred();
+  const std::string execution_id = new_uuid_v7(conn.clock()), availability_id = new_uuid_v7(conn.clock());
+  const std::string due = add_seconds(now, delay_seconds);
+  RowWriter rows(conn);
+  rows.execution({.id = execution_id,
+                  .job_id = job.job_id,
+                  .retry_count = retry_count,
+                  .crash_count = crash_count,
+                  .started_at = now,
+                  .created_at = now,
+                  .updated_at = now});
+  rows.availability({.id = availability_id,
+                     .execution_id = execution_id,
+                     .pipeline_klass = job.pipeline,
+                     .started_at = due,
+                     .created_at = now,
+                     .updated_at = now});
+  rows.flush();
   conn.notify(Connection::Work::kJobs);
 }
 
@@ -314,7 +313,7 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
       if (!committed[i]) continue;  // that claim was taken away
       const ClaimedJob& job = *done[i].job;
       outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
-      results.add({new_uuid_v7(), job.execution_id, now, now});
+      results.add({new_uuid_v7(conn_.clock()), job.execution_id, now, now});
       closed.push_back(job.execution_id);
     }
     if (outputs.size() == 1) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "store/sql/batch_insert.h"
+#include "store/sql/row_writer.h"
 #include "store/sql/sql_store.h"
 #include "store/store_error.h"
 #include "util/uuid.h"
@@ -61,6 +62,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
   auto held = lock();
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
+  RowWriter rows(conn_);
   {
     auto p = conn_.prepare("SELECT status FROM pipelines WHERE id = ?");
     p.bind(1, pipeline_id);
@@ -76,7 +78,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
   std::optional<std::string> context_run;
   if (context_from) context_run = context_from(read_run_context_counts(pipeline_id));
   std::string old_run, klass;
-  const std::string new_run = new_uuid_v7();
+  const std::string new_run = new_uuid_v7(conn_.clock());
   {
     auto r = conn_.prepare(
         "SELECT id, pipeline_klass, definition, definition_sha1 FROM runs WHERE pipeline_id = ? "
@@ -85,16 +87,17 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
     if (!r.step()) throw ReviveRefused("pipeline " + pipeline_id + " has no run to revive");
     old_run = r.text(0);
     klass = r.text(1);
-    conn_.prepare(
-             "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, "
-             "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, ?6, ?6, ?6)")
-        .bind(1, new_run)
-        .bind(2, pipeline_id)
-        .bind(3, klass)
-        .bind(4, r.text(2))
-        .bind(5, r.text(3))
-        .bind(6, now)
-        .exec();
+    const std::string definition = r.text(2), definition_sha1 = r.text(3);
+    rows.run({.id = new_run,
+              .pipeline_id = pipeline_id,
+              .pipeline_klass = klass,
+              .definition = definition,
+              .definition_sha1 = definition_sha1,
+              .triggered_at = now,
+              .started_at = now,
+              .created_at = now,
+              .updated_at = now});
+    rows.flush();
   }
 
   // Read the old run's branches and steps, and give each a new id.
@@ -108,7 +111,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
     while (b.step()) {
       branches.push_back(OldBranch{b.text(0), b.text(1), int_or_null(b, 2), int_or_null(b, 3), text_or_null(b, 5),
                                    b.int64(4), b.text(6), text_or_null(b, 7)});
-      branch_ids[b.text(0)] = new_uuid_v7();
+      branch_ids[b.text(0)] = new_uuid_v7(conn_.clock());
     }
   }
   std::vector<OldStep> steps;
@@ -124,7 +127,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
       OldStep step{s.text(0), s.text(1), s.text(14), text_or_null(s, 2), s.text(3), s.text(4), s.text(5), s.text(6),
                    s.text(7), text_or_null(s, 8), s.int64(9) != 0, s.text(10), text_or_null(s, 11),
                    text_or_null(s, 12), text_or_null(s, 13)};
-      step_ids[step.id] = new_uuid_v7();
+      step_ids[step.id] = new_uuid_v7(conn_.clock());
       last_step[step.branch_id] = steps.size();
       steps.push_back(std::move(step));
     }
@@ -147,37 +150,26 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
     reopened[branch.id] = action == ReviveAction::kReadvance;
   }
 
-  BatchInsert new_branches(conn_,
-                           "INSERT INTO branches (id, run_id, pipeline_klass, status, advanceable, fanout_index, "
-                           "fanout_width, fanin_arrived, fanin_branch_id, last_advanced_at, started_at, completed_at, "
-                           "created_at, updated_at) VALUES ",
-                           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 14);
   for (const auto& branch : branches) {
     auto open = reopened.find(branch.id);
     bool is_open = open != reopened.end();
-    new_branches.add({branch_ids[branch.id], new_run, klass, std::string(is_open ? "in_progress" : "completed"),
-                      static_cast<int64_t>(is_open && open->second ? 1 : 0), branch.fanout_index,
-                      branch.fanout_width, branch.fanin_arrived, remapped(branch_ids, branch.fanin_branch_id), now,
-                      branch.started_at, is_open ? Value(std::monostate{}) : branch.completed_at, now, now});
+    const Value completed_at = is_open ? Value(std::monostate{}) : branch.completed_at;
+    rows.branch({.id = branch_ids[branch.id],
+                 .run_id = new_run,
+                 .pipeline_klass = klass,
+                 .status = is_open ? "in_progress" : "completed",
+                 .advanceable = static_cast<int64_t>(is_open && open->second ? 1 : 0),
+                 .fanout_index = branch.fanout_index,
+                 .fanout_width = branch.fanout_width,
+                 .fanin_arrived = branch.fanin_arrived,
+                 .fanin_branch_id = remapped(branch_ids, branch.fanin_branch_id),
+                 .last_advanced_at = now,
+                 .started_at = branch.started_at,
+                 .completed_at = completed_at,
+                 .created_at = now,
+                 .updated_at = now});
   }
-  new_branches.flush();
-
-  BatchInsert new_steps(conn_,
-                        "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
-                        "started_at, completed_at, created_at, updated_at, idempotency_key) VALUES ",
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 13);
-  BatchInsert new_jobs(conn_,
-                       "INSERT INTO jobs (id, step_id, klass, input_args, output_payload, started_at, completed_at, "
-                       "created_at, updated_at) VALUES ",
-                       "(?, ?, ?, ?, ?, ?, ?, ?, ?)", 9);
-  BatchInsert new_executions(conn_,
-                             "INSERT INTO executions (id, job_id, retry_count, crash_count, started_at, created_at, "
-                             "updated_at) VALUES ",
-                             "(?, ?, 0, 0, ?, ?, ?)", 5);
-  BatchInsert new_availabilities(conn_,
-                                 "INSERT INTO availabilities (id, execution_id, pipeline_klass, started_at, "
-                                 "created_at, updated_at) VALUES ",
-                                 "(?, ?, ?, ?, ?, ?)", 6);
+  rows.flush();
   for (size_t i = 0; i < steps.size(); ++i) {
     const OldStep& step = steps[i];
     bool is_last_of_reopened = reopened.count(step.branch_id) && last_step[step.branch_id] == i;
@@ -188,36 +180,62 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
       status = requeue ? "pending" : "advancing";
     }
     const std::string& id = step_ids[step.id];
-    new_steps.add({id, new_run, branch_ids[step.branch_id], remapped(step_ids, step.source_step_id), step.node,
-                   step.klass, step.to_transition, status, step.started_at,
-                   status == "completed" ? (std::holds_alternative<std::monostate>(step.completed_at) ? Value(now)
-                                                                                                       : step.completed_at)
-                                         : Value(std::monostate{}),
-                   now, now, step.idempotency_key});
+    const Value completed_at =
+        status == "completed"
+            ? (std::holds_alternative<std::monostate>(step.completed_at) ? Value(now) : step.completed_at)
+            : Value(std::monostate{});
+    rows.step({.id = id,
+               .run_id = new_run,
+               .branch_id = branch_ids[step.branch_id],
+               .source_step_id = remapped(step_ids, step.source_step_id),
+               .node = step.node,
+               .klass = step.klass,
+               .to_transition = step.to_transition,
+               .status = status,
+               .started_at = step.started_at,
+               .completed_at = completed_at,
+               .created_at = now,
+               .updated_at = now,
+               .idempotency_key = step.idempotency_key});
     if (!step.has_job) continue;
-    std::string job_id = new_uuid_v7();
+    const std::string job_id = new_uuid_v7(conn_.clock());
     if (requeue) {
       // The failed job again, with its original arguments and fresh budgets.
-      new_jobs.add({job_id, id, step.klass, step.input_args, std::monostate{}, now, std::monostate{}, now, now});
-      std::string execution_id = new_uuid_v7();
-      new_executions.add({execution_id, job_id, now, now, now});
-      new_availabilities.add({new_uuid_v7(), execution_id, klass, now, now, now});
+      rows.job({.id = job_id, .step_id = id, .klass = step.klass, .input_args = step.input_args, .started_at = now,
+                .created_at = now, .updated_at = now});
+      const std::string execution_id = new_uuid_v7(conn_.clock()), availability_id = new_uuid_v7(conn_.clock());
+      rows.execution({.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now});
+      rows.availability({.id = availability_id, .execution_id = execution_id, .pipeline_klass = klass,
+                         .started_at = now, .created_at = now, .updated_at = now});
     } else {
-      new_jobs.add({job_id, id, step.klass, step.input_args, step.output_payload, step.job_started_at,
-                    step.job_completed_at, now, now});
+      rows.job({.id = job_id,
+                .step_id = id,
+                .klass = step.klass,
+                .input_args = step.input_args,
+                .output_payload = step.output_payload,
+                .started_at = step.job_started_at,
+                .completed_at = step.job_completed_at,
+                .created_at = now,
+                .updated_at = now});
     }
   }
-  for (BatchInsert* batch : {&new_steps, &new_jobs, &new_executions, &new_availabilities}) batch->flush();
+  rows.flush();
 
-  BatchInsert links = branch_links_insert(conn_);
   {
     auto l = conn_.prepare(
         "SELECT l.parent_branch_id, l.child_branch_id FROM branch_links l JOIN branches b ON b.id = l.child_branch_id "
         "WHERE b.run_id = ? ORDER BY l.created_at, l.id");
     l.bind(1, old_run);
-    while (l.step()) links.add({new_uuid_v7(), branch_ids[l.text(0)], branch_ids[l.text(1)], now, now});
+    while (l.step()) {
+      const std::string link_id = new_uuid_v7(conn_.clock());
+      rows.branch_link({.id = link_id,
+                        .parent_branch_id = branch_ids[l.text(0)],
+                        .child_branch_id = branch_ids[l.text(1)],
+                        .created_at = now,
+                        .updated_at = now});
+    }
   }
-  links.flush();
+  rows.flush();
   BatchInsert arrivals(conn_,
                        "INSERT INTO fan_in_arrivals (id, barrier_branch_id, ordinal, branch_id, step_id, created_at, "
                        "updated_at) VALUES ",
@@ -228,7 +246,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
         "JOIN branches b ON b.id = a.barrier_branch_id WHERE b.run_id = ?");
     a.bind(1, old_run);
     while (a.step()) {
-      arrivals.add({new_uuid_v7(), branch_ids[a.text(0)], a.int64(1), branch_ids[a.text(2)], step_ids[a.text(3)], now,
+      arrivals.add({new_uuid_v7(conn_.clock()), branch_ids[a.text(0)], a.int64(1), branch_ids[a.text(2)], step_ids[a.text(3)], now,
                     now});
     }
   }
@@ -240,7 +258,7 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
                        "(?, ?, ?, ?, ?, ?, ?, ?)", 8);
     auto t = conn_.prepare("SELECT key, serialized_value, first_set_at, last_set_at FROM tuples WHERE run_id = ?");
     t.bind(1, *context_run);
-    while (t.step()) tuples.add({new_uuid_v7(), new_run, t.text(0), text_or_null(t, 1), t.text(2), t.text(3), now, now});
+    while (t.step()) tuples.add({new_uuid_v7(conn_.clock()), new_run, t.text(0), text_or_null(t, 1), t.text(2), t.text(3), now, now});
     tuples.flush();
   }
   conn_.prepare(

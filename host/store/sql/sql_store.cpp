@@ -2,12 +2,76 @@
 
 #include "store/migrations.h"
 #include "store/sql/batch_insert.h"
+#include "store/sql/row_writer.h"
 #include "store/sql/step_rows.h"
 #include "store/store_error.h"
 #include "util/fault.h"
 #include "util/uuid.h"
 
+namespace ductwork {
+
+bool has_statements(const std::string& sql) {
+  bool line_start = true, in_comment = false;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c == '\n') {
+      line_start = true;
+      in_comment = false;
+      continue;
+    }
+    if (in_comment || c == ' ' || c == '\t' || c == '\r') continue;
+    if (line_start && c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      in_comment = true;
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace ductwork
+
 namespace ductwork::sql {
+namespace {
+
+// A triggered pipeline's run and its first branch (trigger, trigger_many).
+void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std::string& branch_id,
+                       const NewPipeline& request, const std::string& now) {
+  rows.run({.id = made.run_id,
+            .pipeline_id = made.pipeline_id,
+            .pipeline_klass = request.pipeline,
+            .definition = request.definition_json,
+            .definition_sha1 = request.definition_sha1,
+            .triggered_at = now,
+            .started_at = now,
+            .created_at = now,
+            .updated_at = now});
+  rows.branch({.id = branch_id,
+               .run_id = made.run_id,
+               .pipeline_klass = request.pipeline,
+               .last_advanced_at = now,
+               .started_at = now,
+               .created_at = now,
+               .updated_at = now});
+}
+
+// Whether `migration` is recorded as applied, under its name or one it had
+// before a renumbering (`*as_now`: under its present name).
+bool recorded(Connection& conn, const Migration& migration, bool* as_now) {
+  auto seen = [&conn](const std::string& version) {
+    auto stmt = conn.prepare("SELECT 1 FROM schema_migrations WHERE version = ?");
+    stmt.bind(1, version);
+    return stmt.step();
+  };  // each statement reset before the next use, and before any DDL runs
+  *as_now = seen(migration.version);
+  if (*as_now) return true;
+  for (const std::string& name : migration.formerly) {
+    if (seen(name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::vector<std::string> SqlStore::migrate() {
   auto held = lock();
@@ -24,23 +88,23 @@ std::vector<std::string> SqlStore::migrate() {
     conn_.lock_migrations();
     // Re-checked under the write lock: two processes starting together must
     // not both apply the same file.
-    bool done;
-    {
-      auto seen = conn_.prepare("SELECT 1 FROM schema_migrations WHERE version = ?");
-      seen.bind(1, migration.version);
-      done = seen.step();
-    }  // reset before any DDL runs
-    if (done) continue;
-    try {
-      conn_.exec_script(migration.sql);
-    } catch (const StoreError& e) {
-      throw StoreError(std::string(e.what()) + " (in migration " + migration.version + ")");
+    bool as_now = false;
+    const bool done = recorded(conn_, migration, &as_now);
+    if (as_now) continue;
+    // Applied under an earlier name: its present name is recorded beside
+    // that one (kept, for a host of the earlier numbering on this database).
+    if (!done) {
+      try {
+        if (has_statements(migration.sql)) conn_.exec_script(migration.sql);
+      } catch (const StoreError& e) {
+        throw StoreError(std::string(e.what()) + " (in migration " + migration.version + ")");
+      }
     }
     conn_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, dw_now())")
         .bind(1, migration.version)
         .exec();
     tx.commit();
-    applied_now.push_back(migration.version);
+    if (!done) applied_now.push_back(migration.version);
   }
   return applied_now;
 }
@@ -55,19 +119,15 @@ std::vector<std::string> SqlStore::pending_migrations() {
   std::vector<std::string> pending;
   const bool any = conn_.has_column("schema_migrations", "version");
   for (const auto& migration : conn_.migrations()) {
-    bool done = false;
-    if (any) {
-      auto seen = conn_.prepare("SELECT 1 FROM schema_migrations WHERE version = ?");
-      seen.bind(1, migration.version);
-      done = seen.step();
-    }
-    if (!done) pending.push_back(migration.version);
+    bool as_now = false;
+    if (!any || !recorded(conn_, migration, &as_now)) pending.push_back(migration.version);
   }
   return pending;
 }
 
 std::string SqlStore::insert_step(const NewStep& step, const std::string& status, const std::string& now) {
-  StepInserts inserts(conn_);
+  RowWriter rows(conn_);
+  StepInserts inserts(rows);
   std::string step_id = inserts.add(step, status, now);
   inserts.flush();
   return step_id;
@@ -75,55 +135,37 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
 
 TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
   auto held = lock();
-  TriggeredPipeline out{new_uuid_v7(), new_uuid_v7()};
-  std::string branch_id = new_uuid_v7();
+  TriggeredPipeline out{new_uuid_v7(conn_.clock()), new_uuid_v7(conn_.clock())};
+  std::string branch_id = new_uuid_v7(conn_.clock());
   WriteTransaction tx(conn_);
   const std::string now = db_now(conn_);
+  RowWriter rows(conn_);
+  const PipelineRow pipeline{.id = out.pipeline_id,
+                             .klass = request.pipeline,
+                             .triggered_at = now,
+                             .started_at = now,
+                             .idempotency_key = request.idempotency_key ? Cell(*request.idempotency_key) : Cell(),
+                             .created_at = now,
+                             .updated_at = now};
   if (request.idempotency_key) {
     // The unique index decides: a key committed before (or by a concurrent
     // transaction, which PostgreSQL waits for) makes the insert do nothing,
     // and the first pipeline is returned; the rollback writes nothing.
-    auto insert = conn_.prepare(
-        "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at, "
-        "idempotency_key) VALUES (?1, ?2, 'in_progress', ?3, ?3, ?3, ?3, ?4) "
-        "ON CONFLICT (idempotency_key) DO NOTHING RETURNING id");
-    insert.bind(1, out.pipeline_id).bind(2, request.pipeline).bind(3, now).bind(4, *request.idempotency_key);
-    if (!insert.step()) {
+    if (!rows.pipeline_unless_key_exists(pipeline)) {
       auto first = conn_.prepare("SELECT id, klass FROM pipelines WHERE idempotency_key = ?1");
       first.bind(1, *request.idempotency_key);
       if (!first.step()) throw StoreError("idempotency key " + *request.idempotency_key + " conflicts, yet no pipeline has it");
       return TriggeredPipeline{first.text(0), "", false, first.text(1)};
     }
   } else {
-    conn_.prepare(
-             "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at) "
-             "VALUES (?1, ?2, 'in_progress', ?3, ?3, ?3, ?3)")
-        .bind(1, out.pipeline_id)
-        .bind(2, request.pipeline)
-        .bind(3, now)
-        .exec_deferred();
+    rows.pipeline(pipeline);
   }
-  conn_.prepare(
-           "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, "
-           "started_at, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, 'in_progress', ?6, ?6, ?6, ?6)")
-      .bind(1, out.run_id)
-      .bind(2, out.pipeline_id)
-      .bind(3, request.pipeline)
-      .bind(4, request.definition_json)
-      .bind(5, request.definition_sha1)
-      .bind(6, now)
-      .exec_deferred();
-  conn_.prepare(
-           "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, created_at, "
-           "updated_at) VALUES (?1, ?2, ?3, 'in_progress', ?4, ?4, ?4, ?4)")
-      .bind(1, branch_id)
-      .bind(2, out.run_id)
-      .bind(3, request.pipeline)
-      .bind(4, now)
-      .exec_deferred();
-  insert_step(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
-                      request.args_json, request.start_delay_seconds},
-              "pending", now);
+  queue_started_run(rows, out, branch_id, request, now);
+  StepInserts steps(rows);
+  steps.add(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
+                    request.args_json, request.start_delay_seconds},
+            "pending", now);
+  steps.flush();
   tx.commit();
   out.pipeline = request.pipeline;
   return out;
@@ -138,44 +180,26 @@ std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipel
   const std::string now = db_now(conn_);
   // The rows trigger() writes, seven multi-row statements per 1,000
   // pipelines instead of seven statements per pipeline.
-  BatchInsert pipelines(conn_,
-                        "INSERT INTO pipelines (id, klass, status, triggered_at, started_at, created_at, updated_at) "
-                        "VALUES ",
-                        "(?, ?, 'in_progress', ?, ?, ?, ?)", 6);
-  BatchInsert runs(conn_,
-                   "INSERT INTO runs (id, pipeline_id, pipeline_klass, definition, definition_sha1, status, "
-                   "triggered_at, started_at, created_at, updated_at) VALUES ",
-                   "(?, ?, ?, ?, ?, 'in_progress', ?, ?, ?, ?)", 9);
-  BatchInsert branches(conn_,
-                       "INSERT INTO branches (id, run_id, pipeline_klass, status, last_advanced_at, started_at, "
-                       "created_at, updated_at) VALUES ",
-                       "(?, ?, ?, 'in_progress', ?, ?, ?, ?)", 7);
-  BatchInsert steps(conn_,
-                    "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
-                    "started_at, created_at, updated_at) VALUES ",
-                    "(?, ?, ?, NULL, ?, ?, 'start', 'pending', ?, ?, ?)", 8);
-  BatchInsert jobs = jobs_insert(conn_);
-  BatchInsert executions = first_executions_insert(conn_);
-  BatchInsert availabilities = availabilities_insert(conn_);
+  RowWriter rows(conn_);
+  StepInserts steps(rows);
   for (const NewPipeline& request : requests) {
-    TriggeredPipeline& made = out.emplace_back(TriggeredPipeline{new_uuid_v7(), new_uuid_v7(), true, request.pipeline});
-    std::string branch_id = new_uuid_v7(), step_id = new_uuid_v7(), job_id = new_uuid_v7(),
-                execution_id = new_uuid_v7();
+    TriggeredPipeline& made = out.emplace_back(
+        TriggeredPipeline{new_uuid_v7(conn_.clock()), new_uuid_v7(conn_.clock()), true, request.pipeline});
+    const std::string branch_id = new_uuid_v7(conn_.clock());
     // Added parent-first, so each table's batch is written after the
     // batches of the rows it refers to.
-    pipelines.add({made.pipeline_id, request.pipeline, now, now, now, now});
-    runs.add({made.run_id, made.pipeline_id, request.pipeline, request.definition_json, request.definition_sha1, now,
-              now, now, now});
-    branches.add({branch_id, made.run_id, request.pipeline, now, now, now, now});
-    steps.add({step_id, made.run_id, branch_id, request.start_node, request.start_klass, now, now, now});
-    jobs.add({job_id, step_id, request.start_klass, args_document(request.args_json), now, now, now});
-    executions.add({execution_id, job_id, now, now, now});
-    availabilities.add({new_uuid_v7(), execution_id, request.pipeline,
-                        add_seconds(now, request.start_delay_seconds), now,
-                        now});
+    rows.pipeline({.id = made.pipeline_id,
+                   .klass = request.pipeline,
+                   .triggered_at = now,
+                   .started_at = now,
+                   .created_at = now,
+                   .updated_at = now});
+    queue_started_run(rows, made, branch_id, request, now);
+    steps.add(NewStep{made.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
+                      request.args_json, request.start_delay_seconds},
+              "pending", now);
   }
-  for (BatchInsert* batch : {&pipelines, &runs, &branches, &steps, &jobs, &executions, &availabilities}) batch->flush();
-  conn_.notify(Connection::Work::kJobs);
+  steps.flush();
   // A failure here (tests: DUCTWORK_FAULT=before_trigger_many_commit:raise)
   // rolls back every row of the batch.
   fault_point("before_trigger_many_commit");

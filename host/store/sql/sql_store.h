@@ -7,16 +7,10 @@
 #include <unordered_map>
 
 #include "store/sql/sql_connection.h"
+#include "store/sql/stored_documents.h"
 #include "store/store.h"
 
 namespace ductwork::sql {
-
-// The stored form of a job's arguments (jobs.input_args) and of a step's
-// return value (jobs.output_payload): {"args": [...]} and {"payload": ...},
-// read back with `input_args -> 'args'` and `output_payload -> 'payload'`.
-// The JSON inside is the engine's own serialisation, written as it is.
-inline std::string args_document(const std::string& args_json) { return "{\"args\":" + args_json + "}"; }
-inline std::string payload_document(const std::string& value_json) { return "{\"payload\":" + value_json + "}"; }
 
 // Records the attempts of jobs just claimed (one multi-row insert).
 void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, const std::string& now);
@@ -45,6 +39,7 @@ class SqlStore final : public Store {
  public:
   explicit SqlStore(std::shared_ptr<SharedConnection> shared) : shared_(std::move(shared)), conn_(shared_->connection()) {}
 
+  const Clock& clock() const override { return conn_.clock(); }
   std::vector<std::string> migrate() override;
   bool has_schema() override;
   std::vector<std::string> pending_migrations() override;
@@ -119,7 +114,7 @@ class SqlStore final : public Store {
   std::vector<ErrorClassCount> error_classes(int limit) override;
   std::vector<ContextRecord> context_values(const std::string& run_id, int limit) override;
   std::vector<StatusCount> pipeline_status_counts() override;
-  std::vector<MinuteCount> results_per_minute(const std::string& since) override;
+  std::vector<MinuteCount> results_per_minute(int minutes) override;
 
   // For benchmarks and tests that read the database directly; hold lock().
   Connection& connection() { return conn_; }

@@ -1,53 +1,54 @@
 #include "store/sql/step_rows.h"
 
-#include <iterator>
 
-#include "store/sql/sql_store.h"
+#include "store/sql/row_writer.h"
+#include "store/sql/sql_connection.h"
+#include "store/sql/stored_documents.h"
 #include "util/uuid.h"
 
 namespace ductwork::sql {
 
 namespace {
 
-using Cell = BatchInsert::Cell;
-
 // The one layout of a new step's four rows: calls emit(step, job,
-// execution, availability) with each row's values (borrowed until emit
+// execution, availability) with each row (borrowing its values until emit
 // returns) and returns the new step's id.
 template <typename Emit>
-std::string lay_out_step_rows(const NewStep& step, const std::string& status, const std::string& now, Emit&& emit) {
-  const std::string step_id = new_uuid_v7(), job_id = new_uuid_v7(), execution_id = new_uuid_v7();
-  const std::string availability_id = new_uuid_v7();
+std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std::string& status, const std::string& now,
+                              Emit&& emit) {
+  const std::string step_id = new_uuid_v7(clock), job_id = new_uuid_v7(clock), execution_id = new_uuid_v7(clock);
+  const std::string availability_id = new_uuid_v7(clock);
   const std::string args = args_document(step.args_json);
   const std::string due = add_seconds(now, step.delay_seconds);
-  const Cell source = step.source_step_id.empty() ? Cell(std::monostate{}) : Cell(step.source_step_id);
-  const Cell step_row[] = {step_id, step.run_id,        step.branch_id, source, step.node, step.klass,
-                           step.to_transition, status, now, now, now};
-  const Cell job_row[] = {job_id, step_id, step.klass, args, now, now, now};
-  const Cell execution_row[] = {execution_id, job_id, std::monostate{}, now, now, now};
-  const Cell availability_row[] = {availability_id, execution_id, step.pipeline, std::monostate{},
-                                   due,             std::monostate{}, now,       now};
-  emit(step_row, job_row, execution_row, availability_row);
+  const Cell source = step.source_step_id.empty() ? Cell() : Cell(step.source_step_id);
+  emit(StepRow{.id = step_id,
+               .run_id = step.run_id,
+               .branch_id = step.branch_id,
+               .source_step_id = source,
+               .node = step.node,
+               .klass = step.klass,
+               .to_transition = step.to_transition,
+               .status = status,
+               .started_at = now,
+               .created_at = now,
+               .updated_at = now},
+       JobRow{.id = job_id, .step_id = step_id, .klass = step.klass, .input_args = args, .started_at = now,
+              .created_at = now, .updated_at = now},
+       ExecutionRow{.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now},
+       AvailabilityRow{.id = availability_id, .execution_id = execution_id, .pipeline_klass = step.pipeline,
+                       .started_at = due, .created_at = now, .updated_at = now});
   return step_id;
-}
-
-template <size_t N>
-std::vector<BatchInsert::Value> owned(const Cell (&row)[N]) {
-  std::vector<BatchInsert::Value> values;
-  values.reserve(N);
-  for (const Cell& cell : row) values.push_back(cell.owned());
-  return values;
 }
 
 }  // namespace
 
-StepRows step_rows(const NewStep& step, const std::string& status, const std::string& now) {
+StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& status, const std::string& now) {
   StepRows rows;
-  rows.step_id = lay_out_step_rows(step, status, now, [&](const auto& s, const auto& j, const auto& e, const auto& a) {
-    rows.step = owned(s);
-    rows.job = owned(j);
-    rows.execution = owned(e);
-    rows.availability = owned(a);
+  rows.step_id = lay_out_step_rows(clock, step, status, now, [&](const auto& s, const auto& j, const auto& e, const auto& a) {
+    rows.step = RowWriter::owned(s);
+    rows.job = RowWriter::owned(j);
+    rows.execution = RowWriter::owned(e);
+    rows.availability = RowWriter::owned(a);
   });
   rows.run_id = step.run_id;
   rows.due_now = step.delay_seconds <= 0;
@@ -74,52 +75,37 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
   job.waited_seconds = 0;
   // Claimed: steps.status, executions.process_id, availabilities.process_id
   // and completed_at, as a claim leaves them.
-  rows.step[7] = std::string("in_progress");
-  rows.execution[2] = process_id;
-  rows.availability[3] = process_id;
-  rows.availability[5] = now;
+  rows.step[column::kStepStatus] = std::string("in_progress");
+  rows.execution[column::kExecutionProcess] = process_id;
+  rows.availability[column::kAvailabilityProcess] = process_id;
+  rows.availability[column::kAvailabilityCompletedAt] = now;
   return job;
 }
-
-StepInserts::StepInserts(Connection& conn)
-    : conn_(conn),
-      steps_(conn,
-             "INSERT INTO steps (id, run_id, branch_id, source_step_id, node, klass, to_transition, status, "
-             "started_at, created_at, updated_at) VALUES ",
-             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", 11),
-      jobs_(jobs_insert(conn)),
-      executions_(conn,
-                  "INSERT INTO executions (id, job_id, retry_count, crash_count, process_id, started_at, created_at, "
-                  "updated_at) VALUES ",
-                  "(?, ?, 0, 0, ?, ?, ?, ?)", 6),
-      availabilities_(conn,
-                      "INSERT INTO availabilities (id, execution_id, pipeline_klass, process_id, started_at, "
-                      "completed_at, created_at, updated_at) VALUES ",
-                      "(?, ?, ?, ?, ?, ?, ?, ?)", 8) {}
 
 void StepInserts::add(StepRows rows) {
   // Parent first, so each table's batch is written after the batches of
   // the rows it refers to.
-  steps_.add(std::move(rows.step));
-  jobs_.add(std::move(rows.job));
-  executions_.add(std::move(rows.execution));
-  availabilities_.add(std::move(rows.availability));
+  rows_.add_owned(RowWriter::kSteps, rows.step);
+  rows_.add_owned(RowWriter::kJobs, rows.job);
+  rows_.add_owned(RowWriter::kExecutions, rows.execution);
+  rows_.add_owned(RowWriter::kAvailabilities, rows.availability);
   any_ = true;
 }
 
 std::string StepInserts::add(const NewStep& step, const std::string& status, const std::string& now) {
   any_ = true;
-  return lay_out_step_rows(step, status, now, [&](const auto& s, const auto& j, const auto& e, const auto& a) {
-    steps_.add(s, std::size(s));
-    jobs_.add(j, std::size(j));
-    executions_.add(e, std::size(e));
-    availabilities_.add(a, std::size(a));
-  });
+  return lay_out_step_rows(rows_.connection().clock(), step, status, now,
+                           [&](const auto& s, const auto& j, const auto& e, const auto& a) {
+                             rows_.step(s);
+                             rows_.job(j);
+                             rows_.execution(e);
+                             rows_.availability(a);
+                           });
 }
 
 void StepInserts::flush() {
-  for (BatchInsert* batch : {&steps_, &jobs_, &executions_, &availabilities_}) batch->flush();
-  if (any_) conn_.notify(Connection::Work::kJobs);
+  rows_.flush();
+  if (any_) rows_.connection().notify(Connection::Work::kJobs);
   any_ = false;
 }
 

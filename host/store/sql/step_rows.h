@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "store/sql/batch_insert.h"
+#include "store/sql/row_writer.h"
 #include "store/store_types.h"
 
 namespace ductwork::sql {
@@ -21,8 +22,8 @@ struct StepRows {
 };
 
 // The rows of `step`, created with `status`, stamped `now` (its job is due
-// at now + the step's delay).
-StepRows step_rows(const NewStep& step, const std::string& status, const std::string& now);
+// at now + the step's delay), with ids of `clock`'s time.
+StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& status, const std::string& now);
 
 // Makes `rows` as a claim by `process_id` at `now` leaves a step's rows (the
 // step in progress, its execution and availability taken) and returns the
@@ -30,20 +31,21 @@ StepRows step_rows(const NewStep& step, const std::string& status, const std::st
 // attempt once the rows are written.
 ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const std::string& now);
 
-// Writes the rows of many steps in a few multi-row statements, parents
-// first, and tells listening hosts that jobs were made.
+// Queues the rows of new steps on a RowWriter (with whatever else the
+// caller queues there: a fan-out's branches), and on flush() writes them
+// and tells listening hosts that jobs were made.
 class StepInserts {
  public:
-  explicit StepInserts(Connection& conn);
+  explicit StepInserts(RowWriter& rows) : rows_(rows) {}
   void add(StepRows rows);
   // Queues the rows of a new step without building them as StepRows first
   // (a fan-out's children); returns the step's id.
   std::string add(const NewStep& step, const std::string& status, const std::string& now);
+  // Writes every row queued on the writer.
   void flush();
 
  private:
-  Connection& conn_;
-  BatchInsert steps_, jobs_, executions_, availabilities_;
+  RowWriter& rows_;
   bool any_ = false;
 };
 

@@ -43,13 +43,11 @@ void configure_sqlite_library() {
 
 // dw_now([offset_seconds]): the database clock as sortable UTC text with
 // microseconds. For an embedded database the database server's clock is this
-// machine's clock (moved by the connection's DbClock, when it has one);
+// machine's: the wall() of the connection's Clock (util/clock.h);
 // SQLite's own 'now' only has millisecond resolution, which is too coarse to
 // measure sub-millisecond step latencies.
 void dw_now(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
-  auto now = std::chrono::system_clock::now();
-  if (const auto* clock = static_cast<const DbClock*>(sqlite3_user_data(ctx)))
-    now += std::chrono::microseconds(clock->offset_micros());
+  auto now = static_cast<const Clock*>(sqlite3_user_data(ctx))->wall();
   if (argc == 1 && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
     double offset = sqlite3_value_double(argv[0]);
     now += std::chrono::microseconds(static_cast<int64_t>(std::llround(offset * 1e6)));
@@ -71,8 +69,8 @@ void dw_now(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
 // gives up (SQLITE_BUSY) after 60 s, as before.
 constexpr auto kBusyGiveUp = std::chrono::seconds(60);
 int wait_for_lock(void* started_at, int tries) {
-  auto* first_try = static_cast<std::chrono::steady_clock::time_point*>(started_at);
-  const auto now = std::chrono::steady_clock::now();
+  auto* first_try = static_cast<Clock::Instant*>(started_at);
+  const auto now = Clock::system().monotonic();
   if (tries == 0) *first_try = now;
   if (now - *first_try >= kBusyGiveUp) return 0;
   std::this_thread::sleep_for(std::chrono::microseconds(20 << std::min(tries, 6)));
@@ -203,8 +201,8 @@ std::string text_is_json(const std::string& expr) { return expr; }
 
 }  // namespace
 
-Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
-    : path_(std::move(path)), clock_(std::move(clock)) {
+Connection::Connection(std::string path, std::shared_ptr<const Clock> clock)
+    : path_(std::move(path)), clock_(Clock::or_system(std::move(clock))) {
   std::call_once(register_once, [] {
     configure_sqlite_library();
     Poco::Data::SQLite::Connector::registerConnector();
@@ -230,7 +228,7 @@ Connection::Connection(std::string path, std::shared_ptr<const DbClock> clock)
   // Left in the WAL, it is checkpointed by the next host in the background
   // (and a host that stops cleanly compacts it: Store::compact_journal).
   sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  void* clock_data = const_cast<DbClock*>(clock_.get());
+  void* clock_data = const_cast<Clock*>(clock_.get());
   sqlite3_create_function(db_, "dw_now", 0, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
   sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
   // journal_mode is the first statement to read the file, so a path that is
@@ -405,7 +403,7 @@ constexpr int kForceBackoffSeconds = 5;
 
 }  // namespace
 
-SharedDatabase::SharedDatabase(std::string path, std::shared_ptr<const DbClock> clock)
+SharedDatabase::SharedDatabase(std::string path, std::shared_ptr<const Clock> clock)
     : conn(std::move(path), std::move(clock)) {
   sqlite3_wal_autocheckpoint(conn.handle(), 0);
   sqlite3_wal_hook(
@@ -447,7 +445,7 @@ void SharedDatabase::checkpoint_loop() {
   // reads it; until then a checkpoint call returns "not in WAL mode" and
   // does nothing.
   sqlite3_exec(db, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr);
-  std::chrono::steady_clock::time_point next_force{};
+  Clock::Instant next_force{};
   std::unique_lock<std::mutex> lock(checkpoint_mutex_);
   while (!stopping_) {
     checkpoint_cv_.wait_for(lock, std::chrono::milliseconds(kCheckpointIntervalMs),
@@ -457,7 +455,7 @@ void SharedDatabase::checkpoint_loop() {
     // A TRUNCATE checkpoint holds writers back while it waits for readers;
     // one that gave up (busy: a long reader) is not tried again for a few
     // seconds, so a long report cannot throttle every commit to one a second.
-    auto now = std::chrono::steady_clock::now();
+    const auto now = Clock::system().monotonic();
     bool force = wal_too_big_ && now >= next_force;
     wal_too_big_ = false;
     lock.unlock();

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "store/db_clock.h"
+#include "util/clock.h"
 #include "store/sql/sql_connection.h"
 #include "store/sql/sql_store.h"
 
@@ -31,8 +31,8 @@ class Connection final : public sql::Connection {
  public:
   // Opens (creating if needed) the file. Throws StoreError naming the path
   // when it cannot be opened or is not a SQLite database. dw_now() reads
-  // `clock` when one is given (tests), else this machine's clock.
-  explicit Connection(std::string path, std::shared_ptr<const DbClock> clock = nullptr);
+  // `clock`'s wall() when one is given (tests), else this machine's clock.
+  explicit Connection(std::string path, std::shared_ptr<const Clock> clock = nullptr);
   ~Connection() override;
 
   void exec_script(const std::string& sql) override;
@@ -55,6 +55,7 @@ class Connection final : public sql::Connection {
   // readers still using the old frames).
   void compact_journal() override;
 
+  const Clock& clock() const override { return *clock_; }
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
   // Throws StoreError for SQLite result code `rc`, with SQLite's message
@@ -68,12 +69,12 @@ class Connection final : public sql::Connection {
 
  private:
   std::string path_;
-  std::shared_ptr<const DbClock> clock_;  // dw_now()'s user data: outlives the handle
+  std::shared_ptr<const Clock> clock_;  // dw_now()'s user data: outlives the handle
   // The database file this connection opened (0/0 for ":memory:" and URIs).
   dev_t device_ = 0;
   ino_t inode_ = 0;
   bool wal_ = false;  // the file is in WAL mode (it has a -wal while open)
-  std::chrono::steady_clock::time_point busy_since_;  // the busy handler's first try
+  Clock::Instant busy_since_;  // the busy handler's first try
   std::unique_ptr<Poco::Data::Session> session_;
   sqlite3* db_ = nullptr;
 };
@@ -85,7 +86,7 @@ class Connection final : public sql::Connection {
 // waiting writers sleep in SQLite's busy handler in millisecond steps instead
 // of queueing on a mutex. Other processes are arbitrated by the busy timeout.
 struct SharedDatabase final : sql::SharedConnection {
-  SharedDatabase(std::string path, std::shared_ptr<const DbClock> clock);
+  SharedDatabase(std::string path, std::shared_ptr<const Clock> clock);
   ~SharedDatabase() override;
   SharedDatabase(const SharedDatabase&) = delete;
   SharedDatabase& operator=(const SharedDatabase&) = delete;

@@ -11,9 +11,10 @@ namespace ductwork::sqlite {
 // connection (SharedDatabase explains why).
 class SqliteStoreFactory final : public StoreFactory {
  public:
-  explicit SqliteStoreFactory(std::string path, std::shared_ptr<const DbClock> clock = nullptr)
+  explicit SqliteStoreFactory(std::string path, std::shared_ptr<const Clock> clock = nullptr)
       : shared_(std::make_shared<SharedDatabase>(std::move(path), std::move(clock))) {}
   std::unique_ptr<Store> open() override { return std::make_unique<sql::SqlStore>(shared_); }
+  const Clock& clock() const override { return shared_->conn.clock(); }
 
  private:
   std::shared_ptr<SharedDatabase> shared_;

@@ -1,3 +1,4 @@
+-- formerly: 014_on_halt_calls (the two dialects' numbering was made one)
 -- The call of a run's on_halt step (issue 41 item 10), for `status` and the
 -- dashboard: written 'running' in the transaction that takes the dispatch
 -- (runs.on_halt_dispatched_at), then its end. At most one per run; a call

@@ -1,3 +1,4 @@
+-- formerly: 010_fillfactor (the two dialects' numbering was made one)
 -- Room on each page for the next version of a row. A step, its job, its
 -- execution and its attempt are each rewritten once or twice after their
 -- insert (claimed, completed); with free space on the row's own page and no

@@ -1,0 +1,174 @@
+#include "store/sql/row_writer.h"
+
+#include <array>
+#include <string>
+
+namespace ductwork::sql {
+namespace {
+
+// Each table's columns, in the order of its row struct (row_writer.h).
+struct TableSpec {
+  const char* name;
+  const char* columns;
+  int width;
+};
+
+constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
+    {"pipelines", "id, klass, status, triggered_at, started_at, idempotency_key, created_at, updated_at", 8},
+    {"runs",
+     "id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, started_at, created_at, "
+     "updated_at",
+     10},
+    {"branches",
+     "id, run_id, pipeline_klass, status, advanceable, fanout_index, fanout_width, fanin_arrived, fanin_branch_id, "
+     "last_advanced_at, started_at, completed_at, created_at, updated_at",
+     14},
+    {"branch_links", "id, parent_branch_id, child_branch_id, created_at, updated_at", 5},
+    {"steps",
+     "id, run_id, branch_id, source_step_id, node, klass, to_transition, status, started_at, completed_at, "
+     "created_at, updated_at, idempotency_key",
+     13},
+    {"jobs", "id, step_id, klass, input_args, output_payload, started_at, completed_at, created_at, updated_at", 9},
+    {"executions", "id, job_id, process_id, retry_count, crash_count, started_at, created_at, updated_at", 8},
+    {"availabilities",
+     "id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at", 8},
+    {"transitions",
+     "id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at", 8},
+    {"advancements",
+     "id, transition_id, process_id, crash_count, started_at, completed_at, error_klass, error_message, "
+     "error_backtrace, created_at, updated_at",
+     11},
+};
+
+std::string insert_head(const TableSpec& spec) {
+  return std::string("INSERT INTO ") + spec.name + " (" + spec.columns + ") VALUES ";
+}
+
+std::string placeholders(int width) {
+  std::string row = "(";
+  for (int i = 0; i < width; ++i) row += i == 0 ? "?" : ", ?";
+  return row + ")";
+}
+
+template <size_t N>
+std::vector<BatchInsert::Value> owned_cells(const std::array<Cell, N>& cells) {
+  std::vector<BatchInsert::Value> values;
+  values.reserve(N);
+  for (const Cell& cell : cells) values.push_back(cell.owned());
+  return values;
+}
+
+// Each row struct as its cells, in its table's column order.
+std::array<Cell, 8> cells_of(const PipelineRow& r) {
+  return {r.id, r.klass, r.status, r.triggered_at, r.started_at, r.idempotency_key, r.created_at, r.updated_at};
+}
+std::array<Cell, 10> cells_of(const RunRow& r) {
+  return {r.id,     r.pipeline_id,  r.pipeline_klass, r.definition, r.definition_sha1,
+          r.status, r.triggered_at, r.started_at,     r.created_at, r.updated_at};
+}
+std::array<Cell, 14> cells_of(const BranchRow& r) {
+  return {r.id,           r.run_id,       r.pipeline_klass,   r.status,          r.advanceable,
+          r.fanout_index, r.fanout_width, r.fanin_arrived,    r.fanin_branch_id, r.last_advanced_at,
+          r.started_at,   r.completed_at, r.created_at,       r.updated_at};
+}
+std::array<Cell, 5> cells_of(const BranchLinkRow& r) {
+  return {r.id, r.parent_branch_id, r.child_branch_id, r.created_at, r.updated_at};
+}
+std::array<Cell, 13> cells_of(const StepRow& r) {
+  return {r.id,         r.run_id,       r.branch_id,  r.source_step_id, r.node,
+          r.klass,      r.to_transition, r.status,    r.started_at,     r.completed_at,
+          r.created_at, r.updated_at,   r.idempotency_key};
+}
+std::array<Cell, 9> cells_of(const JobRow& r) {
+  return {r.id,         r.step_id,      r.klass,      r.input_args, r.output_payload,
+          r.started_at, r.completed_at, r.created_at, r.updated_at};
+}
+std::array<Cell, 8> cells_of(const ExecutionRow& r) {
+  return {r.id, r.job_id, r.process_id, r.retry_count, r.crash_count, r.started_at, r.created_at, r.updated_at};
+}
+std::array<Cell, 8> cells_of(const AvailabilityRow& r) {
+  return {r.id,         r.execution_id, r.pipeline_klass, r.process_id,
+          r.started_at, r.completed_at, r.created_at,     r.updated_at};
+}
+std::array<Cell, 8> cells_of(const TransitionRow& r) {
+  return {r.id, r.branch_id, r.in_step_id, r.out_step_id, r.started_at, r.completed_at, r.created_at, r.updated_at};
+}
+std::array<Cell, 11> cells_of(const AdvancementRow& r) {
+  return {r.id,           r.transition_id, r.process_id,    r.crash_count,
+          r.started_at,   r.completed_at,  r.error_klass,   r.error_message,
+          r.error_backtrace, r.created_at, r.updated_at};
+}
+
+}  // namespace
+
+BatchInsert& RowWriter::table(Table t) {
+  std::optional<BatchInsert>& batch = tables_[t];
+  if (!batch) batch.emplace(conn_, insert_head(kSpecs[t]), placeholders(kSpecs[t].width), kSpecs[t].width);
+  return *batch;
+}
+
+BatchInsert& RowWriter::before_add(Table t) {
+  BatchInsert& batch = table(t);
+  // This row fills the batch, which is then written at once: the rows it
+  // may refer to, queued in the tables before it, are written first.
+  if (batch.queued_rows() + 1 >= BatchInsert::kRowsPerStatement) {
+    for (size_t parent = 0; parent < t; ++parent) {
+      if (tables_[parent]) tables_[parent]->flush();
+    }
+  }
+  return batch;
+}
+
+template <size_t N>
+void RowWriter::add(Table t, const std::array<Cell, N>& cells) {
+  before_add(t).add(cells.data(), N);
+}
+
+void RowWriter::add_owned(Table t, const std::vector<BatchInsert::Value>& values) { before_add(t).add(values); }
+
+void RowWriter::pipeline(const PipelineRow& r) { add(kPipelines, cells_of(r)); }
+
+bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
+  const TableSpec& spec = kSpecs[kPipelines];
+  static const std::string sql =
+      insert_head(spec) + placeholders(spec.width) + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";
+  // Written alone and at once: the caller reads whether it was.
+  Statement stmt = conn_.prepare(sql);
+  int index = 1;
+  for (const BatchInsert::Value& value : owned_cells(cells_of(r))) {
+    if (const std::string* text = std::get_if<std::string>(&value)) {
+      stmt.bind(index, *text);
+    } else if (const int64_t* number = std::get_if<int64_t>(&value)) {
+      stmt.bind(index, *number);
+    } else {
+      stmt.bind_null(index);
+    }
+    ++index;
+  }
+  return stmt.step();
+}
+
+void RowWriter::run(const RunRow& r) { add(kRuns, cells_of(r)); }
+void RowWriter::branch(const BranchRow& r) { add(kBranches, cells_of(r)); }
+void RowWriter::branch_link(const BranchLinkRow& r) { add(kBranchLinks, cells_of(r)); }
+void RowWriter::step(const StepRow& r) { add(kSteps, cells_of(r)); }
+void RowWriter::job(const JobRow& r) { add(kJobs, cells_of(r)); }
+void RowWriter::execution(const ExecutionRow& r) { add(kExecutions, cells_of(r)); }
+void RowWriter::availability(const AvailabilityRow& r) { add(kAvailabilities, cells_of(r)); }
+void RowWriter::transition(const TransitionRow& r) { add(kTransitions, cells_of(r)); }
+void RowWriter::advancement(const AdvancementRow& r) { add(kAdvancements, cells_of(r)); }
+
+void RowWriter::flush() {
+  for (std::optional<BatchInsert>& batch : tables_) {
+    if (batch) batch->flush();
+  }
+}
+
+std::vector<BatchInsert::Value> RowWriter::owned(const StepRow& r) { return owned_cells(cells_of(r)); }
+std::vector<BatchInsert::Value> RowWriter::owned(const JobRow& r) { return owned_cells(cells_of(r)); }
+std::vector<BatchInsert::Value> RowWriter::owned(const ExecutionRow& r) { return owned_cells(cells_of(r)); }
+std::vector<BatchInsert::Value> RowWriter::owned(const AvailabilityRow& r) { return owned_cells(cells_of(r)); }
+std::vector<BatchInsert::Value> RowWriter::owned(const TransitionRow& r) { return owned_cells(cells_of(r)); }
+std::vector<BatchInsert::Value> RowWriter::owned(const AdvancementRow& r) { return owned_cells(cells_of(r)); }
+
+}  // namespace ductwork::sql

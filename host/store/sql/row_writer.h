@@ -1,0 +1,138 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "store/sql/batch_insert.h"
+#include "store/sql/sql_connection.h"
+
+namespace ductwork::sql {
+
+// The one place that inserts the rows of the engine's model: pipelines,
+// runs, branches, branch links, steps, jobs, executions, availabilities,
+// transitions and advancements. Each table's columns are listed here once,
+// so a new column touches one row struct and one list. Rows are queued per
+// table and written by multi-row statements (BatchInsert): a 100,000-wide
+// fan-out costs a few hundred statements, and a group commit of many steps
+// one statement per table.
+//
+// A row's fields borrow their values (BatchInsert::Cell) until the call that
+// queues it returns; a field left out is NULL (or the column's usual start
+// value, where a row struct says so). A table's batch is written as soon as
+// it is full, after whatever the tables before it in Table's order (its
+// parents) hold queued; flush() writes what is left in the same order.
+// flush() before the transaction commits (or before a statement reads the
+// rows back); rows still queued when the writer is destroyed abort the
+// process (BatchInsert).
+using Cell = BatchInsert::Cell;
+
+struct PipelineRow {
+  Cell id, klass, status = "in_progress", triggered_at, started_at, idempotency_key, created_at, updated_at;
+};
+struct RunRow {
+  Cell id, pipeline_id, pipeline_klass, definition, definition_sha1, status = "in_progress", triggered_at,
+      started_at, created_at, updated_at;
+};
+struct BranchRow {
+  Cell id, run_id, pipeline_klass, status = "in_progress", advanceable = int64_t{0}, fanout_index, fanout_width,
+      fanin_arrived = int64_t{0}, fanin_branch_id, last_advanced_at, started_at, completed_at, created_at, updated_at;
+};
+struct BranchLinkRow {
+  Cell id, parent_branch_id, child_branch_id, created_at, updated_at;
+};
+struct StepRow {
+  Cell id, run_id, branch_id, source_step_id, node, klass, to_transition, status, started_at, completed_at,
+      created_at, updated_at, idempotency_key;
+};
+struct JobRow {
+  Cell id, step_id, klass, input_args, output_payload, started_at, completed_at, created_at, updated_at;
+};
+struct ExecutionRow {
+  Cell id, job_id, process_id, retry_count = int64_t{0}, crash_count = int64_t{0}, started_at, created_at,
+      updated_at;
+};
+struct AvailabilityRow {
+  Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at;
+};
+struct TransitionRow {
+  Cell id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at;
+};
+struct AdvancementRow {
+  Cell id, transition_id, process_id, crash_count = int64_t{0}, started_at, completed_at, error_klass,
+      error_message, error_backtrace, created_at, updated_at;
+};
+
+// Positions of the columns a caller edits in a row kept as owned values
+// (StepRows): the order of the lists above.
+namespace column {
+inline constexpr size_t kStepStatus = 7;
+inline constexpr size_t kExecutionProcess = 2;
+inline constexpr size_t kAvailabilityProcess = 3;
+inline constexpr size_t kAvailabilityCompletedAt = 5;
+}  // namespace column
+
+class RowWriter {
+ public:
+  // Parent-first: the order flush() writes the tables in.
+  enum Table : size_t {
+    kPipelines,
+    kRuns,
+    kBranches,
+    kBranchLinks,
+    kSteps,
+    kJobs,
+    kExecutions,
+    kAvailabilities,
+    kTransitions,
+    kAdvancements,
+    kTableCount
+  };
+
+  explicit RowWriter(Connection& conn) : conn_(conn) {}
+  Connection& connection() const { return conn_; }
+
+  void pipeline(const PipelineRow& row);
+  // A pipeline with an idempotency key, written at once unless a pipeline
+  // with that key exists (the unique index decides, also against a
+  // concurrent transaction). True when this row was written.
+  bool pipeline_unless_key_exists(const PipelineRow& row);
+  void run(const RunRow& row);
+  void branch(const BranchRow& row);
+  void branch_link(const BranchLinkRow& row);
+  void step(const StepRow& row);
+  void job(const JobRow& row);
+  void execution(const ExecutionRow& row);
+  void availability(const AvailabilityRow& row);
+  void transition(const TransitionRow& row);
+  void advancement(const AdvancementRow& row);
+  // A row of `table` kept as owned values in that table's column order
+  // (owned() below).
+  void add_owned(Table table, const std::vector<BatchInsert::Value>& values);
+
+  // Writes every queued row, parents first.
+  void flush();
+
+  // A row as owned values, to keep it past its sources (StepRows).
+  static std::vector<BatchInsert::Value> owned(const StepRow& row);
+  static std::vector<BatchInsert::Value> owned(const JobRow& row);
+  static std::vector<BatchInsert::Value> owned(const ExecutionRow& row);
+  static std::vector<BatchInsert::Value> owned(const AvailabilityRow& row);
+  static std::vector<BatchInsert::Value> owned(const TransitionRow& row);
+  static std::vector<BatchInsert::Value> owned(const AdvancementRow& row);
+
+ private:
+  BatchInsert& table(Table table);
+  // The table's batch, with its parents' rows written first when the row
+  // about to be added fills it.
+  BatchInsert& before_add(Table table);
+  template <size_t N>
+  void add(Table table, const std::array<Cell, N>& cells);
+
+  Connection& conn_;
+  std::array<std::optional<BatchInsert>, kTableCount> tables_;
+};
+
+}  // namespace ductwork::sql

@@ -1,0 +1,4 @@
+-- Nothing to do on PostgreSQL. On SQLite this migration moves the runs
+-- table's definition snapshot to its last column, for SQLite's overflow
+-- pages; PostgreSQL keeps a long value out of line (TOAST) wherever the
+-- column sits. Both dialects share one numbering (docs/architecture.md).

@@ -1,0 +1,3 @@
+-- Nothing to do on PostgreSQL. On SQLite this migration rebuilds the runs
+-- table as a rowid table; PostgreSQL has no WITHOUT ROWID tables. Both
+-- dialects share one numbering (docs/architecture.md).

@@ -1,0 +1,4 @@
+-- Nothing to do on SQLite. On PostgreSQL this migration lets a test move
+-- the server's clock for a session; SQLite's dw_now() is a function of the
+-- host (it reads the stores' clock directly). Both dialects share one
+-- numbering (docs/architecture.md).

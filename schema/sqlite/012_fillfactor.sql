@@ -1,0 +1,4 @@
+-- Nothing to do on SQLite. On PostgreSQL this migration leaves room on each
+-- page for a row's next version (HOT updates); SQLite rewrites rows in place
+-- and has no fill factor. Both dialects share one numbering
+-- (docs/architecture.md).
