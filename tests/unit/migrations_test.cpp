@@ -78,6 +78,16 @@ const std::vector<std::string> kPostgresqlBefore = {
     "009_clock_offset",    "010_fillfactor",      "011_process_problem",      "012_step_idempotency_key",
     "013_process_notice",  "014_on_halt_calls"};
 
+// A host of the earlier numbering (a rolling upgrade, a downgrade) finds
+// every file it knows recorded on a database this build created.
+TEST_F(MigrationUpgradeTest, ADatabaseThisBuildMadeHasEveryEarlierNameRecorded) {
+  const std::vector<std::string>& before = testsupport::on_postgresql() ? kPostgresqlBefore : kSqliteBefore;
+  const std::vector<std::string> names = recorded();
+  for (const std::string& name : before) {
+    EXPECT_TRUE(std::binary_search(names.begin(), names.end(), name)) << name << " is not recorded";
+  }
+}
+
 TEST_F(MigrationUpgradeTest, ADatabaseOfThePreviousNumberingUpgradesWithoutRunningAFileTwice) {
   const bool pg = testsupport::on_postgresql();
   const std::vector<std::string>& before = pg ? kPostgresqlBefore : kSqliteBefore;

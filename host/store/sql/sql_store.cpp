@@ -91,8 +91,6 @@ std::vector<std::string> SqlStore::migrate() {
     bool as_now = false;
     const bool done = recorded(conn_, migration, &as_now);
     if (as_now) continue;
-    // Applied under an earlier name: its present name is recorded beside
-    // that one (kept, for a host of the earlier numbering on this database).
     if (!done) {
       try {
         if (has_statements(migration.sql)) conn_.exec_script(migration.sql);
@@ -100,9 +98,17 @@ std::vector<std::string> SqlStore::migrate() {
         throw StoreError(std::string(e.what()) + " (in migration " + migration.version + ")");
       }
     }
-    conn_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, dw_now())")
-        .bind(1, migration.version)
-        .exec();
+    // Recorded under its present name and every earlier one, so a host of
+    // the earlier numbering sharing this database (a rolling upgrade, a
+    // downgrade) finds it applied too.
+    auto record = [this](const std::string& version) {
+      conn_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, dw_now()) "
+                    "ON CONFLICT (version) DO NOTHING")
+          .bind(1, version)
+          .exec();
+    };
+    record(migration.version);
+    for (const std::string& name : migration.formerly) record(name);
     tx.commit();
     if (!done) applied_now.push_back(migration.version);
   }
