@@ -236,9 +236,20 @@ Connection::Connection(std::string path, std::shared_ptr<const Clock> clock)
   // journal_size_limit: whenever the WAL starts over after a checkpoint, a
   // -wal file longer than 64 MB is cut back to that, so a burst (a wide
   // fan-out) does not leave its size on the disk until the next clean stop.
-  exec_script(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
-      "PRAGMA cache_size=-65536; PRAGMA journal_size_limit=67108864;");
+  // Switching a fresh file to WAL takes its exclusive lock, and SQLite
+  // answers SQLITE_BUSY at once, without the busy handler, while another
+  // process opening the same fresh file holds it: wait as the busy handler
+  // would (a `migrate` racing a `start` and a `trigger` met it).
+  for (int tries = 0;; ++tries) {
+    try {
+      exec_script(
+          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; "
+          "PRAGMA cache_size=-65536; PRAGMA journal_size_limit=67108864;");
+      break;
+    } catch (const StoreError&) {
+      if ((sqlite3_errcode(db_) & 0xff) != SQLITE_BUSY || wait_for_lock(&busy_since_, tries) == 0) throw;
+    }
+  }
   {
     // A file system without shared memory keeps the rollback journal: then
     // there is no -wal file to watch for.
