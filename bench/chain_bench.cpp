@@ -123,7 +123,7 @@ Definition chain_definition(int length) {
 }
 
 void wait_drained(Store& store) {
-  while (store.progress({"BenchChain"}).pipelines_open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  while (store.reads().progress({"BenchChain"}).pipelines_open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 struct RunResult {
@@ -334,7 +334,7 @@ std::vector<double> hosts_light_run(const Options& o, const fs::path& dir, const
   for (const auto& [machine, role] : machines) hosts.push_back(spawn_host(o, config_path, machine, role));
   auto both_up = [&] {
     bool worker = false, advancer = false;
-    for (const auto& p : store->processes()) {
+    for (const auto& p : store->reads().processes()) {
       worker = worker || p.role == "worker";
       advancer = advancer || p.role == "advancer";
     }

@@ -40,7 +40,7 @@ int cmd_health(const Args& args) {
       std::printf("unhealthy: no database at %s (no host has run)\n", database_name(boot.config().database).c_str());
       return kExitFailure;
     }
-    rows = boot.open_store_for_reading()->processes();
+    rows = boot.open_store_for_reading()->reads().processes();
   } catch (const BadInput& e) {
     // A database server that does not answer: that is the answer.
     std::printf("unhealthy: database unreachable: %s\n", e.what());

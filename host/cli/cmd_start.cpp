@@ -161,7 +161,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
     if (runtime.database_unusable()) return false;
     if (!drain && !progress) return true;
     try {
-      Progress totals = store->progress(pipelines);
+      Progress totals = store->reads().progress(pipelines);
       if (progress) {
         progress->update(totals.pipelines_total - totals.pipelines_open, totals.pipelines_total,
                          runtime.stats().steps_succeeded.load());

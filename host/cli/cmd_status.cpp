@@ -143,7 +143,7 @@ int cmd_list(const Args& args) {
   }
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   std::vector<PipelineSummary> rows;
-  if (boot.database_exists()) rows = boot.open_store_for_reading()->list_pipelines(filter);
+  if (boot.database_exists()) rows = boot.open_store_for_reading()->reads().list_pipelines(filter);
   if (args.flag("json")) {
     Json out = Json::array();
     for (const auto& r : rows) {

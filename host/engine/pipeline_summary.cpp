@@ -34,7 +34,7 @@ Json run_counts(Store& store, const RunRecord& run) {
   int64_t total = 0;
   std::map<std::string, int64_t> by_status;
   // Counts only: the attempts' times would cost a lookup per step.
-  for (const NodeStatusCount& c : store.node_counts(run.id, /*attempt_times=*/false)) {
+  for (const NodeStatusCount& c : store.reads().node_counts(run.id, /*attempt_times=*/false)) {
     total += c.count;
     by_status[c.status] += c.count;
     nodes.push_back(Json::object({{"node", c.node}, {"klass", c.klass}, {"status", c.status}, {"count", c.count}}));
@@ -46,7 +46,7 @@ Json run_counts(Store& store, const RunRecord& run) {
   Json halts = Json::array(), dampened = Json::array();
   int64_t branch_total = 0;
   std::map<std::string, int64_t> branch_status;
-  for (const BranchStatusCount& b : store.branch_counts(run.id)) {
+  for (const BranchStatusCount& b : store.reads().branch_counts(run.id)) {
     branch_total += b.count;
     branch_status[b.status] += b.count;
     if (b.status == "halted") {
@@ -71,7 +71,7 @@ Json run_counts(Store& store, const RunRecord& run) {
 
 std::optional<Json> pipeline_summary(Store& store, const std::string& pipeline_id,
                                      const std::optional<std::string>& run_id) {
-  std::optional<PipelineRecord> header = store.pipeline_header(pipeline_id);
+  std::optional<PipelineRecord> header = store.reads().pipeline_header(pipeline_id);
   if (!header) return std::nullopt;
   const RunRecord* run = chosen_run(*header, run_id);
   Json runs = Json::array();
@@ -90,14 +90,14 @@ std::optional<Json> pipeline_summary(Store& store, const std::string& pipeline_i
 std::optional<StepsPage> pipeline_steps(Store& store, const std::string& pipeline_id,
                                         const std::optional<std::string>& run_id,
                                         const std::optional<std::pair<std::string, std::string>>& after, int limit) {
-  std::optional<PipelineRecord> header = store.pipeline_header(pipeline_id);
+  std::optional<PipelineRecord> header = store.reads().pipeline_header(pipeline_id);
   if (!header) return std::nullopt;
   const RunRecord* run = chosen_run(*header, run_id);
   StepsPage out;
   out.document = Json::object({{"id", pipeline_id}, {"run_id", run ? Json(run->id) : Json()}, {"steps", Json::array()}});
   if (!run) return out;
   // One more than asked tells whether a next page exists.
-  StepPage page = store.steps_after(run->id, after, limit + 1);
+  StepPage page = store.reads().steps_after(run->id, after, limit + 1);
   std::map<std::string, Json> executions;  // job id -> its executions, in order
   for (const auto& e : page.executions) executions[e.job_id].push_back(execution_document(e));
   for (size_t i = 0; i < page.steps.size() && i < static_cast<size_t>(limit); ++i) {

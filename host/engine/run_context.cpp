@@ -61,9 +61,9 @@ std::optional<std::string> context_source_run(const std::string& pipeline_id, co
 
 std::optional<Json> context_document(Store& store, const std::string& pipeline_id,
                                      const std::optional<RunRef>& run_ref) {
-  std::optional<PipelineRecord> header = store.pipeline_header(pipeline_id);
+  std::optional<PipelineRecord> header = store.reads().pipeline_header(pipeline_id);
   if (!header) return std::nullopt;
-  std::vector<RunContextCount> runs = store.run_context_counts(pipeline_id);
+  std::vector<RunContextCount> runs = store.reads().run_context_counts(pipeline_id);
   if (runs.empty()) throw UnknownRun("pipeline " + pipeline_id + " has no run");
   int64_t number = static_cast<int64_t>(runs.size());
   if (run_ref && !run_ref->id.empty()) {
@@ -78,7 +78,7 @@ std::optional<Json> context_document(Store& store, const std::string& pipeline_i
   }
   const RunContextCount& run = runs[static_cast<size_t>(number - 1)];
   Json context = Json::object();
-  for (const ContextRecord& value : store.context_values(run.run_id, std::numeric_limits<int>::max())) {
+  for (const ContextRecord& value : store.reads().context_values(run.run_id, std::numeric_limits<int>::max())) {
     std::optional<Json> parsed = try_parse_json(value.value_json);
     context[value.key] = parsed ? std::move(*parsed) : Json();
   }

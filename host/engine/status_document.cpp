@@ -102,7 +102,7 @@ Json status_document(const PipelineRecord& pipeline) {
 }
 
 std::optional<Json> pipeline_report(Store& store, const std::string& pipeline_id) {
-  auto record = store.pipeline_record(pipeline_id);
+  auto record = store.reads().pipeline_record(pipeline_id);
   if (!record) return std::nullopt;
   return status_document(*record);
 }

@@ -216,7 +216,7 @@ Response ApiV1::list_pipelines(const Request& request) {
   const int limit = page_limit(request, "limit", kDefaultPageSize, kMaxPageSize);
   if (const std::string* cursor = query(request, "cursor")) filter.after = decode_cursor(*cursor);
   filter.limit = limit + 1;  // one more tells whether a next page exists
-  std::vector<PipelineSummary> rows = context_.stores.take()->list_pipelines(filter);
+  std::vector<PipelineSummary> rows = context_.stores.take()->reads().list_pipelines(filter);
   Json out = Json::object({{"pipelines", Json::array()}, {"next_cursor", nullptr}});
   for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(limit); ++i) {
     out["pipelines"].push_back(summary_document(rows[i]));
@@ -377,14 +377,14 @@ Response ApiV1::resume(const std::string& id, const Request& request) {
 
 Response ApiV1::processes() {
   Json out = Json::array();
-  for (const ProcessInfo& p : context_.stores.take()->processes()) out.push_back(process_document(p));
+  for (const ProcessInfo& p : context_.stores.take()->reads().processes()) out.push_back(process_document(p));
   return json_response(200, Json::object({{"processes", out}}));
 }
 
 Response ApiV1::metrics_text() {
   // The database's figures first: a scrape that cannot read them fails
   // whole (503) rather than show counters without gauges.
-  MetricGauges gauges = context_.stores.take()->metric_gauges();
+  MetricGauges gauges = context_.stores.take()->reads().metric_gauges();
   Response r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   std::set<std::string> defined;

@@ -120,7 +120,7 @@ Response Dashboard::handle(const Request& request) {
 
 Response Dashboard::overview(const Request& request) {
   auto store = context_.stores.take();
-  std::vector<StatusCount> counts = store->pipeline_status_counts();
+  std::vector<StatusCount> counts = store->reads().pipeline_status_counts();
   const std::vector<std::string> columns = {"in_progress", "pending", "waiting", "dampened",
                                             "halted",      "cancelled", "completed"};
   std::map<std::string, std::map<std::string, int64_t>> by_pipeline;
@@ -148,7 +148,7 @@ Response Dashboard::overview(const Request& request) {
   body += "</table>";
 
   body += "<h2>Step results, last 15 minutes</h2>";
-  std::vector<MinuteCount> minutes = store->results_per_minute(15);
+  std::vector<MinuteCount> minutes = store->reads().results_per_minute(15);
   if (minutes.empty()) {
     body += "<p>No step finished in the last 15 minutes.</p>";
   } else {
@@ -160,7 +160,7 @@ Response Dashboard::overview(const Request& request) {
     body += "</table>";
   }
   body += "<h2>Recent failures</h2>";
-  std::vector<ErrorRecord> recent = store->recent_errors("", 5);
+  std::vector<ErrorRecord> recent = store->reads().recent_errors("", 5);
   if (recent.empty()) body += "<p>None.</p>";
   for (const auto& e : recent) {
     body += "<p>" + escape_html(e.at) + " <a href=\"/ui/pipelines/" + url_encoded(e.pipeline_id) + "\">" +

@@ -101,7 +101,7 @@ Response Dashboard::pipelines(const Request& request) {
 
 Response Dashboard::pipeline(const std::string& id, const Request& request) {
   auto store = context_.stores.take();
-  std::optional<PipelineRecord> header = store->pipeline_header(id);
+  std::optional<PipelineRecord> header = store->reads().pipeline_header(id);
   if (!header) throw HttpError(404, "not_found", "unknown pipeline id '" + id + "'");
   // The run shown: ?run=ID, else the latest (a revived pipeline's newest).
   const RunRecord* run = header->runs.empty() ? nullptr : &header->runs.back();
@@ -152,8 +152,8 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
     return page(header->klass + " " + id, page_body, request, refresh_seconds);
   }
 
-  std::vector<NodeStatusCount> counts = store->node_counts(run->id, /*attempt_times=*/true);
-  std::vector<BranchStatusCount> branches = store->branch_counts(run->id);
+  std::vector<NodeStatusCount> counts = store->reads().node_counts(run->id, /*attempt_times=*/true);
+  std::vector<BranchStatusCount> branches = store->reads().branch_counts(run->id);
   int64_t total_steps = 0;
   for (const auto& c : counts) total_steps += c.count;
   body += stopped_branches(branches);
@@ -177,7 +177,7 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   body += "</table>";
 
   body += on_halt_section(run->on_halt);
-  std::vector<ErrorRecord> errors = store->recent_errors(run->id, 20);
+  std::vector<ErrorRecord> errors = store->reads().recent_errors(run->id, 20);
   if (!errors.empty()) {
     body += "<h2>Errors (newest 20)</h2><table><tr><th>at</th><th>step</th><th>result</th><th>retry / crash</th>"
             "<th>error</th></tr>";
@@ -198,7 +198,7 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
     }
   }
   const int64_t first = page_number * kStepsPerPage;
-  std::vector<StepRecord> steps = store->step_page(run->id, first, kStepsPerPage);
+  std::vector<StepRecord> steps = store->reads().step_page(run->id, first, kStepsPerPage);
   body += "<h2>Steps " + grouped(steps.empty() ? 0 : first + 1) + "–" + grouped(first + static_cast<int64_t>(steps.size())) +
           " of " + grouped(total_steps) + "</h2><table><tr><th>step</th><th>status</th><th>started</th>"
           "<th>completed</th><th>input</th><th>output</th></tr>";
@@ -220,7 +220,7 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   }
   body += "</p>";
 
-  std::vector<ContextRecord> context = store->context_values(run->id, 100);
+  std::vector<ContextRecord> context = store->reads().context_values(run->id, 100);
   if (!context.empty()) {
     body += "<h2>Context</h2><table><tr><th>key</th><th>value</th><th>set at</th></tr>";
     for (const auto& c : context) {
@@ -238,7 +238,7 @@ Response Dashboard::errors(const Request& request) {
   auto store = context_.stores.take();
   std::string body = "<h2>By step and error class</h2><table><tr><th>pipeline</th><th>step</th>"
                      "<th>error class</th><th>count</th><th>last seen</th><th>last message</th></tr>";
-  std::vector<ErrorClassCount> groups = store->error_classes(100);
+  std::vector<ErrorClassCount> groups = store->reads().error_classes(100);
   for (const auto& g : groups) {
     body += "<tr><td>" + escape_html(g.pipeline) + "</td><td>" + escape_html(g.klass) + "</td><td><b>" +
             escape_html(g.error_klass) + "</b></td><td class=\"n\">" + grouped(g.count) + "</td><td>" +
@@ -247,7 +247,7 @@ Response Dashboard::errors(const Request& request) {
   body += "</table>";
   if (groups.empty()) body += "<p>No step has failed.</p>";
   body += "<h2>Newest 50</h2><table><tr><th>at</th><th>pipeline</th><th>step</th><th>result</th><th>error</th></tr>";
-  for (const auto& e : store->recent_errors("", 50)) {
+  for (const auto& e : store->reads().recent_errors("", 50)) {
     body += "<tr><td>" + escape_html(e.at) + "</td><td><a href=\"/ui/pipelines/" + url_encoded(e.pipeline_id) + "\">" +
             escape_html(e.pipeline) + "</a></td><td>" + escape_html(e.klass) + "</td><td>" + escape_html(e.result_type) +
             "</td><td>" + error_text(e) + "</td></tr>";
@@ -262,7 +262,7 @@ Response Dashboard::errors(const Request& request) {
 Response Dashboard::processes(const Request& request) {
   std::string body = "<table><tr><th>machine</th><th>role</th><th>pid</th><th>heartbeat age</th>"
                      "<th>jobs running</th><th>branches advancing</th><th>id</th></tr>";
-  std::vector<ProcessInfo> rows = context_.stores.take()->processes();
+  std::vector<ProcessInfo> rows = context_.stores.take()->reads().processes();
   for (const auto& p : rows) {
     char age[32];
     std::snprintf(age, sizeof age, "%.1f s", p.heartbeat_age_seconds);

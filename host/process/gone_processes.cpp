@@ -27,7 +27,7 @@ bool process_exists(long pid) {
 
 int reap_gone_processes(Store& store, Reaper& reaper, const std::string& machine, Logger& logger) {
   int reaped = 0;
-  for (const ProcessInfo& row : store.processes()) {
+  for (const ProcessInfo& row : store.reads().processes()) {
     if (row.machine != machine) continue;
     const bool own_pid = row.pid == static_cast<int64_t>(::getpid());
     if (!own_pid && process_exists(static_cast<long>(row.pid))) continue;

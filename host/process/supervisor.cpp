@@ -425,14 +425,14 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
       }
       if (options_.drain || on_progress) {
         const auto asked = stores_.clock().monotonic();
-        Progress totals = store_->progress(pipelines_);
+        Progress totals = store_->reads().progress(pipelines_);
         if (options_.drain) {
           // A drain ends soon after the last run does (every 20 ms), but
           // never spends more than a tenth of its time counting.
           const auto took = std::chrono::duration_cast<std::chrono::nanoseconds>(stores_.clock().monotonic() - asked);
           progress_wait_ns = std::clamp<long>(10 * took.count(), 20'000'000L, 999'999'999L);
         }
-        if (on_progress) on_progress(totals, store_->successes_since(&results_cursor));
+        if (on_progress) on_progress(totals, store_->reads().successes_since(&results_cursor));
         if (options_.drain && totals.pipelines_open == 0) {
           drained = totals;
           break;

@@ -161,11 +161,11 @@ TEST_F(ClockTest, TheDashboardsWindowIsTheDatabaseClocks) {
     clock->advance(shift);
     run("steps:\n  - start: Inc\n", Json::array({1}));
     int64_t recent = 0;
-    for (const MinuteCount& m : store->results_per_minute(15)) recent += m.succeeded;
+    for (const MinuteCount& m : store->reads().results_per_minute(15)) recent += m.succeeded;
     EXPECT_EQ(recent, 1) << "with the clock moved " << shift << " s";
     clock->advance(16 * 60);
     recent = 0;
-    for (const MinuteCount& m : store->results_per_minute(15)) recent += m.succeeded;
+    for (const MinuteCount& m : store->reads().results_per_minute(15)) recent += m.succeeded;
     EXPECT_EQ(recent, 0) << "16 minutes later by the clock moved " << shift << " s";
   }
 }

@@ -243,7 +243,7 @@ TEST_F(EngineTest, ThreadedRuntimeCompletesManyChains) {
   HostRuntime runtime(config, *factory, registry, logger, {"P"});
   runtime.start();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (store->progress({"P"}).pipelines_open > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (store->reads().progress({"P"}).pipelines_open > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   runtime.stop();

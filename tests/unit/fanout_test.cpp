@@ -426,7 +426,7 @@ class FanoutRaceTest : public FanoutTest {
       });
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (store->progress({"P"}).pipelines_open > 0 && std::chrono::steady_clock::now() < deadline) {
+    while (store->reads().progress({"P"}).pipelines_open > 0 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     done = true;

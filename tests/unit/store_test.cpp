@@ -81,7 +81,7 @@ TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
   Definition p = compile(kChain);
   Definition q = compile("pipeline: Q\nsteps:\n  - start: Double\n");
   EXPECT_TRUE(store->trigger_many({}).empty());
-  EXPECT_TRUE(store->list_pipelines(ListFilter{}).empty()) << "an empty batch writes nothing";
+  EXPECT_TRUE(store->reads().list_pipelines(ListFilter{}).empty()) << "an empty batch writes nothing";
 
   std::vector<NewPipeline> requests;
   for (int i = 0; i < 1100; ++i) requests.push_back(request(i % 2 ? q : p, "[" + std::to_string(i) + ", \"x\"]"));
@@ -96,7 +96,7 @@ TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
   EXPECT_EQ(run_ids.size(), 1100u);
   ListFilter all;
   all.limit = 5000;
-  EXPECT_EQ(store->list_pipelines(all).size(), 1100u);
+  EXPECT_EQ(store->reads().list_pipelines(all).size(), 1100u);
   for (int i : {0, 1, 999, 1000, 1099}) {
     SCOPED_TRACE(i);
     auto report = pipeline_report(*store, made[static_cast<size_t>(i)].pipeline_id);
@@ -164,7 +164,7 @@ TEST_F(StoreTest, SucceededIsFencedOnTheOwner) {
   EXPECT_FALSE(store->job_succeeded(*job, "someone-else", "2"));  // CommitFailed: writes nothing
   EXPECT_TRUE(store->job_succeeded(*job, process_id, "2"));
   EXPECT_FALSE(store->job_succeeded(*job, process_id, "2"));  // already closed
-  auto report = pipeline_report(*store, store->list_pipelines({}).front().id);
+  auto report = pipeline_report(*store, store->reads().list_pipelines({}).front().id);
   const Json& step = (*report)["runs"][0]["steps"][0];
   EXPECT_EQ(step["status"].as_string(), "advancing");
   EXPECT_EQ(step["output"].as_int(), 2);
@@ -210,7 +210,7 @@ TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
   EXPECT_EQ(committed, (std::vector<bool>{true, false, true}));
   EXPECT_TRUE(next.empty()) << "nothing else due";
   int successes = 0;
-  for (const auto& summary : store->list_pipelines({})) {
+  for (const auto& summary : store->reads().list_pipelines({})) {
     Json step = (*pipeline_report(*store, summary.id))["runs"][0]["steps"][0];
     if (step["executions"][0]["result_type"] == "success") {
       ++successes;

@@ -35,8 +35,9 @@ struct SharedConnection {
 // writes), sql_recovery.cpp, sql_revive.cpp, sql_on_halt.cpp, sql_context.cpp and
 // sql_reports.cpp (status and listing queries), sql_control.cpp (cancel,
 // resume).
-class SqlStore final : public Store {
+class SqlStore final : public Store, public StoreReader {
  public:
+  StoreReader& reads() override { return *this; }
   explicit SqlStore(std::shared_ptr<SharedConnection> shared) : shared_(std::move(shared)), conn_(shared_->connection()) {}
 
   const Clock& clock() const override { return conn_.clock(); }
