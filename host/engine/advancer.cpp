@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/claim_fence.h"
 #include "engine/error_info.h"
 #include "engine/router.h"
 #include "engine/run_policy.h"
@@ -102,7 +103,7 @@ void Advancer::record_failure(const BranchClaim& claim, const std::exception& e,
                                                            {"step", claim.step_klass},
                                                            {"error_klass", error.klass},
                                                            {"error_message", error.message}}));
-  bool fenced = store_.with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+  bool fenced = with_claim_fence(store_, claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
     effects = AdvanceEffects{};
     tx.fail_advancement(claim.advancement_id, error);
     int64_t errors = tx.errored_advancements(claim.transition_id);

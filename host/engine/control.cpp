@@ -4,7 +4,10 @@
 
 #include "engine/definition.h"
 #include "engine/retry_when_busy.h"
+#include "engine/run_policy.h"
 #include "store/store_error.h"
+#include "store/store_tx.h"
+#include "util/fault.h"
 #include "util/json.h"
 
 namespace ductwork {
@@ -14,8 +17,57 @@ namespace ductwork {
 // server break a deadlock by aborting one side: they are tried again
 // (retry_when_busy.h).
 
+namespace {
+
+// The pipeline's status under its row lock, and its latest run; refused
+// when either is missing.
+std::string locked_status(StoreTx& tx, const std::string& pipeline_id) {
+  std::optional<std::string> status = tx.lock_pipeline(pipeline_id);
+  if (!status) throw ControlRefused("no pipeline " + pipeline_id, /*unknown=*/true);
+  return *status;
+}
+
+std::string latest_run(StoreTx& tx, const std::string& pipeline_id) {
+  std::optional<std::string> run = tx.latest_run(pipeline_id);
+  if (!run) throw ControlRefused("pipeline " + pipeline_id + " has no run");
+  return *run;
+}
+
+}  // namespace
+
 CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id) {
-  return retry_when_busy([&] { return store.cancel(pipeline_id); });
+  return retry_when_busy([&] {
+    CancelResult result;
+    store.transact([&](StoreTx& tx) {
+      const std::string status = locked_status(tx, pipeline_id);
+      if (!pipeline_cancellable(status)) {
+        throw ControlRefused("pipeline " + pipeline_id + " is " + status +
+                             ": only a pipeline that has not finished can be cancelled");
+      }
+      result.run_id = latest_run(tx, pipeline_id);
+      // Repeated until a pass changes nothing. On SQLite the first pass is
+      // final (the write lock excludes every other writer). On PostgreSQL a
+      // transaction that held a claim on one of the run's branches when this
+      // one began may commit new branches or availabilities after a
+      // statement here took its snapshot; the next pass (a fresh snapshot)
+      // catches them, and the branches this transaction has updated stay
+      // locked until it commits, so no new claim on them can start. The
+      // queue goes first: workers lock a claimed job's rows before its
+      // branch's, and taking them in that order keeps a cancel from
+      // deadlocking with them.
+      for (int pass = 0;; ++pass) {
+        const int64_t withdrawn = tx.withdraw_queued(result.run_id);
+        const int64_t branches = tx.cancel_branches(result.run_id, cancellable_branch_statuses());
+        result.withdrawn += withdrawn;
+        result.branches += branches;
+        if (pass > 0 && branches == 0 && withdrawn == 0) break;
+      }
+      tx.close_advancements(result.run_id);
+      tx.mark_cancelled(pipeline_id, result.run_id);
+      fault_point("before_cancel_commit");
+    });
+    return result;
+  });
 }
 
 ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const std::string& value_json,
@@ -24,6 +76,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
   // shares it).
   std::string parsed_text;
   std::optional<Definition> definition;
+  // The step a resume creates on a dampened branch; nullopt leaves it parked.
   auto plan = [&](const DampenedBranch& branch) -> std::optional<NewStep> {
     if (!definition || parsed_text != branch.definition_json) {
       definition = Definition::from_json(parse_json(branch.definition_json), branch.pipeline, "run " + branch.run_id,
@@ -51,7 +104,32 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
     step.delay_seconds = next.delay_seconds;
     return step;
   };
-  ResumeResult result = retry_when_busy([&] { return store.resume(pipeline_id, plan); });
+  ResumeResult result = retry_when_busy([&] {
+    ResumeResult resumed;
+    store.transact([&](StoreTx& tx) {
+      const std::string status = locked_status(tx, pipeline_id);
+      if (!pipeline_resumable(status)) {
+        throw ControlRefused("pipeline " + pipeline_id + " is " + status + ": nothing to resume");
+      }
+      const std::string run_id = latest_run(tx, pipeline_id);
+      for (const DampenedBranch& branch : tx.dampened_branches(run_id)) {
+        resumed.parked_at.push_back(branch.step_node);
+        std::optional<NewStep> next = plan(branch);
+        if (!next) continue;
+        // What an advance along a chain writes, minus the claim: the step,
+        // its transition completed with it, the branch back in_progress.
+        BranchTx& moved = tx.branches();
+        const std::string step_id = moved.create_step(*next);
+        if (!branch.transition_id.empty()) moved.complete_transition(branch.transition_id, step_id);
+        moved.release_branch(branch.branch_id);
+        ++resumed.resumed;
+      }
+      if (resumed.resumed == 0) return;  // nothing was written
+      tx.reopen_run(pipeline_id, run_id);
+      fault_point("before_resume_commit");
+    });
+    return resumed;
+  });
   if (result.resumed > 0) return result;
   if (result.parked_at.empty()) throw ControlRefused("pipeline " + pipeline_id + " has no dampened branch to resume");
   std::vector<std::string> at = result.parked_at;

@@ -6,6 +6,7 @@
 #include "store/store_error.h"
 #include "util/fault.h"
 #include "engine/error_info.h"
+#include "engine/job_end.h"
 #include "engine/job_policy.h"
 #include "engine/retry_when_busy.h"
 #include "engine/step_invoker.h"
@@ -157,7 +158,7 @@ bool JobWorker::run_once() {
     NextExecution next = after_error(
         job->retry_count, job->crash_count,
         retry_policy(config_, pipeline_, job->klass));
-    bool closed_here = store_.job_errored(*job, process_id_, step_timeout_error(job->klass, timeout, false), next);
+    bool closed_here = record_job_error(store_, *job, process_id_, step_timeout_error(job->klass, timeout, false), next);
     if (closed_here) metrics::step_finished(pipeline_, job->klass, "failure", ran_seconds);
     logger_.warn(closed_here ? "Timed-out step returned after its grace; its worker recorded StepTimeout"
                              : "Timed-out step returned after its grace; its result is ignored",
@@ -206,7 +207,7 @@ int JobWorker::release_queue() {
   // Should this fail, the claims stay this process's until it is reaped or
   // its row is gone (the orphan sweep): recovered as crashes, as before
   // batching.
-  return store_.release_jobs(back, process_id_);
+  return release_jobs(store_, back, process_id_);
 }
 
 void JobWorker::flush(bool claim_next) {
@@ -364,7 +365,7 @@ NextExecution JobWorker::after_crash_of(const ClaimedJob& job) const {
 void JobWorker::abandon(const ClaimedJob& job, const ErrorInfo& cause) {
   NextExecution next = after_crash_of(job);
   try {
-    if (store_.job_crashed(job, process_id_, cause, next)) {
+    if (record_job_crash(store_, job, process_id_, cause, next)) {
       logger_.warn("Abandoned claim closed as a crash", Json::object({{"pipeline", pipeline_},
                                                                       {"run_id", job.run_id},
                                                                       {"branch_id", job.branch_id},
@@ -399,7 +400,7 @@ void JobWorker::close_unclosed() {
     NextExecution next = after_crash_of(job);
     try {
       // False: the fence matched nothing, someone else recovered it.
-      if (store_.job_crashed(job, process_id_, cause, next)) {
+      if (record_job_crash(store_, job, process_id_, cause, next)) {
         logger_.info(
             "Abandoned claim closed as a crash after the database took writes again",
             Json::object(
@@ -432,7 +433,7 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
     // it called permanent: cancellation may have caused it, and if it is
     // real the re-run after the restart fails the step just the same.
     NextExecution next = after_crash_of(job);
-    committed = store_.job_crashed(job, process_id_, outcome.error, next);
+    committed = record_job_crash(store_, job, process_id_, outcome.error, next);
     step_failed = next.step_failed;
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
@@ -446,7 +447,7 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
         outcome.retryable);
     ErrorInfo error = outcome.error;
     error.retryable = outcome.retryable;  // stored: the branch halts job_error_not_retryable
-    committed = store_.job_errored(job, process_id_, error, next);
+    committed = record_job_error(store_, job, process_id_, error, next);
     step_failed = next.step_failed;
     stats_.steps_errored.fetch_add(1, std::memory_order_relaxed);
     fields["error_klass"] = outcome.error.klass;

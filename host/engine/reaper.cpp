@@ -1,6 +1,7 @@
 #include "engine/reaper.h"
 
 #include "engine/job_policy.h"
+#include "engine/recovery.h"
 #include "metrics/metrics.h"
 
 namespace ductwork {
@@ -35,7 +36,7 @@ void Reaper::report(const char* what, const std::string& process_id, const Recov
 
 bool Reaper::reap(const std::string& process_id, bool force, const Death& death) {
   RecoveryCounts counts;
-  if (!store_.reap_process(process_id, force, config_.supervisor.reaper_timeout, plan(), &counts, death)) {
+  if (!reap_process(store_, process_id, force, config_.supervisor.reaper_timeout, plan(), &counts, death)) {
     return false;
   }
   count_crashed(counts);
@@ -45,7 +46,7 @@ bool Reaper::reap(const std::string& process_id, bool force, const Death& death)
 
 void Reaper::tick(const std::string& own_process_id) {
   for (const auto& id : store_.stale_processes(own_process_id, config_.supervisor.reaper_timeout)) reap(id, false);
-  RecoveryCounts orphans = store_.sweep_orphans(3 * config_.supervisor.reaper_timeout, plan());
+  RecoveryCounts orphans = sweep_orphans(store_, 3 * config_.supervisor.reaper_timeout, plan());
   count_crashed(orphans);
   if (orphans.executions > 0 || orphans.advancements > 0) report("Orphaned claims recovered", "", orphans);
 }

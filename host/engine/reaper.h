@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 #include "engine/wakeup.h"
+#include "engine/recovery.h"
 #include "store/store.h"
 #include "util/logger.h"
 

@@ -1,11 +1,31 @@
 #include "engine/run_policy.h"
 
+#include "store/store_error.h"
+#include "store/store_tx.h"
+
 namespace ductwork {
 
 const std::vector<std::string>& open_branch_statuses() {
   static const std::vector<std::string> statuses = {"pending", "in_progress", "advancing", "waiting"};
   return statuses;
 }
+
+const std::vector<std::string>& cancellable_branch_statuses() {
+  static const std::vector<std::string> statuses = [] {
+    std::vector<std::string> all = open_branch_statuses();
+    all.emplace_back("dampened");
+    return all;
+  }();
+  return statuses;
+}
+
+bool pipeline_cancellable(const std::string& status) {
+  return status != "completed" && status != "halted" && status != "cancelled";
+}
+
+bool pipeline_resumable(const std::string& status) { return status == "in_progress" || status == "dampened"; }
+
+bool pipeline_revivable(const std::string& status) { return status == "halted" || status == "cancelled"; }
 
 RunState settle_run(BranchTx& tx, const std::string& run_id) {
   // Two transactions settling the run's last branches at once must not
@@ -32,10 +52,32 @@ ReviveAction revive_action(const std::string& last_step_status) {
 }
 
 std::string revive_pipeline(Store& store, const std::string& pipeline_id, const ContextSource& context) {
-  ContextSourcePlanner context_from = [&](const std::vector<RunContextCount>& runs) {
-    return context_source_run(pipeline_id, runs, context);
-  };
-  return store.revive(pipeline_id, context_from, revive_action);
+  std::string new_run;
+  store.transact([&](StoreTx& tx) {
+    std::optional<std::string> status = tx.lock_pipeline(pipeline_id);
+    if (!status) throw ReviveRefused("no pipeline " + pipeline_id, /*unknown=*/true);
+    if (!pipeline_revivable(*status)) {
+      throw ReviveRefused("pipeline " + pipeline_id + " is " + *status +
+                          ", not halted or cancelled: only a halted or cancelled pipeline can be revived");
+    }
+    RevivePlan plan;
+    plan.pipeline_id = pipeline_id;
+    // Whose context the new run gets is picked before anything is written:
+    // a refusal (a run the pipeline does not have) leaves no trace.
+    plan.context_run = context_source_run(pipeline_id, tx.run_context_counts(pipeline_id), context);
+    std::optional<std::string> run = tx.latest_run(pipeline_id);
+    if (!run) throw ReviveRefused("pipeline " + pipeline_id + " has no run to revive");
+    plan.run_id = *run;
+    for (const RunBranchEnd& branch : tx.branch_ends(plan.run_id)) {
+      if (branch.status == "completed") continue;
+      plan.reopened[branch.branch_id] =
+          branch.last_step_status ? std::optional<ReviveAction>(revive_action(*branch.last_step_status)) : std::nullopt;
+    }
+    // A requeued job starts over: fresh budgets, due at once.
+    plan.requeued = NextExecution{};
+    new_run = tx.copy_run(plan);
+  });
+  return new_run;
 }
 
 std::string revive_pipeline(Store& store, const std::string& pipeline_id, bool duplicate_context) {

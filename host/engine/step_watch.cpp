@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/error_info.h"
+#include "engine/job_end.h"
 #include "engine/job_policy.h"
 #include "metrics/metrics.h"
 
@@ -144,7 +145,7 @@ void StepWatch::expire(Running& running) {
   running.expired.store(true);
   bool committed = false;
   try {
-    committed = store_->job_errored(job, process_id_, error, next);
+    committed = record_job_error(*store_, job, process_id_, error, next);
   } catch (...) {
     running.expired.store(false);  // the next tick tries again (or the worker closes it, fenced)
     throw;

@@ -9,6 +9,7 @@
 
 #include "store/dashboard_types.h"
 #include "store/store_reader.h"
+#include "store/store_tx.h"
 #include "store/store_types.h"
 #include "util/clock.h"
 #include "util/json.h"
@@ -22,21 +23,23 @@ namespace ductwork {
 // Jobs. claim_job takes the oldest due availability of a pipeline in one
 // write transaction: the availability is completed, the execution's
 // process_id becomes the claimer, an attempt row is written. The step then
-// runs outside any transaction. Its end is written by job_succeeded /
-// job_errored / job_crashed, each fenced on "this execution is still open
-// and still owned by this process" (one UPDATE ... WHERE completed_at IS
-// NULL AND process_id = ?): when that matches nothing the claim was taken
-// away (the reaper decided the owner was dead) and nothing at all is
-// written (CommitFailed). The reaper (reap_process, sweep_orphans) crashes
-// the open executions of a dead owner in one transaction, fenced the same
-// way on the owner it read, so a late commit and a reap never both win.
+// runs outside any transaction. Its end is written by job_succeeded, or
+// on the write port by engine/job_end (errored!, crashed!), each fenced on
+// "this execution is still open and still owned by this process" (one
+// UPDATE ... WHERE completed_at IS NULL AND process_id = ?): when that
+// matches nothing the claim was taken away (the reaper decided the owner
+// was dead) and nothing at all is written (CommitFailed). The reaper
+// (engine/recovery) crashes the open executions of a dead owner in one
+// transaction, fenced the same way on the owner it read, so a late commit
+// and a reap never both win.
 //
 // Branches. claim_branch(es) takes an advanceable branch by writing a fresh
 // claim token and the claimer into it, and runs the advance in the same
 // transaction (one commit per advancement, or per batch). If the advance
 // throws, its writes roll back, the claim alone commits, and the caller
-// settles it through with_claim_fence(branch, token): a transaction that
-// first checks the token is unchanged. An advancement row records each
+// settles it through engine/claim_fence.h's with_claim_fence(branch,
+// token): a transaction on the write port that first checks the token is
+// unchanged. An advancement row records each
 // attempt; the reaper closes a dead advancer's open advancements and
 // releases their branches.
 //
@@ -45,7 +48,8 @@ namespace ductwork {
 // the NextExecution / RunState the engine chose.
 
 // The mutations an advancer may make while it holds a branch's claim. Every
-// call runs inside the claim fence's transaction (see Store::with_claim_fence):
+// call runs inside the transaction of the claim or of its fence
+// (engine/claim_fence.h):
 // nothing is visible to others until the fence commits, and nothing is
 // written if the fence callback throws.
 class BranchTx {
@@ -132,6 +136,13 @@ class Store {
   // engine's loops, commands and recovery need.
   virtual StoreReader& reads() = 0;
 
+  // The write port (store_tx.h): runs `body` in one write transaction and
+  // commits when it returns; when it throws, nothing is written and the
+  // exception propagates. The engine's use-cases (engine/control,
+  // engine/job_end, engine/recovery) run on it: they read, decide and write
+  // through the StoreTx, and the store runs their statements.
+  virtual void transact(const std::function<void(StoreTx&)>& body) = 0;
+
   // ---- schema
   // Applies every migration not yet recorded; returns the names applied now.
   virtual std::vector<std::string> migrate() = 0;
@@ -169,22 +180,6 @@ class Store {
   // Processes whose heartbeat is older than `stale_after_seconds` by the
   // database clock, except `except_id` (a reaper never reaps itself).
   virtual std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) = 0;
-  // Reaps one process row in one transaction: unless `force` (the caller
-  // has proof of death), re-checks under the write lock that it is still
-  // stale; crashes its open executions and closes its open advancements
-  // with `ProcessCrash` (releasing their branches); deletes the row.
-  // Returns false when the row was gone or fresh again.
-  // `death.how`, when not empty, says how the process was seen to die
-  // ("worker pid 42 killed by SIGSEGV"); each crashed execution's message is
-  // then "<how> while running step <klass>" instead of "owner process <id>
-  // was reaped", and its error_backtrace is `death.backtrace`.
-  virtual bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                            const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) = 0;
-  // Claims whose process row is gone (it vanished while the claim was
-  // being made) and that are older than `older_than_seconds`: crashed /
-  // closed with `OrphanedClaim`. Unclaimed queued work is never touched.
-  virtual RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPlanner& plan) = 0;
-
   // Whether the row of process (pid, machine) has a heartbeat older than
   // `seconds`; nullopt when there is no such row (yet).
   virtual std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) = 0;
@@ -231,11 +226,6 @@ class Store {
   // transaction; each is claimed exactly as claim_job claims one.
   virtual std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id,
                                              int max) = 0;
-  // Gives back claims whose step never started (a worker stopping with
-  // claimed jobs still queued): fenced like succeeded!, each availability
-  // opens again as if it had never been claimed — no result, no attempt, no
-  // budget spent. Returns how many were given back.
-  virtual int release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) = 0;
   // succeeded!: false when the fence (open execution owned by process_id)
   // matched nothing, i.e. the claim was taken away; nothing is written then.
   // When `next` is given, the next due job of the same pipeline is claimed
@@ -273,15 +263,6 @@ class Store {
   virtual std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
                                            std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
                                            bool advance_when_busy) = 0;
-  // errored!: same fence. Writes a failure result, then what `next` says:
-  // a retry execution, or the step failed.
-  virtual bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                           const NextExecution& next) = 0;
-  // crashed!: fenced on the execution still being open and owned by
-  // `process_id`. Writes a process_crashed result carrying the cause, then
-  // what `next` says. False when the fence matched nothing.
-  virtual bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                           const NextExecution& next) = 0;
   // Seconds until the next availability of the pipeline opens (nullopt: none queued).
   virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
 
@@ -292,7 +273,7 @@ class Store {
   // same transaction: one commit per advancement instead of two. If
   // `advance` throws, its writes are rolled back, the claim alone is
   // committed (so *out is a live claim the caller must settle through
-  // with_claim_fence), and the exception propagates.
+  // engine/claim_fence.h), and the exception propagates.
   virtual BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window,
                                          int sample, BranchClaim* out, const AdvanceInClaim* advance = nullptr) = 0;
 
@@ -308,11 +289,6 @@ class Store {
   virtual BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window,
                                            int sample, int max_claims, const BatchAdvance* advance,
                                            std::vector<ClaimedBranch>* out) = 0;
-  // Runs `body` in a write transaction that first checks the branch's claim
-  // token still equals `claim_token`. Returns false (and runs nothing) when
-  // the claim diverged.
-  virtual bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
-                                const std::function<void(BranchTx&)>& body) = 0;
   // Takes the run's on_halt dispatch, in one transaction: flips
   // runs.on_halt_dispatched_at from null to now, records the call of step
   // `klass` as `running`, and returns what the call is told: the distinct
@@ -328,46 +304,8 @@ class Store {
   // The canonical definition snapshot of a run (JSON text).
   virtual std::string run_definition(const std::string& run_id) = 0;
 
-  // ---- revive (SPEC §7)
-  // Revives a halted pipeline in one transaction: a new run with the same
-  // definition snapshot; completed branches and their steps copied as
-  // completed (with their outputs, links, fan-out counters and fan-in
-  // arrivals, remapped to the new ids); each other branch re-opened: its
-  // earlier steps copied as completed, its last step handled as `plan` says
-  // from that step's status (requeued with its original arguments and fresh
-  // budgets, or re-created as `advancing` with its output). The run context
-  // of the run `context_from` picks (from every run of the pipeline with its
-  // count of values, read in the same transaction) is copied; none when it
-  // is empty or picks nothing. The pipeline becomes
-  // in_progress; the old run stays as history. Throws ReviveRefused (nothing
-  // written) for an unknown pipeline, one that is not halted or cancelled, or one
-  // without a run, and passes on what `context_from` throws (nothing written).
-  // engine/run_policy's revive_pipeline passes the engine's plans.
-  // A cancelled pipeline is revived like a halted one (SPEC §13).
-  virtual std::string revive(const std::string& pipeline_id, const ContextSourcePlanner& context_from,
-                             const RevivePlanner& plan) = 0;
-
-  // ---- operator control (SPEC §13)
-  // Cancels a pipeline in one transaction: the pipeline, its latest run and
-  // every open branch (pending, in_progress, advancing, waiting, dampened)
-  // become `cancelled`, claims cleared, open advancements closed; every
-  // queued execution of the run (an open availability, delayed ones too)
-  // is withdrawn: availability and execution completed, the step
-  // `cancelled`. Executions already claimed run on: their results are
-  // recorded when they end, but a cancelled branch is never claimed for
-  // advancing and no retry is made for it (job_errored / job_crashed /
-  // the reaper write the result and no new execution). Throws
-  // ControlRefused (nothing written) for an unknown pipeline or one that is
-  // completed, halted or cancelled.
-  virtual CancelResult cancel(const std::string& pipeline_id) = 0;
-  // Resumes a pipeline's dampened branches in one transaction: for each,
-  // `plan` says which step to create (nullopt: leave it parked); each
-  // created step is enqueued as create_step does, the branch's open
-  // transition completed with it and the branch back in_progress; the run
-  // and pipeline back in_progress when any was resumed. Nothing is written
-  // when none was. Throws ControlRefused for an unknown pipeline or one
-  // that is not in_progress or dampened.
-  virtual ResumeResult resume(const std::string& pipeline_id, const ResumePlanner& plan) = 0;
+  // ---- operator control (SPEC §13): cancel and resume are engine/control.h,
+  // revive engine/run_policy.h, on transact().
   // The runs among `run_ids` that are cancelled (a worker's running steps
   // are told through their cancellation flag).
   virtual std::vector<std::string> cancelled_runs(const std::vector<std::string>& run_ids) = 0;

@@ -113,11 +113,6 @@ struct NextExecution {
   double delay_seconds = 0;
 };
 
-// For crash recovery inside a store transaction: what follows the crash of
-// an open execution the store found (the engine's rule with the step's
-// configuration).
-using CrashPlanner = std::function<NextExecution(const ClaimedJob& job)>;
-
 // What one recovery pass closed.
 struct RecoveryCounts {
   int64_t executions = 0;    // executions crashed (a new one made, or the step failed)
@@ -207,7 +202,29 @@ enum class RunState { kOpen, kDampened, kCompleted, kHalted };
 // with its original arguments and fresh budgets, or re-create it as
 // `advancing` so the advancer tries its transition again.
 enum class ReviveAction { kRequeue, kReadvance };
-using RevivePlanner = std::function<ReviveAction(const std::string& last_step_status)>;
+
+// A branch of the run a revive copies: its status and its last step's
+// (nullopt when it has no step).
+struct RunBranchEnd {
+  std::string branch_id;
+  std::string status;
+  std::optional<std::string> last_step_status;
+};
+
+// What a revive writes (StoreTx::copy_run), as the engine decided it
+// (engine/run_policy): the run `run_id` of pipeline `pipeline_id` copied
+// into a new one, every branch not in `reopened` copied as it is
+// (completed), each branch in `reopened` open again, its last step handled
+// by its action (nullopt: the branch has no step); a requeued job gets a
+// new execution with `requeued`'s budgets; the run context of
+// `context_run`, when given, copied.
+struct RevivePlan {
+  std::string pipeline_id;
+  std::string run_id;
+  std::map<std::string, std::optional<ReviveAction>> reopened;
+  NextExecution requeued;
+  std::optional<std::string> context_run;
+};
 
 // A run of a pipeline and how many run-context values it holds: what a
 // revive chooses the context to copy from, and what `ductwork context`
@@ -218,10 +235,6 @@ struct RunContextCount {
   std::string status;
   int64_t values = 0;
 };
-// Which run's context a revive copies into the new run (engine/run_policy
-// decides from the pipeline's runs, oldest first): its id, or nullopt for
-// none. What it throws ends the revive with nothing written.
-using ContextSourcePlanner = std::function<std::optional<std::string>(const std::vector<RunContextCount>& runs)>;
 
 // A branch parked by a `dampen` transition (SPEC §13), as a resume finds it.
 struct DampenedBranch {
@@ -235,9 +248,6 @@ struct DampenedBranch {
   std::string transition_id;  // its open transition
   std::string output_json;    // that step's return value
 };
-// The step a resume creates on a dampened branch, as the engine decides it
-// from the run's definition; nullopt leaves the branch parked.
-using ResumePlanner = std::function<std::optional<NewStep>(const DampenedBranch&)>;
 
 struct ResumeResult {
   int64_t resumed = 0;                 // branches given their next step

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <thread>
 
+#include "engine/job_end.h"
 #include "engine/job_policy.h"
+#include "engine/recovery.h"
 #include "process/host_runtime.h"
 #include "engine_fixture.h"
 
@@ -220,7 +222,7 @@ TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) 
     EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
     EXPECT_EQ(claim.advancement_crash_count, i);
     RecoveryCounts counts;
-    ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, &counts, Death()));
+    ASSERT_TRUE(reap_process(*store, "doomed", true, 300.0, policy, &counts, Death()));
     EXPECT_EQ(counts.advancements, 1);
   }
   Advancer advancer({"P"}, *store, cache, config, logger, wakeups, process_id);

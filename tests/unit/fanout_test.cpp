@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "engine/claim_fence.h"
 #include "engine/on_halt.h"
 #include "engine_fixture.h"
 
@@ -380,9 +381,9 @@ TEST_F(FanInBatchTest, AGroupThatThrowsIsTheErrorOfEachOfItsClaimsAndWritesNothi
                   "WHERE b.run_id = ?",
                   t.run_id),
             0);
-  EXPECT_TRUE(store->with_claim_fence(claimed[7].claim.branch_id, claimed[7].claim.claim_token,
+  EXPECT_TRUE(with_claim_fence(*store, claimed[7].claim.branch_id, claimed[7].claim.claim_token,
                                       [&](BranchTx& tx) { tx.release_branch(claimed[7].claim.branch_id); }));
-  EXPECT_FALSE(store->with_claim_fence(claimed[8].claim.branch_id, claimed[7].claim.claim_token + "x",
+  EXPECT_FALSE(with_claim_fence(*store, claimed[8].claim.branch_id, claimed[7].claim.claim_token + "x",
                                        [&](BranchTx&) {}));
 }
 

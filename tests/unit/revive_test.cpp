@@ -4,7 +4,9 @@
 #include <map>
 #include <set>
 
+#include "engine/job_end.h"
 #include "engine/job_policy.h"
+#include "engine/recovery.h"
 #include "engine/run_policy.h"
 #include "engine_fixture.h"
 #include "store/store_error.h"
@@ -185,7 +187,7 @@ TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBu
   CrashPlanner policy = [](const ClaimedJob& job) {
     return after_crash(job.retry_count, job.crash_count, CrashPolicy{10, 0.0});
   };
-  ASSERT_TRUE(store->reap_process("doomed", true, 300.0, policy, nullptr, Death()));
+  ASSERT_TRUE(reap_process(*store, "doomed", true, 300.0, policy, nullptr, Death()));
   drain();
   ASSERT_EQ(halt_reason(report(t)["runs"][0]), "advancer_crashes_exhausted");
   revive(t);

@@ -6,7 +6,10 @@
 #include <thread>
 
 #include "store/store_error.h"
+#include "engine/claim_fence.h"
+#include "engine/job_end.h"
 #include "engine/job_policy.h"
+#include "engine/recovery.h"
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
 #include "store_fixture.h"
@@ -199,7 +202,7 @@ TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
   // The reaper takes the second claim away (its owner looked dead).
   store->register_process("other", 7, "machine-b", "all");
   ClaimedJob stolen = jobs[1];
-  ASSERT_TRUE(store->release_jobs({stolen}, process_id) == 1);
+  ASSERT_TRUE(release_jobs(*store, {stolen}, process_id) == 1);
   auto again = store->claim_job("P", "other");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->execution_id, stolen.execution_id) << "a released claim is the same execution, open again";
@@ -230,12 +233,12 @@ TEST_F(StoreTest, ReleasedClaimsOpenAgainWithNoTraceAndReapingReleasesUnstartedO
   store->register_process("dead", 99, "machine-a", "all");
   std::vector<ClaimedJob> jobs = store->claim_jobs("P", "dead", 2);
   ASSERT_EQ(jobs.size(), 2u);
-  EXPECT_EQ(store->release_jobs({jobs[0]}, "someone-else"), 0) << "fenced on the owner";
+  EXPECT_EQ(release_jobs(*store, {jobs[0]}, "someone-else"), 0) << "fenced on the owner";
   // The supervisor read the child's started log: only the first had started.
   Death death("worker pid 99 killed by SIGKILL");
   death.started = std::set<std::string>{jobs[0].execution_id};
   RecoveryCounts counts;
-  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, death));
+  ASSERT_TRUE(reap_process(*store, "dead", true, 300.0, crash_policy(3), &counts, death));
   EXPECT_EQ(counts.executions, 1);
   EXPECT_EQ(counts.released, 1);
   // What /metrics counts once the reap committed: the crashed one only.
@@ -259,7 +262,7 @@ TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
   trigger(compile(kChain), Json::array({1}));
   ErrorInfo error{"Boom", "it broke", "frame"};
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_errored(*job, process_id, error, after_error(0, 0, RetryPolicy{1, 3600.0})));
+  ASSERT_TRUE(record_job_error(*store, *job, process_id, error, after_error(0, 0, RetryPolicy{1, 3600.0})));
   EXPECT_FALSE(store->claim_job("P", process_id)) << "the retry must wait for its delay";
   auto wait = store->seconds_until_next_job("P");
   ASSERT_TRUE(wait);
@@ -268,21 +271,21 @@ TEST_F(StoreTest, ErroredRetriesAfterTheDelayThenFails) {
   trigger(compile(kChain), Json::array({2}));
   auto second = store->claim_job("P", process_id);
   ASSERT_TRUE(second);
-  ASSERT_TRUE(store->job_errored(*second, process_id, error, after_error(0, 0, RetryPolicy{1, 0.0})));
+  ASSERT_TRUE(record_job_error(*store, *second, process_id, error, after_error(0, 0, RetryPolicy{1, 0.0})));
   auto retry = store->claim_job("P", process_id);
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->job_id, second->job_id);
   EXPECT_EQ(retry->retry_count, 1);
   NextExecution last = after_error(retry->retry_count, retry->crash_count, RetryPolicy{1, 0.0});
   ASSERT_TRUE(last.step_failed);
-  ASSERT_TRUE(store->job_errored(*retry, process_id, error, last));
+  ASSERT_TRUE(record_job_error(*store, *retry, process_id, error, last));
   EXPECT_FALSE(store->claim_job("P", process_id));
 }
 
 TEST_F(StoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
   auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_crashed(*job, process_id, ErrorInfo{"ProcessCrash", "owner reaped", ""},
+  ASSERT_TRUE(record_job_crash(*store, *job, process_id, ErrorInfo{"ProcessCrash", "owner reaped", ""},
                                  after_crash(job->retry_count, job->crash_count, CrashPolicy{3, 10.0})));
   auto again = store->claim_job("P", process_id);  // first third of the budget: immediate
   ASSERT_TRUE(again);
@@ -317,9 +320,9 @@ TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
   BranchClaim claim;
   ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   bool ran = false;
-  EXPECT_FALSE(store->with_claim_fence(claim.branch_id, "not-the-token", [&](BranchTx&) { ran = true; }));
+  EXPECT_FALSE(with_claim_fence(*store, claim.branch_id, "not-the-token", [&](BranchTx&) { ran = true; }));
   EXPECT_FALSE(ran);
-  EXPECT_TRUE(store->with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+  EXPECT_TRUE(with_claim_fence(*store, claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
     ran = true;
     EXPECT_EQ(tx.step_output_json(claim.step_id), "2");
     tx.release_branch(claim.branch_id);
@@ -333,7 +336,7 @@ TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
   ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
-  EXPECT_THROW(store->with_claim_fence(claim.branch_id, claim.claim_token,
+  EXPECT_THROW(with_claim_fence(*store, claim.branch_id, claim.claim_token,
                                        [&](BranchTx& tx) {
                                          tx.complete_step(claim.step_id);
                                          throw std::runtime_error("routing failed");
@@ -350,7 +353,7 @@ TEST_F(StoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   BranchClaim claim;
   ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   RunState state = RunState::kOpen;
-  ASSERT_TRUE(store->with_claim_fence(claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
+  ASSERT_TRUE(with_claim_fence(*store, claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
     EXPECT_EQ(settle_run(tx, claim.run_id), RunState::kOpen);  // the branch is still advancing
     tx.halt_branch(claim.branch_id, "job_retries_exhausted");
     state = settle_run(tx, claim.run_id);
@@ -380,9 +383,9 @@ TEST_F(StoreTest, HeartbeatReportsAReapedRow) {
 TEST_F(StoreTest, ReapRechecksStalenessUnlessForced) {
   store->register_process("other", 99, "machine-a", "all");
   RecoveryCounts counts;
-  EXPECT_FALSE(store->reap_process("other", false, 3600.0, crash_policy(3), &counts, Death())) << "fresh heartbeat";
+  EXPECT_FALSE(reap_process(*store, "other", false, 3600.0, crash_policy(3), &counts, Death())) << "fresh heartbeat";
   EXPECT_TRUE(store->heartbeat("other"));
-  EXPECT_TRUE(store->reap_process("other", true, 3600.0, crash_policy(3), &counts, Death()));
+  EXPECT_TRUE(reap_process(*store, "other", true, 3600.0, crash_policy(3), &counts, Death()));
   EXPECT_FALSE(store->heartbeat("other")) << "reaped rows are deleted";
   EXPECT_EQ(store->find_process(99, "machine-a"), std::nullopt);
   EXPECT_EQ(store->find_process(4242, "machine-a"), std::optional<std::string>(process_id));
@@ -401,7 +404,7 @@ TEST_F(StoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   auto job = store->claim_job("P", "dead");
   ASSERT_TRUE(job);
   RecoveryCounts counts;
-  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, Death()));
+  ASSERT_TRUE(reap_process(*store, "dead", true, 300.0, crash_policy(3), &counts, Death()));
   EXPECT_EQ(counts.executions, 1);
   EXPECT_FALSE(store->job_succeeded(*job, "dead", "2")) << "the dead owner can no longer commit";
   auto again = store->claim_job("P", process_id);
@@ -426,7 +429,7 @@ TEST_F(StoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
   BranchClaim none;
   EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &none), BranchClaimResult::kIdle) << "still claimed";
   RecoveryCounts counts;
-  ASSERT_TRUE(store->reap_process("dead", true, 300.0, crash_policy(3), &counts, Death()));
+  ASSERT_TRUE(reap_process(*store, "dead", true, 300.0, crash_policy(3), &counts, Death()));
   EXPECT_EQ(counts.advancements, 1);
   BranchClaim next;
   ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &next), BranchClaimResult::kClaimed);
@@ -440,9 +443,9 @@ TEST_F(StoreTest, OrphanSweepTakesOnlyClaimsWithoutAProcess) {
   auto queued = trigger(compile(kChain), Json::array({2}));
   auto job = store->claim_job("P", "ghost");  // no processes row: an orphaned claim
   ASSERT_TRUE(job);
-  EXPECT_EQ(store->sweep_orphans(3600.0, crash_policy(3)).executions, 0) << "too young to be an orphan";
+  EXPECT_EQ(sweep_orphans(*store, 3600.0, crash_policy(3)).executions, 0) << "too young to be an orphan";
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  RecoveryCounts swept = store->sweep_orphans(0.001, crash_policy(3));
+  RecoveryCounts swept = sweep_orphans(*store, 0.001, crash_policy(3));
   EXPECT_EQ(swept.executions, 1);
   ASSERT_EQ(swept.crashed.size(), 1u);
   EXPECT_EQ(swept.crashed[0], std::make_pair(std::string("P"), job->klass));

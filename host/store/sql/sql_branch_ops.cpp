@@ -355,19 +355,4 @@ void SqlStore::write_claims(const std::vector<const BranchClaim*>& claims, const
       .exec_deferred();
 }
 
-bool SqlStore::with_claim_fence(const std::string& branch_id, const std::string& claim_token,
-                                const std::function<void(BranchTx&)>& body) {
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  {
-    auto fence = conn_.prepare("SELECT claim_token FROM branches WHERE id = ?");
-    fence.bind(1, branch_id);
-    if (!fence.step() || fence.is_null(0) || fence.text(0) != claim_token) return false;
-  }
-  SqlBranchTx branch_tx(*this, db_now(conn_));
-  body(branch_tx);
-  tx.commit();
-  return true;
-}
-
 }  // namespace ductwork::sql

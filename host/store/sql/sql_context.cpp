@@ -33,10 +33,6 @@ bool SqlStore::context_set(const std::string& run_id, const std::string& key, co
 
 std::vector<RunContextCount> SqlStore::run_context_counts(const std::string& pipeline_id) {
   auto held = lock();
-  return read_run_context_counts(pipeline_id);
-}
-
-std::vector<RunContextCount> SqlStore::read_run_context_counts(const std::string& pipeline_id) {
   // In the order status shows the runs (run number N is the N-th).
   auto stmt = conn_.prepare(
       "SELECT r.id, r.status, (SELECT COUNT(*) FROM tuples t WHERE t.run_id = r.id) FROM runs r "

@@ -155,33 +155,8 @@ void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, cons
 
 namespace {
 
-// The fence of succeeded!/errored!: the execution is still open and still
-// ours. Zero rows means the reaper took the claim away (CommitFailed).
-// The test is written `(...) IS TRUE` so that no partial index can serve
-// it: PostgreSQL's generic plan otherwise picked the partial index of a
-// process's open executions (the reaper's) and walked every claim the
-// process held to find one row, about 110 µs per success at batch 256.
-bool close_execution(Connection& conn, const ClaimedJob& job, const std::string& process_id, const std::string& now) {
-  auto close = conn.prepare(
-      "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?4, plugin_version = ?5 "
-      "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE");
-  close.bind(1, now).bind(2, job.execution_id).bind(3, process_id);
-  if (job.plugin_name.empty()) {
-    close.bind_null(4).bind_null(5);
-  } else {
-    close.bind(4, job.plugin_name).bind(5, job.plugin_version);
-  }
-  int rows = close.exec();
-  if (rows == 0) return false;
-  conn.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
-      .bind(1, now)
-      .bind(2, job.execution_id)
-      .exec_deferred();
-  return true;
-}
-
-// close_execution for a batch of successes, in one statement per plugin
-// that ran them: committed[i] says whether done[i]'s fence held.
+// The fence of succeeded! for a batch of successes (StoreTx::end_execution's
+// for one claim), in one statement per plugin that ran them: committed[i] says whether done[i]'s fence held.
 void close_executions(Connection& conn, const std::vector<Store::JobSuccess>& done, const std::string& process_id,
                       const std::string& now, std::vector<bool>* committed) {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_plugin;
@@ -206,87 +181,6 @@ void close_executions(Connection& conn, const std::vector<Store::JobSuccess>& do
     while (close.step()) closed.insert(close.text(0));
   }
   for (std::size_t i = 0; i < done.size(); ++i) (*committed)[i] = closed.count(done[i].job->execution_id) > 0;
-}
-
-void insert_result(Connection& conn, const std::string& execution_id, const char* type, const ErrorInfo* error,
-                   const std::string& now) {
-  auto stmt = conn.prepare(
-      "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, created_at, "
-      "updated_at, retryable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)");
-  stmt.bind(1, new_uuid_v7(conn.clock())).bind(2, execution_id).bind(3, std::string_view(type)).bind(7, now);
-  if (error) {
-    stmt.bind(4, error->klass).bind(5, error->message).bind(6, error->backtrace);
-    stmt.bind(8, static_cast<int64_t>(error->retryable ? 1 : 0));
-  } else {
-    stmt.bind_null(4).bind_null(5).bind_null(6).bind_null(8);
-  }
-  stmt.exec_deferred();
-}
-
-// A new try of the job, claimable from now + delay.
-void insert_next_execution(Connection& conn, const ClaimedJob& job, int64_t retry_count, int64_t crash_count,
-                           double delay_seconds, const std::string& now) {
-  const std::string execution_id = new_uuid_v7(conn.clock()), availability_id = new_uuid_v7(conn.clock());
-  const std::string due = add_seconds(now, delay_seconds);
-  RowWriter rows(conn);
-  rows.execution({.id = execution_id,
-                  .job_id = job.job_id,
-                  .retry_count = retry_count,
-                  .crash_count = crash_count,
-                  .started_at = now,
-                  .created_at = now,
-                  .updated_at = now});
-  rows.availability({.id = availability_id,
-                     .execution_id = execution_id,
-                     .pipeline_klass = job.pipeline,
-                     .started_at = due,
-                     .created_at = now,
-                     .updated_at = now});
-  rows.flush();
-  conn.notify(Connection::Work::kJobs);
-}
-
-// The step's job is done (advancing) or out of budget (failed): either way
-// the branch is now the advancer's to move (unless the worker moves it in
-// the same transaction: then no advancer is woken).
-void set_step_status(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now) {
-  conn.prepare("UPDATE steps SET status = ?1, updated_at = ?2 WHERE id = ?3")
-      .bind(1, std::string_view(status))
-      .bind(2, now)
-      .bind(3, job.step_id)
-      .exec_deferred();
-}
-
-void mark_advanceable(Connection& conn, const ClaimedJob& job, const char* status, const std::string& now) {
-  set_step_status(conn, job, status, now);
-  conn.prepare("UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id = ?2")
-      .bind(1, now)
-      .bind(2, job.branch_id)
-      .exec_deferred();
-  conn.notify(Connection::Work::kBranches);
-}
-
-// Whether the job's branch was cancelled (SPEC §13). Read under the row's
-// lock (PostgreSQL): a cancel in flight is waited for, so a retry is never
-// queued behind its back.
-bool branch_cancelled(Connection& conn, const ClaimedJob& job) {
-  auto status = conn.prepare("SELECT status FROM branches WHERE id = ?" + conn.dialect().for_update);
-  status.bind(1, job.branch_id);
-  return status.step() && status.text(0) == "cancelled";
-}
-
-// What the engine decided after a failure or a crash: the step failed, or
-// a new execution with the given counts, claimable after the delay. The
-// fence of a cancel: a cancelled branch gets no new execution (the step
-// becomes `cancelled`; its result was recorded).
-void write_next(Connection& conn, const ClaimedJob& job, const NextExecution& next, const std::string& now) {
-  if (next.step_failed) {
-    mark_advanceable(conn, job, "failed", now);
-  } else if (branch_cancelled(conn, job)) {
-    set_step_status(conn, job, "cancelled", now);
-  } else {
-    insert_next_execution(conn, job, next.retry_count, next.crash_count, next.delay_seconds, now);
-  }
 }
 
 }  // namespace
@@ -413,78 +307,6 @@ std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, 
   }
   tx.commit();
   return committed;
-}
-
-int SqlStore::release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) {
-  if (jobs.empty()) return 0;
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
-  int released = 0;
-  for (const ClaimedJob& job : jobs) released += release_in_tx(job, process_id, now) ? 1 : 0;
-  tx.commit();
-  return released;
-}
-
-bool SqlStore::release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now) {
-  // The fence of every commit of a claim: still open, still ours (written
-  // as close_execution's, for the same reason).
-  int ours = conn_.prepare(
-                      "UPDATE executions SET process_id = NULL, updated_at = ?1 "
-                      "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE")
-                 .bind(1, now)
-                 .bind(2, job.execution_id)
-                 .bind(3, process_id)
-                 .exec();
-  if (ours != 1) return false;
-  conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec_deferred();
-  if (branch_cancelled(conn_, job)) {
-    // A cancel withdrew the run's open work while this claim was queued:
-    // it ends as the cancel ends what it withdraws (SPEC §13).
-    conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id = ?2")
-        .bind(1, now)
-        .bind(2, job.execution_id)
-        .exec_deferred();
-    set_step_status(conn_, job, "cancelled", now);
-    return true;
-  }
-  conn_.prepare(
-           "UPDATE availabilities SET completed_at = NULL, process_id = NULL, updated_at = ?1 "
-           "WHERE execution_id = ?2")
-      .bind(1, now)
-      .bind(2, job.execution_id)
-      .exec_deferred();
-  conn_.notify(Connection::Work::kJobs);
-  return true;
-}
-
-bool SqlStore::job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                              const NextExecution& next) {
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
-  if (!close_execution(conn_, job, process_id, now)) return false;
-  insert_result(conn_, job.execution_id, "failure", &error, now);
-  write_next(conn_, job, next, now);
-  tx.commit();
-  return true;
-}
-
-bool SqlStore::job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                              const NextExecution& next) {
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  if (!crash_in_tx(job, process_id, cause, next, db_now(conn_))) return false;
-  tx.commit();
-  return true;
-}
-
-bool SqlStore::crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                              const NextExecution& next, const std::string& now) {
-  if (!close_execution(conn_, job, process_id, now)) return false;
-  insert_result(conn_, job.execution_id, "process_crashed", &cause, now);
-  write_next(conn_, job, next, now);
-  return true;
 }
 
 std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {

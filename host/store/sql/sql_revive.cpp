@@ -1,13 +1,11 @@
-// Reviving a halted pipeline (SPEC §7) in one transaction
-// that copies the latest run into a new one, with every id remapped,
-// re-opens the branches that halted, and copies the run context of the run
-// the engine picked.
+// The statements of a revive (SPEC §7; engine/run_policy decides it):
+// copying a run into a new one with every id remapped, re-opening the
+// branches the plan names, and copying the run context the engine picked.
 #include <map>
 
 #include "store/sql/batch_insert.h"
 #include "store/sql/row_writer.h"
-#include "store/sql/sql_store.h"
-#include "store/store_error.h"
+#include "store/sql/sql_store_tx.h"
 #include "util/uuid.h"
 
 namespace ductwork::sql {
@@ -57,37 +55,19 @@ struct OldStep {
 
 }  // namespace
 
-std::string SqlStore::revive(const std::string& pipeline_id, const ContextSourcePlanner& context_from,
-                            const RevivePlanner& plan) {
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
+std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
+  const std::string& now = now_;
+  const std::string& pipeline_id = plan.pipeline_id;
+  const std::string& old_run = plan.run_id;
   RowWriter rows(conn_);
-  {
-    auto p = conn_.prepare("SELECT status FROM pipelines WHERE id = ?");
-    p.bind(1, pipeline_id);
-    if (!p.step()) throw ReviveRefused("no pipeline " + pipeline_id, /*unknown=*/true);
-    std::string status = p.text(0);
-    if (status != "halted" && status != "cancelled") {
-      throw ReviveRefused("pipeline " + pipeline_id + " is " + status +
-                          ", not halted or cancelled: only a halted or cancelled pipeline can be revived");
-    }
-  }
-  // The engine picks whose context the new run gets before anything is
-  // written: a refusal (a run the pipeline does not have) leaves no trace.
-  std::optional<std::string> context_run;
-  if (context_from) context_run = context_from(read_run_context_counts(pipeline_id));
-  std::string old_run, klass;
+  std::string klass;
   const std::string new_run = new_uuid_v7(conn_.clock());
   {
-    auto r = conn_.prepare(
-        "SELECT id, pipeline_klass, definition, definition_sha1 FROM runs WHERE pipeline_id = ? "
-        "ORDER BY created_at DESC, id DESC LIMIT 1");
-    r.bind(1, pipeline_id);
-    if (!r.step()) throw ReviveRefused("pipeline " + pipeline_id + " has no run to revive");
-    old_run = r.text(0);
-    klass = r.text(1);
-    const std::string definition = r.text(2), definition_sha1 = r.text(3);
+    auto r = conn_.prepare("SELECT pipeline_klass, definition, definition_sha1 FROM runs WHERE id = ?");
+    r.bind(1, old_run);
+    if (!r.step()) conn_.fail("revive: no run " + old_run, StoreFault::kUnusable);
+    klass = r.text(0);
+    const std::string definition = r.text(1), definition_sha1 = r.text(2);
     rows.run({.id = new_run,
               .pipeline_id = pipeline_id,
               .pipeline_klass = klass,
@@ -133,21 +113,13 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
     }
   }
 
-  // Re-opened branches and what the engine's plan does with their last
-  // step; advanceable when it goes back to `advancing`, not when its job is
-  // re-enqueued.
-  std::map<std::string, bool> reopened;          // old branch id -> advanceable
+  // Re-opened branches, advanceable when their last step goes back to
+  // `advancing` (not when its job is re-enqueued), and the plan for that step.
+  std::map<std::string, bool> reopened;             // old branch id -> advanceable
   std::map<std::string, ReviveAction> last_action;  // old branch id -> plan for its last step
-  for (const auto& branch : branches) {
-    if (branch.status == "completed") continue;
-    auto last = last_step.find(branch.id);
-    if (last == last_step.end()) {
-      reopened[branch.id] = false;
-      continue;
-    }
-    ReviveAction action = plan(steps[last->second].status);
-    last_action[branch.id] = action;
-    reopened[branch.id] = action == ReviveAction::kReadvance;
+  for (const auto& [branch_id, action] : plan.reopened) {
+    reopened[branch_id] = action == ReviveAction::kReadvance;
+    if (action && last_step.count(branch_id)) last_action[branch_id] = *action;
   }
 
   for (const auto& branch : branches) {
@@ -176,7 +148,8 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
     std::string status = "completed";
     bool requeue = false;
     if (is_last_of_reopened) {
-      requeue = last_action.at(step.branch_id) == ReviveAction::kRequeue;
+      auto action = last_action.find(step.branch_id);
+      requeue = action != last_action.end() && action->second == ReviveAction::kRequeue;
       status = requeue ? "pending" : "advancing";
     }
     const std::string& id = step_ids[step.id];
@@ -204,9 +177,19 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
       rows.job({.id = job_id, .step_id = id, .klass = step.klass, .input_args = step.input_args, .started_at = now,
                 .created_at = now, .updated_at = now});
       const std::string execution_id = new_uuid_v7(conn_.clock()), availability_id = new_uuid_v7(conn_.clock());
-      rows.execution({.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now});
-      rows.availability({.id = availability_id, .execution_id = execution_id, .pipeline_klass = klass,
-                         .started_at = now, .created_at = now, .updated_at = now});
+      rows.execution({.id = execution_id,
+                      .job_id = job_id,
+                      .retry_count = plan.requeued.retry_count,
+                      .crash_count = plan.requeued.crash_count,
+                      .started_at = now,
+                      .created_at = now,
+                      .updated_at = now});
+      rows.availability({.id = availability_id,
+                         .execution_id = execution_id,
+                         .pipeline_klass = klass,
+                         .started_at = add_seconds(now, plan.requeued.delay_seconds),
+                         .created_at = now,
+                         .updated_at = now});
     } else {
       rows.job({.id = job_id,
                 .step_id = id,
@@ -251,13 +234,13 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
     }
   }
   arrivals.flush();
-  if (context_run) {
+  if (plan.context_run) {
     BatchInsert tuples(conn_,
                        "INSERT INTO tuples (id, run_id, key, serialized_value, first_set_at, last_set_at, created_at, "
                        "updated_at) VALUES ",
                        "(?, ?, ?, ?, ?, ?, ?, ?)", 8);
     auto t = conn_.prepare("SELECT key, serialized_value, first_set_at, last_set_at FROM tuples WHERE run_id = ?");
-    t.bind(1, *context_run);
+    t.bind(1, *plan.context_run);
     while (t.step()) tuples.add({new_uuid_v7(conn_.clock()), new_run, t.text(0), text_or_null(t, 1), t.text(2), t.text(3), now, now});
     tuples.flush();
   }
@@ -270,7 +253,6 @@ std::string SqlStore::revive(const std::string& pipeline_id, const ContextSource
       .exec();
   conn_.notify(Connection::Work::kJobs);
   conn_.notify(Connection::Work::kBranches);
-  tx.commit();
   return new_run;
 }
 

@@ -32,15 +32,17 @@ struct SharedConnection {
 // files by concern: sql_store.cpp (schema, trigger, processes),
 // sql_job_queue.cpp (job worker), sql_branch_ops.cpp (advancer claims and the
 // claim fence), sql_branch_tx.cpp and sql_fanout.cpp (what an advance
-// writes), sql_recovery.cpp, sql_revive.cpp, sql_on_halt.cpp, sql_context.cpp and
-// sql_reports.cpp (status and listing queries), sql_control.cpp (cancel,
-// resume).
+// writes), sql_recovery.cpp (process rows), sql_revive.cpp, sql_on_halt.cpp,
+// sql_context.cpp, sql_reports.cpp and sql_dashboard.cpp (the StoreReader's
+// queries), sql_control.cpp (cancelled runs), and sql_store_tx.cpp (the
+// write port, store_tx.h: cancel, resume, the end of a claim, recovery).
 class SqlStore final : public Store, public StoreReader {
  public:
   StoreReader& reads() override { return *this; }
   explicit SqlStore(std::shared_ptr<SharedConnection> shared) : shared_(std::move(shared)), conn_(shared_->connection()) {}
 
   const Clock& clock() const override { return conn_.clock(); }
+  void transact(const std::function<void(StoreTx&)>& body) override;  // sql_store_tx.cpp
   std::vector<std::string> migrate() override;
   bool has_schema() override;
   std::vector<std::string> pending_migrations() override;
@@ -55,9 +57,6 @@ class SqlStore final : public Store, public StoreReader {
 
   std::optional<std::string> find_process(int64_t pid, const std::string& machine) override;
   std::vector<std::string> stale_processes(const std::string& except_id, double stale_after_seconds) override;
-  bool reap_process(const std::string& process_id, bool force, double stale_after_seconds,
-                    const CrashPlanner& plan, RecoveryCounts* counts, const Death& death) override;
-  RecoveryCounts sweep_orphans(double older_than_seconds, const CrashPlanner& plan) override;
   std::optional<bool> heartbeat_stale(int64_t pid, const std::string& machine, double seconds) override;
   int64_t data_version() override;
   void check_storage() override;
@@ -66,14 +65,9 @@ class SqlStore final : public Store, public StoreReader {
   int64_t successes_since(std::string* cursor) override;
 
   std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
-  int release_jobs(const std::vector<ClaimedJob>& jobs, const std::string& process_id) override;
   std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
                                    std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
                                    bool advance_when_busy) override;
-  bool job_errored(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& error,
-                   const NextExecution& next) override;
-  bool job_crashed(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                   const NextExecution& next) override;
   std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
 
   BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
@@ -81,19 +75,13 @@ class SqlStore final : public Store, public StoreReader {
   BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window, int sample,
                                    int max_claims, const BatchAdvance* advance,
                                    std::vector<ClaimedBranch>* out) override;
-  bool with_claim_fence(const std::string& branch_id, const std::string& claim_token,
-                        const std::function<void(BranchTx&)>& body) override;
   std::string run_definition(const std::string& run_id) override;
   std::optional<OnHaltDispatch> take_on_halt(const std::string& run_id, const std::string& klass,
                                              int max_branches) override;
   void finish_on_halt(const std::string& run_id, const std::string& status,
                       const std::optional<ErrorInfo>& error) override;
 
-  std::string revive(const std::string& pipeline_id, const ContextSourcePlanner& context_from,
-                     const RevivePlanner& plan) override;
 
-  CancelResult cancel(const std::string& pipeline_id) override;
-  ResumeResult resume(const std::string& pipeline_id, const ResumePlanner& plan) override;
   std::vector<std::string> cancelled_runs(const std::vector<std::string>& run_ids) override;
 
   std::optional<std::string> context_get(const std::string& run_id, const std::string& key) override;
@@ -122,17 +110,6 @@ class SqlStore final : public Store, public StoreReader {
   std::unique_lock<std::recursive_mutex> lock() { return std::unique_lock<std::recursive_mutex>(shared_->mutex); }
 
  private:
-  // run_context_counts inside the caller's lock (and transaction, if any).
-  std::vector<RunContextCount> read_run_context_counts(const std::string& pipeline_id);
-  // crashed! inside an open transaction (see Store::job_crashed).
-  bool crash_in_tx(const ClaimedJob& job, const std::string& process_id, const ErrorInfo& cause,
-                   const NextExecution& next, const std::string& now);
-  // Crashes every open execution and closes every open advancement matched
-  // by `where` (SQL over executions e / advancements adv), with `cause`.
-  RecoveryCounts recover_claims_in_tx(const std::string& executions_where, const std::string& advancements_where,
-                                      const std::string& bind_value, const ErrorInfo& cause,
-                                      const CrashPlanner& plan, const std::string& now,
-                                      const Death* death = nullptr);
   // Claims up to `max_claims` of the picked candidates (branch id, "<run id>
   // <parent id>") in a few statements: the claim token, the latest step,
   // the open transition or a new one, an advancement each. Unordered.
@@ -166,9 +143,6 @@ class SqlStore final : public Store, public StoreReader {
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
-  // release_jobs for one claim inside an open transaction; false when the
-  // fence matched nothing.
-  bool release_in_tx(const ClaimedJob& job, const std::string& process_id, const std::string& now);
   // What lock_inline_branches learns of a locked branch: whether its run is
   // in progress (a claim would leave the run as it is).
   struct InlineLock {

@@ -1,0 +1,358 @@
+// SqlStoreTx: the statements of the write port (store/store_tx.h).
+#include "store/sql/sql_store_tx.h"
+
+#include "store/sql/row_writer.h"
+#include "util/uuid.h"
+
+namespace ductwork::sql {
+
+void SqlStore::transact(const std::function<void(StoreTx&)>& body) {
+  auto held = lock();
+  WriteTransaction tx(conn_);
+  SqlStoreTx port(*this, db_now(conn_));
+  body(port);
+  tx.commit();
+}
+
+bool SqlStoreTx::holds_claim(const std::string& branch_id, const std::string& claim_token) {
+  auto fence = conn_.prepare("SELECT claim_token FROM branches WHERE id = ?");
+  fence.bind(1, branch_id);
+  return fence.step() && !fence.is_null(0) && fence.text(0) == claim_token;
+}
+
+// ---- pipelines and runs
+
+std::optional<std::string> SqlStoreTx::lock_pipeline(const std::string& pipeline_id) {
+  auto p = conn_.prepare("SELECT status FROM pipelines WHERE id = ?" + conn_.dialect().for_update);
+  p.bind(1, pipeline_id);
+  if (!p.step()) return std::nullopt;
+  return p.text(0);
+}
+
+std::optional<std::string> SqlStoreTx::latest_run(const std::string& pipeline_id) {
+  auto r = conn_.prepare("SELECT id FROM runs WHERE pipeline_id = ? ORDER BY created_at DESC, id DESC LIMIT 1");
+  r.bind(1, pipeline_id);
+  if (!r.step()) return std::nullopt;
+  return r.text(0);
+}
+
+void SqlStoreTx::mark_cancelled(const std::string& pipeline_id, const std::string& run_id) {
+  conn_.prepare("UPDATE runs SET status = 'cancelled', cancelled_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, run_id)
+      .exec();
+  conn_.prepare("UPDATE pipelines SET status = 'cancelled', cancelled_at = ?1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, pipeline_id)
+      .exec();
+}
+
+void SqlStoreTx::reopen_run(const std::string& pipeline_id, const std::string& run_id) {
+  conn_.prepare("UPDATE runs SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, run_id)
+      .exec();
+  conn_.prepare("UPDATE pipelines SET status = 'in_progress', updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, pipeline_id)
+      .exec();
+}
+
+// ---- operator control
+
+int64_t SqlStoreTx::withdraw_queued(const std::string& run_id) {
+  std::vector<std::string> withdrawn;
+  {
+    auto take = conn_.prepare(
+        "UPDATE availabilities SET completed_at = ?1, updated_at = ?1 WHERE completed_at IS NULL AND "
+        "execution_id IN (SELECT e.id FROM executions e JOIN jobs j ON j.id = e.job_id "
+        "JOIN steps s ON s.id = j.step_id WHERE s.run_id = ?2 AND e.completed_at IS NULL) RETURNING execution_id");
+    take.bind(1, now_).bind(2, run_id);
+    while (take.step()) withdrawn.push_back(take.text(0));
+  }
+  if (withdrawn.empty()) return 0;
+  const std::string ids = json_string_list(withdrawn);
+  conn_.prepare("UPDATE steps SET status = 'cancelled', updated_at = ?1 WHERE id IN (SELECT j.step_id FROM jobs j "
+                "JOIN executions e ON e.job_id = j.id WHERE e.id IN (" +
+                conn_.dialect().json_text_list("?2") + "))")
+      .bind(1, now_)
+      .bind(2, ids)
+      .exec();
+  conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id IN (" +
+                conn_.dialect().json_text_list("?2") + ")")
+      .bind(1, now_)
+      .bind(2, ids)
+      .exec();
+  return static_cast<int64_t>(withdrawn.size());
+}
+
+int64_t SqlStoreTx::cancel_branches(const std::string& run_id, const std::vector<std::string>& statuses) {
+  return conn_
+      .prepare(
+          "UPDATE branches SET status = 'cancelled', claim_token = NULL, claimed_for_advancing_at = NULL, "
+          "advanceable = 0, completed_at = ?1, updated_at = ?1 WHERE run_id = ?2 AND status IN (" +
+          conn_.dialect().json_text_list("?3") + ")")
+      .bind(1, now_)
+      .bind(2, run_id)
+      .bind(3, json_string_list(statuses))
+      .exec();
+}
+
+void SqlStoreTx::close_advancements(const std::string& run_id) {
+  conn_.prepare(
+           "UPDATE advancements SET completed_at = ?1, updated_at = ?1 WHERE completed_at IS NULL AND transition_id IN "
+           "(SELECT t.id FROM transitions t JOIN branches b ON b.id = t.branch_id WHERE b.run_id = ?2)")
+      .bind(1, now_)
+      .bind(2, run_id)
+      .exec();
+}
+
+std::vector<DampenedBranch> SqlStoreTx::dampened_branches(const std::string& run_id) {
+  std::vector<DampenedBranch> parked;
+  // Each dampened branch with its latest step (the one that parked it), that
+  // step's output and the transition a resume completes.
+  auto b = conn_.prepare(
+      "SELECT b.id, b.pipeline_klass, r.definition, s.id, s.node, s.klass, t.id, j.output_payload -> 'payload' "
+      "FROM branches b JOIN runs r ON r.id = b.run_id "
+      "JOIN steps s ON s.id = (SELECT s2.id FROM steps s2 WHERE s2.branch_id = b.id "
+      "ORDER BY s2.started_at DESC, s2.id DESC LIMIT 1) "
+      "LEFT JOIN transitions t ON t.branch_id = b.id AND t.in_step_id = s.id AND t.completed_at IS NULL "
+      "LEFT JOIN jobs j ON j.step_id = s.id "
+      "WHERE b.run_id = ?1 AND b.status = 'dampened' ORDER BY b.started_at, b.id");
+  b.bind(1, run_id);
+  while (b.step()) {
+    DampenedBranch branch;
+    branch.branch_id = b.text(0);
+    branch.run_id = run_id;
+    branch.pipeline = b.text(1);
+    branch.definition_json = b.text(2);
+    branch.step_id = b.text(3);
+    branch.step_node = b.text(4);
+    branch.step_klass = b.text(5);
+    branch.transition_id = b.is_null(6) ? std::string() : b.text(6);
+    branch.output_json = b.is_null(7) ? std::string("null") : b.text(7);
+    parked.push_back(std::move(branch));
+  }
+  return parked;
+}
+
+// ---- revive (copy_run: sql_revive.cpp)
+
+std::vector<RunContextCount> SqlStoreTx::run_context_counts(const std::string& pipeline_id) {
+  return store_.run_context_counts(pipeline_id);
+}
+
+std::vector<RunBranchEnd> SqlStoreTx::branch_ends(const std::string& run_id) {
+  // A branch's last step as the status document orders steps: start time,
+  // then id.
+  auto b = conn_.prepare(
+      "SELECT b.id, b.status, (SELECT s.status FROM steps s WHERE s.branch_id = b.id "
+      "ORDER BY s.started_at DESC, s.id DESC LIMIT 1) FROM branches b WHERE b.run_id = ? ORDER BY b.started_at, b.id");
+  b.bind(1, run_id);
+  std::vector<RunBranchEnd> out;
+  while (b.step()) out.push_back(RunBranchEnd{b.text(0), b.text(1), b.optional_text(2)});
+  return out;
+}
+
+// ---- the end of a claim
+
+// The test is written `(...) IS TRUE` so that no partial index can serve
+// it: PostgreSQL's generic plan otherwise picked the partial index of a
+// process's open executions (the reaper's) and walked every claim the
+// process held to find one row (about 110 µs per success at batch 256).
+bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process_id, const std::string& result_type,
+                               const ErrorInfo& error) {
+  auto close = conn_.prepare(
+      "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?4, plugin_version = ?5 "
+      "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE");
+  close.bind(1, now_).bind(2, job.execution_id).bind(3, process_id);
+  if (job.plugin_name.empty()) {
+    close.bind_null(4).bind_null(5);
+  } else {
+    close.bind(4, job.plugin_name).bind(5, job.plugin_version);
+  }
+  if (close.exec() == 0) return false;
+  conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
+      .bind(1, now_)
+      .bind(2, job.execution_id)
+      .exec_deferred();
+  conn_.prepare(
+           "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, "
+           "created_at, updated_at, retryable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)")
+      .bind(1, new_uuid_v7(conn_.clock()))
+      .bind(2, job.execution_id)
+      .bind(3, result_type)
+      .bind(4, error.klass)
+      .bind(5, error.message)
+      .bind(6, error.backtrace)
+      .bind(7, now_)
+      .bind(8, static_cast<int64_t>(error.retryable ? 1 : 0))
+      .exec_deferred();
+  return true;
+}
+
+bool SqlStoreTx::unclaim(const ClaimedJob& job, const std::string& process_id) {
+  // The fence of end_execution, for the same reason written `IS TRUE`.
+  int ours = conn_.prepare(
+                      "UPDATE executions SET process_id = NULL, updated_at = ?1 "
+                      "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE")
+                 .bind(1, now_)
+                 .bind(2, job.execution_id)
+                 .bind(3, process_id)
+                 .exec();
+  if (ours != 1) return false;
+  conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec_deferred();
+  return true;
+}
+
+std::string SqlStoreTx::lock_branch_status(const std::string& branch_id) {
+  auto status = conn_.prepare("SELECT status FROM branches WHERE id = ?" + conn_.dialect().for_update);
+  status.bind(1, branch_id);
+  return status.step() ? status.text(0) : std::string();
+}
+
+void SqlStoreTx::set_step_status(const ClaimedJob& job, const char* status) {
+  conn_.prepare("UPDATE steps SET status = ?1, updated_at = ?2 WHERE id = ?3")
+      .bind(1, std::string_view(status))
+      .bind(2, now_)
+      .bind(3, job.step_id)
+      .exec_deferred();
+}
+
+void SqlStoreTx::fail_step(const ClaimedJob& job) {
+  set_step_status(job, "failed");
+  conn_.prepare("UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id = ?2")
+      .bind(1, now_)
+      .bind(2, job.branch_id)
+      .exec_deferred();
+  conn_.notify(Connection::Work::kBranches);
+}
+
+void SqlStoreTx::cancel_job(const ClaimedJob& job) {
+  conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id = ?2 AND completed_at IS NULL")
+      .bind(1, now_)
+      .bind(2, job.execution_id)
+      .exec_deferred();
+  set_step_status(job, "cancelled");
+}
+
+void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& next) {
+  const std::string execution_id = new_uuid_v7(conn_.clock()), availability_id = new_uuid_v7(conn_.clock());
+  RowWriter rows(conn_);
+  rows.execution({.id = execution_id,
+                  .job_id = job.job_id,
+                  .retry_count = next.retry_count,
+                  .crash_count = next.crash_count,
+                  .started_at = now_,
+                  .created_at = now_,
+                  .updated_at = now_});
+  rows.availability({.id = availability_id,
+                     .execution_id = execution_id,
+                     .pipeline_klass = job.pipeline,
+                     .started_at = add_seconds(now_, next.delay_seconds),
+                     .created_at = now_,
+                     .updated_at = now_});
+  rows.flush();
+  conn_.notify(Connection::Work::kJobs);
+}
+
+void SqlStoreTx::reopen_availability(const ClaimedJob& job) {
+  conn_.prepare(
+           "UPDATE availabilities SET completed_at = NULL, process_id = NULL, updated_at = ?1 "
+           "WHERE execution_id = ?2")
+      .bind(1, now_)
+      .bind(2, job.execution_id)
+      .exec_deferred();
+  conn_.notify(Connection::Work::kJobs);
+}
+
+// ---- crash recovery
+
+bool SqlStoreTx::lock_process(const std::string& process_id, std::optional<double> stale_after_seconds) {
+  auto check = conn_.prepare((stale_after_seconds ? std::string("SELECT 1 FROM processes WHERE id = ?1 AND "
+                                                                "last_heartbeat_at < dw_now(?2)")
+                                                  : std::string("SELECT 1 FROM processes WHERE id = ?1")) +
+                             conn_.dialect().for_update);
+  check.bind(1, process_id);
+  if (stale_after_seconds) check.bind(2, -*stale_after_seconds);
+  return check.step();
+}
+
+void SqlStoreTx::delete_process(const std::string& process_id) {
+  conn_.prepare("DELETE FROM processes WHERE id = ?").bind(1, process_id).exec();
+}
+
+std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
+  const std::string select =
+      "SELECT e.id, e.job_id, e.retry_count, e.crash_count, e.process_id, j.step_id, j.klass, s.run_id, "
+      "s.branch_id, s.node, r.pipeline_klass FROM executions e JOIN jobs j ON j.id = e.job_id "
+      "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
+      "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND ";
+  auto stmt = owner.process_id.empty()
+                  ? conn_.prepare(select +
+                                  "NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = e.process_id) AND EXISTS "
+                                  "(SELECT 1 FROM availabilities a WHERE a.execution_id = e.id AND "
+                                  "a.completed_at IS NOT NULL AND a.completed_at < dw_now(?1))")
+                  : conn_.prepare(select + "e.process_id = ?1");
+  if (owner.process_id.empty()) {
+    stmt.bind(1, -owner.older_than_seconds);
+  } else {
+    stmt.bind(1, owner.process_id);
+  }
+  std::vector<OwnedClaim> out;
+  while (stmt.step()) {
+    OwnedClaim open;
+    open.job.execution_id = stmt.text(0);
+    open.job.job_id = stmt.text(1);
+    open.job.retry_count = stmt.int64(2);
+    open.job.crash_count = stmt.int64(3);
+    open.owner = stmt.text(4);
+    open.job.step_id = stmt.text(5);
+    open.job.klass = stmt.text(6);
+    open.job.run_id = stmt.text(7);
+    open.job.branch_id = stmt.text(8);
+    open.job.node = stmt.text(9);
+    open.job.pipeline = stmt.text(10);
+    out.push_back(std::move(open));
+  }
+  return out;
+}
+
+std::vector<OpenAdvancement> SqlStoreTx::open_advancements(const ClaimOwner& owner) {
+  const std::string select =
+      "SELECT adv.id, t.branch_id FROM advancements adv JOIN transitions t ON t.id = adv.transition_id "
+      "WHERE adv.completed_at IS NULL AND ";
+  auto stmt = owner.process_id.empty()
+                  ? conn_.prepare(select +
+                                  "(adv.process_id IS NULL OR NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = "
+                                  "adv.process_id)) AND adv.started_at < dw_now(?1)")
+                  : conn_.prepare(select + "adv.process_id = ?1");
+  if (owner.process_id.empty()) {
+    stmt.bind(1, -owner.older_than_seconds);
+  } else {
+    stmt.bind(1, owner.process_id);
+  }
+  std::vector<OpenAdvancement> out;
+  while (stmt.step()) out.push_back(OpenAdvancement{stmt.text(0), stmt.text(1)});
+  return out;
+}
+
+void SqlStoreTx::abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) {
+  conn_.prepare(
+           "UPDATE advancements SET completed_at = ?1, updated_at = ?1, error_klass = ?2, error_message = ?3 "
+           "WHERE id = ?4 AND completed_at IS NULL")
+      .bind(1, now_)
+      .bind(2, cause.klass)
+      .bind(3, cause.message)
+      .bind(4, advancement.advancement_id)
+      .exec();
+  conn_.prepare(
+           "UPDATE branches SET status = 'in_progress', claim_token = NULL, claimed_for_advancing_at = NULL, "
+           "updated_at = ?1 WHERE id = ?2 AND status = 'advancing'")
+      .bind(1, now_)
+      .bind(2, advancement.branch_id)
+      .exec();
+  conn_.notify(Connection::Work::kBranches);
+}
+
+}  // namespace ductwork::sql

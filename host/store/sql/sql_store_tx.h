@@ -1,0 +1,61 @@
+// The write port (store/store_tx.h) on a SqlStore's connection: the
+// statements of cancel, resume, revive, the end of a claim and crash recovery,
+// inside the transaction SqlStore::transact opened.
+#pragma once
+
+#include <string>
+
+#include "store/sql/sql_branch_tx.h"
+#include "store/sql/sql_store.h"
+#include "store/store_tx.h"
+
+namespace ductwork::sql {
+
+class SqlStoreTx final : public StoreTx {
+ public:
+  // `now`: the transaction's instant (db_now), stamped on every row it writes.
+  SqlStoreTx(SqlStore& store, const std::string& now)
+      : store_(store), conn_(store.connection()), now_(now), branches_(store, now) {}
+
+  BranchTx& branches() override { return branches_; }
+
+  bool holds_claim(const std::string& branch_id, const std::string& claim_token) override;
+  std::optional<std::string> lock_pipeline(const std::string& pipeline_id) override;
+  std::optional<std::string> latest_run(const std::string& pipeline_id) override;
+  void mark_cancelled(const std::string& pipeline_id, const std::string& run_id) override;
+  void reopen_run(const std::string& pipeline_id, const std::string& run_id) override;
+
+  int64_t withdraw_queued(const std::string& run_id) override;
+  int64_t cancel_branches(const std::string& run_id, const std::vector<std::string>& statuses) override;
+  void close_advancements(const std::string& run_id) override;
+  std::vector<DampenedBranch> dampened_branches(const std::string& run_id) override;
+
+  std::vector<RunContextCount> run_context_counts(const std::string& pipeline_id) override;
+  std::vector<RunBranchEnd> branch_ends(const std::string& run_id) override;
+  std::string copy_run(const RevivePlan& plan) override;  // sql_revive.cpp
+
+  bool end_execution(const ClaimedJob& job, const std::string& process_id, const std::string& result_type,
+                     const ErrorInfo& error) override;
+  bool unclaim(const ClaimedJob& job, const std::string& process_id) override;
+  std::string lock_branch_status(const std::string& branch_id) override;
+  void fail_step(const ClaimedJob& job) override;
+  void cancel_job(const ClaimedJob& job) override;
+  void enqueue_execution(const ClaimedJob& job, const NextExecution& next) override;
+  void reopen_availability(const ClaimedJob& job) override;
+
+  bool lock_process(const std::string& process_id, std::optional<double> stale_after_seconds) override;
+  void delete_process(const std::string& process_id) override;
+  std::vector<OwnedClaim> open_claims(const ClaimOwner& owner) override;
+  std::vector<OpenAdvancement> open_advancements(const ClaimOwner& owner) override;
+  void abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) override;
+
+ private:
+  void set_step_status(const ClaimedJob& job, const char* status);
+
+  SqlStore& store_;
+  Connection& conn_;
+  std::string now_;
+  SqlBranchTx branches_;
+};
+
+}  // namespace ductwork::sql

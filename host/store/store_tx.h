@@ -1,0 +1,139 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/store_types.h"
+
+namespace ductwork {
+
+class BranchTx;  // store.h
+
+// A claim a recovery pass found open, with the process that owns it.
+struct OwnedClaim {
+  ClaimedJob job;
+  std::string owner;
+};
+
+// An advancement a recovery pass found open, and the branch it advances.
+struct OpenAdvancement {
+  std::string advancement_id;
+  std::string branch_id;
+};
+
+// Whose claims a recovery pass looks at: one process row's (the reaper's
+// view of a dead process), or the orphans' — claims made more than
+// `older_than_seconds` ago (database clock) whose process row is gone.
+struct ClaimOwner {
+  static ClaimOwner process(std::string process_id) { return ClaimOwner{std::move(process_id), 0}; }
+  static ClaimOwner orphans(double older_than_seconds) { return ClaimOwner{std::string(), older_than_seconds}; }
+  std::string process_id;  // empty: the orphans
+  double older_than_seconds = 0;
+};
+
+// The write port (issue 35): one write transaction of Store::transact, on
+// which the engine's use-cases run (engine/control, engine/job_end,
+// engine/recovery). Every call runs statements and decides nothing: which
+// pipeline may be cancelled or resumed, whether a claim is crashed or given
+// back, what follows a failure — the engine reads what it needs here, decides,
+// and writes what it decided. Nothing is visible to others until the
+// transaction commits, and nothing is written when the body throws.
+class StoreTx {
+ public:
+  virtual ~StoreTx() = default;
+
+  // The branch mutations (store.h) on this transaction.
+  virtual BranchTx& branches() = 0;
+
+  // ---- branch claims
+  // Whether the branch's claim token still equals `claim_token` (the fence
+  // of everything done under an advancer's claim after the claim's own
+  // transaction).
+  virtual bool holds_claim(const std::string& branch_id, const std::string& claim_token) = 0;
+
+  // ---- pipelines and runs
+  // The pipeline's status, its row locked for the rest of the transaction
+  // (PostgreSQL: a cancel, a resume and a revive of one pipeline take
+  // turns); nullopt for an unknown pipeline.
+  virtual std::optional<std::string> lock_pipeline(const std::string& pipeline_id) = 0;
+  // The pipeline's latest run; nullopt when it has none.
+  virtual std::optional<std::string> latest_run(const std::string& pipeline_id) = 0;
+  // The run and its pipeline become `cancelled`, cancelled now.
+  virtual void mark_cancelled(const std::string& pipeline_id, const std::string& run_id) = 0;
+  // The run and its pipeline back `in_progress`.
+  virtual void reopen_run(const std::string& pipeline_id, const std::string& run_id) = 0;
+
+  // ---- operator control (SPEC §13)
+  // Withdraws every queued execution of the run that nobody claimed (an
+  // open availability, a delayed one too: the availability is the claim,
+  // whichever of a claim and this takes it first wins): availability and
+  // execution completed, the step `cancelled`. Returns how many.
+  virtual int64_t withdraw_queued(const std::string& run_id) = 0;
+  // The run's branches in one of `statuses` become `cancelled`, claims
+  // cleared, no longer advanceable. Returns how many.
+  virtual int64_t cancel_branches(const std::string& run_id, const std::vector<std::string>& statuses) = 0;
+  // Closes every open advancement of the run's branches (an advancer holding
+  // a claim on one finds its claim token gone).
+  virtual void close_advancements(const std::string& run_id) = 0;
+  // The run's `dampened` branches in start order, each with the step that
+  // parked it, that step's output and its open transition.
+  virtual std::vector<DampenedBranch> dampened_branches(const std::string& run_id) = 0;
+
+  // ---- revive (SPEC §7)
+  // Every run of the pipeline, oldest first, with its count of context values.
+  virtual std::vector<RunContextCount> run_context_counts(const std::string& pipeline_id) = 0;
+  // Every branch of the run with its status and its last step's.
+  virtual std::vector<RunBranchEnd> branch_ends(const std::string& run_id) = 0;
+  // Writes the revive `plan` describes: a new run of the pipeline with the
+  // old run's definition snapshot; every branch and step copied with new
+  // ids (outputs, links, fan-out counters and fan-in arrivals remapped);
+  // a reopened branch `in_progress`, its earlier steps completed, its last
+  // step `pending` with its job enqueued again with its original arguments
+  // (kRequeue) or `advancing` with its output (kReadvance, the branch
+  // advanceable); the chosen run context copied; the pipeline
+  // `in_progress`. The old run stays as history. Returns the new run's id.
+  virtual std::string copy_run(const RevivePlan& plan) = 0;
+
+  // ---- the end of a claim (SPEC §4, §6)
+  // The fence of every end of a claim: the execution is still open and
+  // still owned by `process_id`. When it holds, the execution is closed and
+  // a result of `result_type` ("failure", "process_crashed") with `error`
+  // recorded; false, and nothing written, when it matched nothing (the
+  // claim was taken away).
+  virtual bool end_execution(const ClaimedJob& job, const std::string& process_id, const std::string& result_type,
+                             const ErrorInfo& error) = 0;
+  // The same fence for a claim whose step never started: the execution is
+  // no longer owned and its attempt is forgotten, no result. False when the
+  // fence matched nothing.
+  virtual bool unclaim(const ClaimedJob& job, const std::string& process_id) = 0;
+  // The branch's status, its row locked (PostgreSQL: a cancel in flight is
+  // waited for); "" when there is no such branch.
+  virtual std::string lock_branch_status(const std::string& branch_id) = 0;
+  // The job's step `failed`, its branch advanceable (advancers are woken).
+  virtual void fail_step(const ClaimedJob& job) = 0;
+  // The job's execution completed (when still open) and its step `cancelled`.
+  virtual void cancel_job(const ClaimedJob& job) = 0;
+  // A new execution of the job with `next`'s counts, claimable
+  // `next.delay_seconds` after now (database clock).
+  virtual void enqueue_execution(const ClaimedJob& job, const NextExecution& next) = 0;
+  // An unclaimed execution's availability opens again, as if it had never
+  // been claimed.
+  virtual void reopen_availability(const ClaimedJob& job) = 0;
+
+  // ---- crash recovery (SPEC §6)
+  // Whether the process row exists and, when `stale_after_seconds` is
+  // given, its heartbeat is older than that by the database clock; the row
+  // is locked so that no heartbeat lands before the transaction ends.
+  virtual bool lock_process(const std::string& process_id, std::optional<double> stale_after_seconds) = 0;
+  virtual void delete_process(const std::string& process_id) = 0;
+  // The open claims (executions with an owner) of `owner`.
+  virtual std::vector<OwnedClaim> open_claims(const ClaimOwner& owner) = 0;
+  // The open advancements of `owner`.
+  virtual std::vector<OpenAdvancement> open_advancements(const ClaimOwner& owner) = 0;
+  // Closes the advancement with `cause` and, when its branch is still
+  // `advancing`, releases the branch (advancers are woken).
+  virtual void abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) = 0;
+};
+
+}  // namespace ductwork
