@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/branch_claims.h"
 #include "engine/claim_fence.h"
 #include "engine/error_info.h"
 #include "engine/router.h"
@@ -36,7 +37,7 @@ BranchClaimResult Advancer::run_once() {
     // transaction when many are ready; the claim token still fences each,
     // and a branch whose advance threw keeps its committed claim and is
     // settled through the fence below.
-    std::vector<Store::ClaimedBranch> claimed;
+    std::vector<ClaimedBranch> claimed;
     std::vector<AdvanceEffects> effects;
     // Arrivals at a fan-in are held back, one per claim that made one, and
     // written by barrier: the siblings of a fan-out the batch holds are
@@ -60,7 +61,7 @@ BranchClaimResult Advancer::run_once() {
       arrive_together(tx, group, group_effects);
     };
     BranchClaimResult result =
-        store_.claim_branches(pipeline, process_id_, candidate_window(pipeline), 3, kAdvanceBatch, &advance, &claimed);
+        claim_branches(store_, pipeline, process_id_, candidate_window(pipeline), 3, kAdvanceBatch, &advance, &claimed);
     if (result == BranchClaimResult::kClaimed) {
       next_pipeline_ = (next_pipeline_ + i + 1) % pipelines_.size();
       effects.resize(claimed.size());

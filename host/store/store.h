@@ -33,9 +33,9 @@ namespace ductwork {
 // transaction, fenced the same way on the owner it read, so a late commit
 // and a reap never both win.
 //
-// Branches. claim_branch(es) takes an advanceable branch by writing a fresh
-// claim token and the claimer into it, and runs the advance in the same
-// transaction (one commit per advancement, or per batch). If the advance
+// Branches. engine/branch_claims.h takes advanceable branches on the write
+// port (StoreTx::claim_branches) and runs their advances in the same
+// transaction (one commit per batch). If the advance
 // throws, its writes roll back, the claim alone commits, and the caller
 // settles it through engine/claim_fence.h's with_claim_fence(branch,
 // token): a transaction on the write port that first checks the token is
@@ -203,7 +203,7 @@ class Store {
   // Work done on a claimed branch in the claim's own transaction.
   using AdvanceInClaim = std::function<void(BranchTx&, const BranchClaim&)>;
 
-  // How claim_branches (and jobs_succeeded) advance their claims. `advance`
+  // How jobs_succeeded (and engine/branch_claims.h) advance their claims. `advance`
   // runs for each claim in turn (`index`: its position in this batch), its
   // writes in a savepoint of their own. It may hand the claim to a group instead of finishing it,
   // by returning a non-empty group key: the claims of one key that follow
@@ -266,29 +266,15 @@ class Store {
   // Seconds until the next availability of the pipeline opens (nullopt: none queued).
   virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
 
-  // ---- pipeline advancer (AdvanceInClaim is declared with the job worker's calls)
+  // ---- pipeline advancer (engine/branch_claims.h claims and advances on
+  // the write port)
+  // Up to `window` advanceable, unclaimed branches of `pipeline`, longest
+  // unadvanced first, read outside any write transaction (idle advancers do
+  // not queue up as writers to learn there is nothing to do); a claim
+  // re-asserts the whole predicate, so one that moved on meanwhile just
+  // loses.
+  virtual std::vector<BranchCandidate> branch_candidates(const std::string& pipeline, int window) = 0;
 
-  // Claims an advanceable branch of `pipeline` (a window of candidates,
-  // `sample` of them tried) and, when `advance` is given, runs it inside the
-  // same transaction: one commit per advancement instead of two. If
-  // `advance` throws, its writes are rolled back, the claim alone is
-  // committed (so *out is a live claim the caller must settle through
-  // engine/claim_fence.h), and the exception propagates.
-  virtual BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window,
-                                         int sample, BranchClaim* out, const AdvanceInClaim* advance = nullptr) = 0;
-
-  // A claim made by claim_branches, with the exception its advance threw
-  // (null when it advanced). A claim with an error is live and committed.
-  struct ClaimedBranch {
-    BranchClaim claim;
-    std::exception_ptr error;
-  };
-  // The batched form: claims and advances up to `max_claims` branches in one
-  // transaction (appended to *out), so a busy advancer commits once per
-  // batch. kClaimed when at least one was claimed.
-  virtual BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window,
-                                           int sample, int max_claims, const BatchAdvance* advance,
-                                           std::vector<ClaimedBranch>* out) = 0;
   // Takes the run's on_halt dispatch, in one transaction: flips
   // runs.on_halt_dispatched_at from null to now, records the call of step
   // `klass` as `running`, and returns what the call is told: the distinct

@@ -51,6 +51,32 @@ class StoreTx {
   // of everything done under an advancer's claim after the claim's own
   // transaction).
   virtual bool holds_claim(const std::string& branch_id, const std::string& claim_token) = 0;
+  // Whether the process has a row: a process whose row was reaped must not
+  // claim (its claims would be invisible to the reaper; it re-adopts the
+  // row on its next heartbeat).
+  virtual bool process_registered(const std::string& process_id) = 0;
+  // Claims up to `max_claims` of `candidates` for `process_id` in a few
+  // statements, passing over any another transaction holds (PostgreSQL):
+  // one claim token for the batch, each branch's latest step, its open
+  // transition or a new one, a new advancement (its crash count carried on
+  // from one a dead advancer left open, which is closed as a crash).
+  // Unordered. With `advanced_here` the same transaction advances them:
+  // the branches are only locked, not marked claimed, and their transition
+  // and advancement rows are held and written, as the advances left them,
+  // when the transaction commits.
+  virtual std::vector<BranchClaim> claim_branches(const std::vector<BranchCandidate>& candidates, int max_claims,
+                                                  const std::string& pipeline, const std::string& process_id,
+                                                  bool advanced_here) = 0;
+  // Claims of this transaction whose advance was rolled back (its
+  // savepoint): marked claimed after all, their held rows back as the claim
+  // left them, so a fence can record the failure after the commit.
+  virtual void keep_claims(const std::vector<const BranchClaim*>& claims) = 0;
+
+  // ---- savepoints: what is written after savepoint(name) is undone by
+  // rollback_to_savepoint(name) and kept by release_savepoint(name).
+  virtual void savepoint(const std::string& name) = 0;
+  virtual void release_savepoint(const std::string& name) = 0;
+  virtual void rollback_to_savepoint(const std::string& name) = 0;
 
   // ---- pipelines and runs
   // The pipeline's status, its row locked for the rest of the transaction

@@ -126,6 +126,16 @@ struct RecoveryCounts {
 
 enum class BranchClaimResult { kClaimed, kContended, kIdle };
 
+// An advanceable branch as a claimer sees it before claiming: its id and
+// the order its locks are taken in ("<run id> <a parent branch id, or
+// nothing>"): claims are advanced in that order, so the siblings of a
+// fan-out follow each other and every transaction locks runs and barriers
+// in one global order.
+struct BranchCandidate {
+  std::string branch_id;
+  std::string lock_order;
+};
+
 // A branch this process claimed for advancing, with the step it sits on.
 struct BranchClaim {
   std::string branch_id;

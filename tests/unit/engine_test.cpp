@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "engine/branch_claims.h"
 #include "engine/job_end.h"
 #include "engine/job_policy.h"
 #include "engine/recovery.h"
@@ -219,7 +220,7 @@ TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) 
     store->register_process("doomed", 7, "m", "all");
     Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
     BranchClaim claim;
-    EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
+    EXPECT_THROW(claim_branch(*store, "P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
     EXPECT_EQ(claim.advancement_crash_count, i);
     RecoveryCounts counts;
     ASSERT_TRUE(reap_process(*store, "doomed", true, 300.0, policy, &counts, Death()));

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "engine/branch_claims.h"
 #include "engine/claim_fence.h"
 #include "engine/on_halt.h"
 #include "engine_fixture.h"
@@ -345,8 +346,8 @@ TEST_F(FanInBatchTest, AGroupIsFinishedOnceForConsecutiveClaimsOfOneKey) {
   Store::BatchAdvance batch;
   batch.advance = [](BranchTx&, const BranchClaim&, size_t index) { return std::string(index < 25 ? "a" : "b"); };
   batch.finish = [&](BranchTx&, const std::vector<size_t>& indexes) { groups.push_back(indexes); };
-  std::vector<Store::ClaimedBranch> claimed;
-  ASSERT_EQ(store->claim_branches("P", process_id, 256, 3, 128, &batch, &claimed), BranchClaimResult::kClaimed);
+  std::vector<ClaimedBranch> claimed;
+  ASSERT_EQ(claim_branches(*store, "P", process_id, 256, 3, 128, &batch, &claimed), BranchClaimResult::kClaimed);
   ASSERT_EQ(claimed.size(), 40u);
   ASSERT_EQ(groups.size(), 2u);
   EXPECT_EQ(groups[0].size(), 25u);
@@ -357,7 +358,7 @@ TEST_F(FanInBatchTest, AGroupIsFinishedOnceForConsecutiveClaimsOfOneKey) {
 
 TEST_F(FanInBatchTest, AGroupThatThrowsIsTheErrorOfEachOfItsClaimsAndWritesNothing) {
   auto t = forty_children_waiting();
-  std::vector<Store::ClaimedBranch> claimed;
+  std::vector<ClaimedBranch> claimed;
   Store::BatchAdvance batch;
   batch.advance = [](BranchTx&, const BranchClaim&, size_t) { return std::string("barrier"); };
   batch.finish = [&](BranchTx& tx, const std::vector<size_t>& indexes) {
@@ -366,7 +367,7 @@ TEST_F(FanInBatchTest, AGroupThatThrowsIsTheErrorOfEachOfItsClaimsAndWritesNothi
     tx.close_arrived(claims);  // written, then rolled back with the group
     throw std::runtime_error("finishing the group failed");
   };
-  ASSERT_EQ(store->claim_branches("P", process_id, 256, 3, 128, &batch, &claimed), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claim_branches(*store, "P", process_id, 256, 3, 128, &batch, &claimed), BranchClaimResult::kClaimed);
   ASSERT_EQ(claimed.size(), 40u);
   for (const auto& c : claimed) {
     ASSERT_TRUE(c.error);

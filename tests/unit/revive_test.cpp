@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "engine/branch_claims.h"
 #include "engine/job_end.h"
 #include "engine/job_policy.h"
 #include "engine/recovery.h"
@@ -183,7 +184,7 @@ TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBu
   store->register_process("doomed", 7, "m", "all");
   Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
   BranchClaim claim;
-  EXPECT_THROW(store->claim_branch("P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
+  EXPECT_THROW(claim_branch(*store, "P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
   CrashPlanner policy = [](const ClaimedJob& job) {
     return after_crash(job.retry_count, job.crash_count, CrashPolicy{10, 0.0});
   };

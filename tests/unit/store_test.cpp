@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "store/store_error.h"
+#include "engine/branch_claims.h"
 #include "engine/claim_fence.h"
 #include "engine/job_end.h"
 #include "engine/job_policy.h"
@@ -300,17 +301,17 @@ TEST_F(StoreTest, CrashedKeepsRetryCountAndRecordsTheCause) {
 TEST_F(StoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
   trigger(compile(kChain), Json::array({1}));
   BranchClaim claim;
-  EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kIdle);
+  EXPECT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kIdle);
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
-  EXPECT_EQ(store->claim_branch("P", "reaped-process", 20, 3, &claim), BranchClaimResult::kIdle);
-  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  EXPECT_EQ(claim_branch(*store, "P", "reaped-process", 20, 3, &claim), BranchClaimResult::kIdle);
+  ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   EXPECT_EQ(claim.step_id, job->step_id);
   EXPECT_EQ(claim.step_status, "advancing");
   EXPECT_EQ(claim.advancement_crash_count, 0);
   EXPECT_FALSE(claim.claim_token.empty());
   BranchClaim second;
-  EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &second), BranchClaimResult::kIdle) << "already claimed";
+  EXPECT_EQ(claim_branch(*store, "P", process_id, 20, 3, &second), BranchClaimResult::kIdle) << "already claimed";
 }
 
 TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
@@ -318,7 +319,7 @@ TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
-  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   bool ran = false;
   EXPECT_FALSE(with_claim_fence(*store, claim.branch_id, "not-the-token", [&](BranchTx&) { ran = true; }));
   EXPECT_FALSE(ran);
@@ -335,7 +336,7 @@ TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
-  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   EXPECT_THROW(with_claim_fence(*store, claim.branch_id, claim.claim_token,
                                        [&](BranchTx& tx) {
                                          tx.complete_step(claim.step_id);
@@ -351,7 +352,7 @@ TEST_F(StoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
   BranchClaim claim;
-  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   RunState state = RunState::kOpen;
   ASSERT_TRUE(with_claim_fence(*store, claim.branch_id, claim.claim_token, [&](BranchTx& tx) {
     EXPECT_EQ(settle_run(tx, claim.run_id), RunState::kOpen);  // the branch is still advancing
@@ -424,15 +425,15 @@ TEST_F(StoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
   // A claim whose advance threw stays committed with its advancement open.
   Store::AdvanceInClaim boom = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("boom"); };
   BranchClaim claim;
-  EXPECT_THROW(store->claim_branch("P", "dead", 20, 3, &claim, &boom), std::runtime_error);
+  EXPECT_THROW(claim_branch(*store, "P", "dead", 20, 3, &claim, &boom), std::runtime_error);
   ASSERT_FALSE(claim.branch_id.empty());
   BranchClaim none;
-  EXPECT_EQ(store->claim_branch("P", process_id, 20, 3, &none), BranchClaimResult::kIdle) << "still claimed";
+  EXPECT_EQ(claim_branch(*store, "P", process_id, 20, 3, &none), BranchClaimResult::kIdle) << "still claimed";
   RecoveryCounts counts;
   ASSERT_TRUE(reap_process(*store, "dead", true, 300.0, crash_policy(3), &counts, Death()));
   EXPECT_EQ(counts.advancements, 1);
   BranchClaim next;
-  ASSERT_EQ(store->claim_branch("P", process_id, 20, 3, &next), BranchClaimResult::kClaimed);
+  ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &next), BranchClaimResult::kClaimed);
   EXPECT_EQ(next.branch_id, claim.branch_id);
   EXPECT_EQ(next.transition_id, claim.transition_id);
   EXPECT_EQ(next.advancement_crash_count, 1) << "the reaped advancement counts as a crash";

@@ -1,7 +1,6 @@
 // The pipeline advancer's side of the store: branch claims, the claim
 // fence and the mutations allowed inside it.
 #include <algorithm>
-#include <random>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -13,85 +12,21 @@
 #include "util/uuid.h"
 
 namespace ductwork::sql {
-BranchClaimResult SqlStore::claim_branch(const std::string& pipeline, const std::string& process_id, int window,
-                                         int sample, BranchClaim* out, const AdvanceInClaim* advance) {
-  std::vector<ClaimedBranch> claimed;
-  BatchAdvance each;
-  if (advance) {
-    each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
-      (*advance)(tx, claim);
-      return std::string();
-    };
-  }
-  BranchClaimResult result =
-      claim_branches(pipeline, process_id, window, sample, 1, advance ? &each : nullptr, &claimed);
-  if (!claimed.empty()) {
-    *out = claimed.front().claim;
-    if (claimed.front().error) std::rethrow_exception(claimed.front().error);
-  }
-  return result;
-}
-
-BranchClaimResult SqlStore::claim_branches(const std::string& pipeline, const std::string& process_id, int window,
-                                           int sample, int max_claims, const BatchAdvance* advance,
-                                           std::vector<ClaimedBranch>* out) {
+std::vector<BranchCandidate> SqlStore::branch_candidates(const std::string& pipeline, int window) {
   auto held = lock();
-  // Candidates are read before the write transaction; the claim below
-  // re-asserts the whole predicate, so a candidate that moved on meanwhile
-  // (another process claimed it) just loses. Each comes with its run and a
-  // parent branch ("<run id> <parent id or nothing>"): the order its locks
-  // are taken in, below. (Any parent: a fan-out's child has one, and a
-  // fan-in's branch has one per arrival, all below the same barriers; the
-  // run's lock comes first either way.)
-  std::vector<std::pair<std::string, std::string>> picked;
-  {
-    auto stmt = conn_.prepare(
-        "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT l.parent_branch_id FROM branch_links l "
-        "WHERE l.child_branch_id = b.id LIMIT 1), '') "
-        "FROM branches b WHERE b.pipeline_klass = ?1 AND b.status = 'in_progress' AND "
-        "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY b.last_advanced_at LIMIT ?2");
-    stmt.bind(1, pipeline).bind(2, static_cast<int64_t>(window));
-    while (stmt.step()) picked.emplace_back(stmt.text(0), stmt.text(1));
-  }
-  if (picked.empty()) return BranchClaimResult::kIdle;
-  fault_point("after_branch_candidate_select");
-  // A sample of the window, so that claimers reading the same window do not
-  // all go for the same rows...
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::shuffle(picked.begin(), picked.end(), rng);
-  size_t tries = static_cast<size_t>(std::max(sample, max_claims));
-  if (picked.size() > tries) picked.resize(tries);
-  // ...advanced in (run, parent) order: the siblings of a fan-out follow
-  // each other, so their arrivals at the fan-in are counted together, and
-  // runs and barriers are locked in one global order (a run's lock before
-  // its barriers', router.cpp), so two batches cannot deadlock on them.
-  std::stable_sort(picked.begin(), picked.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  std::unordered_map<std::string, size_t> order;
-  BatchReads reads;
-  for (const auto& [id, run_parent] : picked) {
-    order.emplace(id, order.size());
-    reads.parent_of.emplace(id, run_parent.substr(run_parent.find(' ') + 1));
-  }
-
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
-  {
-    // A process whose row was reaped must not claim: its claims would be
-    // invisible to the reaper. It re-adopts on its next heartbeat.
-    auto alive = conn_.prepare("SELECT 1 FROM processes WHERE id = ?");
-    alive.bind(1, process_id);
-    if (!alive.step()) return BranchClaimResult::kIdle;
-  }
-  std::vector<BranchClaim> claims =
-      claim_many_in_tx(picked, max_claims, pipeline, process_id, now, reads, /*lock_only=*/advance != nullptr);
-  if (claims.empty()) return BranchClaimResult::kContended;
-  std::sort(claims.begin(), claims.end(),
-            [&](const BranchClaim& a, const BranchClaim& b) { return order.at(a.branch_id) < order.at(b.branch_id); });
-  const size_t first = out->size();
-  for (BranchClaim& claim : claims) out->push_back(ClaimedBranch{std::move(claim), nullptr});
-  if (advance) advance_claims(*advance, first, now, reads, picked, *out);
-  tx.commit();
-  return BranchClaimResult::kClaimed;
+  // Each with its run and a parent branch ("<run id> <parent id or
+  // nothing>"): the order its locks are taken in. (Any parent: a fan-out's
+  // child has one, and a fan-in's branch has one per arrival, all below the
+  // same barriers; the run's lock comes first either way.)
+  auto stmt = conn_.prepare(
+      "SELECT b.id, b.run_id || ' ' || COALESCE((SELECT l.parent_branch_id FROM branch_links l "
+      "WHERE l.child_branch_id = b.id LIMIT 1), '') "
+      "FROM branches b WHERE b.pipeline_klass = ?1 AND b.status = 'in_progress' AND "
+      "b.claim_token IS NULL AND b.advanceable = 1 ORDER BY b.last_advanced_at LIMIT ?2");
+  stmt.bind(1, pipeline).bind(2, static_cast<int64_t>(window));
+  std::vector<BranchCandidate> picked;
+  while (stmt.step()) picked.push_back(BranchCandidate{stmt.text(0), stmt.text(1)});
+  return picked;
 }
 
 bool SqlStore::in_savepoint(const std::string& name, Kept kept, const std::function<void()>& body,
@@ -112,78 +47,12 @@ bool SqlStore::in_savepoint(const std::string& name, Kept kept, const std::funct
   return false;
 }
 
-void SqlStore::advance_claims(const BatchAdvance& advance, size_t first, const std::string& now, BatchReads& reads,
-                              const std::vector<std::pair<std::string, std::string>>& picked,
-                              std::vector<ClaimedBranch>& out) {
-  std::unordered_map<std::string, const std::string*> run_parent;
-  for (const auto& [id, key] : picked) run_parent.emplace(id, &key);
-  // Runs `body` in a savepoint. A throw keeps the claims and drops what the
-  // body wrote: the caller records the error against each of `claims`
-  // through the fence. A deadlock or a lost connection says nothing about
-  // the branches: the whole transaction goes (its claims too) and the
-  // branches are claimed again later, with no error charged to them.
-  auto advance_in_savepoint = [&](const std::vector<size_t>& claims, const std::function<void(SqlBranchTx&)>& body) {
-    std::exception_ptr error;
-    if (in_savepoint(
-            "advance_in_claim", Kept::kAllButLostConnectionOrBusy,
-            [&] {
-              SqlBranchTx branch_tx(*this, now, nullptr, &reads);
-              body(branch_tx);
-            },
-            &error)) {
-      return;
-    }
-    // The failure is recorded after the commit, through the claim's fence:
-    // the branches that were only locked are claimed now.
-    std::vector<const BranchClaim*> failed;
-    for (size_t index : claims) {
-      out[first + index].error = error;
-      failed.push_back(&out[first + index].claim);
-      // What the body did to the held rows was rolled back with it: the
-      // fence finds the advancement open, as the claim left it.
-      reads.claim_rows.reopen(out[first + index].claim.advancement_id);
-    }
-    write_claims(failed, now);
-  };
-  // Claims handed to one group, finished together before anything of
-  // another run or parent is advanced (the lock order above).
-  std::vector<size_t> group;
-  std::string group_key;
-  const std::string* group_order = nullptr;
-  auto finish_group = [&] {
-    if (group.empty()) return;
-    advance_in_savepoint(group, [&](SqlBranchTx& branch_tx) { advance.finish(branch_tx, group); });
-    group.clear();
-  };
-  for (size_t index = 0; first + index < out.size(); ++index) {
-    const BranchClaim& claim = out[first + index].claim;
-    const std::string* claim_order = run_parent.at(claim.branch_id);
-    if (group_order && *group_order != *claim_order) finish_group();
-    std::string key;
-    advance_in_savepoint({index}, [&](SqlBranchTx& branch_tx) { key = advance.advance(branch_tx, claim, index); });
-    if (key.empty()) continue;
-    if (!advance.finish) {
-      // A claim handed to a group nobody finishes would stay claimed with
-      // nothing written for it.
-      throw std::logic_error("claim_branches: an advance returned a group key but BatchAdvance has no finish");
-    }
-    if (!group.empty() && key != group_key) finish_group();
-    group_key = std::move(key);
-    group_order = claim_order;
-    group.push_back(index);
-  }
-  finish_group();
-  // Before the commit: every claim's transition and advancement, in the
-  // state its advance (or its rollback) left them.
-  reads.claim_rows.write(conn_, now);
-}
-
-std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
+std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<BranchCandidate>& picked,
                                                     int max_claims, const std::string& pipeline,
                                                     const std::string& process_id, const std::string& now,
                                                     BatchReads& reads, bool lock_only) {
   std::vector<std::string> candidates;
-  for (const auto& [id, run_parent] : picked) candidates.push_back(id);
+  for (const BranchCandidate& candidate : picked) candidates.push_back(candidate.branch_id);
   const Keys ids(candidates);
   // One token for the batch: a fence checks it together with the branch id,
   // so it still names exactly one claim of each branch.

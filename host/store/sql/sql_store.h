@@ -70,11 +70,7 @@ class SqlStore final : public Store, public StoreReader {
                                    bool advance_when_busy) override;
   std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
 
-  BranchClaimResult claim_branch(const std::string& pipeline, const std::string& process_id, int window, int sample,
-                                 BranchClaim* out, const AdvanceInClaim* advance) override;
-  BranchClaimResult claim_branches(const std::string& pipeline, const std::string& process_id, int window, int sample,
-                                   int max_claims, const BatchAdvance* advance,
-                                   std::vector<ClaimedBranch>* out) override;
+  std::vector<BranchCandidate> branch_candidates(const std::string& pipeline, int window) override;
   std::string run_definition(const std::string& run_id) override;
   std::optional<OnHaltDispatch> take_on_halt(const std::string& run_id, const std::string& klass,
                                              int max_branches) override;
@@ -116,7 +112,7 @@ class SqlStore final : public Store, public StoreReader {
   // `lock_only`: the same transaction advances the claims, so the branches
   // are only locked, not marked claimed (write_claims marks those whose
   // advance failed, for the fence that records the failure).
-  std::vector<BranchClaim> claim_many_in_tx(const std::vector<std::pair<std::string, std::string>>& picked,
+  std::vector<BranchClaim> claim_many_in_tx(const std::vector<BranchCandidate>& picked,
                                             int max_claims, const std::string& pipeline,
                                             const std::string& process_id, const std::string& now,
                                             BatchReads& reads, bool lock_only);
@@ -135,11 +131,6 @@ class SqlStore final : public Store, public StoreReader {
   // rethrown.
   bool in_savepoint(const std::string& name, Kept kept, const std::function<void()>& body,
                     std::exception_ptr* error = nullptr);
-  // Runs the batch's advances over out[first..] in claim order (savepoints,
-  // groups: Store::BatchAdvance).
-  void advance_claims(const BatchAdvance& advance, size_t first, const std::string& now, BatchReads& reads,
-                      const std::vector<std::pair<std::string, std::string>>& picked,
-                      std::vector<ClaimedBranch>& out);
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
@@ -189,6 +180,7 @@ class SqlStore final : public Store, public StoreReader {
   std::string insert_step(const NewStep& step, const std::string& status, const std::string& now);
 
   friend class SqlBranchTx;
+  friend class SqlStoreTx;
   std::shared_ptr<SharedConnection> shared_;
   Connection& conn_;
 };

@@ -11,7 +11,43 @@ void SqlStore::transact(const std::function<void(StoreTx&)>& body) {
   WriteTransaction tx(conn_);
   SqlStoreTx port(*this, db_now(conn_));
   body(port);
+  port.finish();
   tx.commit();
+}
+
+void SqlStoreTx::finish() { reads_.claim_rows.write(conn_, now_); }
+
+// ---- branch claims
+
+bool SqlStoreTx::process_registered(const std::string& process_id) {
+  auto alive = conn_.prepare("SELECT 1 FROM processes WHERE id = ?");
+  alive.bind(1, process_id);
+  return alive.step();
+}
+
+std::vector<BranchClaim> SqlStoreTx::claim_branches(const std::vector<BranchCandidate>& candidates, int max_claims,
+                                                    const std::string& pipeline, const std::string& process_id,
+                                                    bool advanced_here) {
+  batch_ = true;
+  for (const BranchCandidate& candidate : candidates) {
+    reads_.parent_of.emplace(candidate.branch_id, candidate.lock_order.substr(candidate.lock_order.find(' ') + 1));
+  }
+  return store_.claim_many_in_tx(candidates, max_claims, pipeline, process_id, now_, reads_, advanced_here);
+}
+
+void SqlStoreTx::keep_claims(const std::vector<const BranchClaim*>& claims) {
+  // What the rolled-back advance did to the held rows went with it: the
+  // fence finds the advancement open, as the claim left it.
+  for (const BranchClaim* claim : claims) reads_.claim_rows.reopen(claim->advancement_id);
+  store_.write_claims(claims, now_);
+}
+
+void SqlStoreTx::savepoint(const std::string& name) { conn_.prepare("SAVEPOINT " + name).exec_deferred(); }
+
+void SqlStoreTx::release_savepoint(const std::string& name) { conn_.prepare("RELEASE " + name).exec_deferred(); }
+
+void SqlStoreTx::rollback_to_savepoint(const std::string& name) {
+  conn_.exec_script("ROLLBACK TO " + name + "; RELEASE " + name + ";");
 }
 
 bool SqlStoreTx::holds_claim(const std::string& branch_id, const std::string& claim_token) {

@@ -15,9 +15,27 @@ class SqlStoreTx final : public StoreTx {
  public:
   // `now`: the transaction's instant (db_now), stamped on every row it writes.
   SqlStoreTx(SqlStore& store, const std::string& now)
-      : store_(store), conn_(store.connection()), now_(now), branches_(store, now) {}
+      : store_(store),
+        conn_(store.connection()),
+        now_(now),
+        branches_(store, now),
+        batch_branches_(store, now, nullptr, &reads_) {}
 
-  BranchTx& branches() override { return branches_; }
+  // After claim_branches, the branch mutations share what the claim read
+  // and hold the claims' rows (BatchReads).
+  BranchTx& branches() override { return batch_ ? batch_branches_ : branches_; }
+  // Before the commit: the held rows of the claims, as their advances left
+  // them (SqlStore::transact calls it).
+  void finish();
+
+  bool process_registered(const std::string& process_id) override;
+  std::vector<BranchClaim> claim_branches(const std::vector<BranchCandidate>& candidates, int max_claims,
+                                          const std::string& pipeline, const std::string& process_id,
+                                          bool advanced_here) override;
+  void keep_claims(const std::vector<const BranchClaim*>& claims) override;
+  void savepoint(const std::string& name) override;
+  void release_savepoint(const std::string& name) override;
+  void rollback_to_savepoint(const std::string& name) override;
 
   bool holds_claim(const std::string& branch_id, const std::string& claim_token) override;
   std::optional<std::string> lock_pipeline(const std::string& pipeline_id) override;
@@ -55,7 +73,10 @@ class SqlStoreTx final : public StoreTx {
   SqlStore& store_;
   Connection& conn_;
   std::string now_;
+  BatchReads reads_;
+  bool batch_ = false;
   SqlBranchTx branches_;
+  SqlBranchTx batch_branches_;
 };
 
 }  // namespace ductwork::sql
