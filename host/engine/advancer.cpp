@@ -43,7 +43,7 @@ BranchClaimResult Advancer::run_once() {
     // written by barrier: the siblings of a fan-out the batch holds are
     // counted together.
     std::vector<std::optional<PendingArrival>> arrivals;
-    Store::BatchAdvance advance;
+    BatchAdvance advance;
     advance.advance = [&](BranchTx& tx, const BranchClaim& claim, size_t index) -> std::string {
       effects.resize(index + 1);  // one per claim, in claim order (before anything can throw)
       arrivals.resize(index + 1);

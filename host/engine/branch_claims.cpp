@@ -6,36 +6,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "store/store_error.h"
 #include "store/store_tx.h"
 #include "util/fault.h"
 
 namespace ductwork {
 namespace {
 
-// Runs `body` in a savepoint of `tx`: true when it went through. A throw
-// undoes what the body wrote and returns false with the exception in
-// *error; but a deadlock or a lost connection says nothing about the
-// claims: the whole transaction goes, and the exception with it.
-bool in_savepoint(StoreTx& tx, const std::function<void()>& body, std::exception_ptr* error) {
-  static const std::string kName = "advance_in_claim";
-  tx.savepoint(kName);
-  try {
-    body();
-    tx.release_savepoint(kName);
-    return true;
-  } catch (const StoreError& e) {
-    if (e.fault() == StoreFault::kUnavailable || e.fault() == StoreFault::kBusy) throw;
-    *error = std::current_exception();
-  } catch (...) {
-    *error = std::current_exception();
-  }
-  tx.rollback_to_savepoint(kName);
-  return false;
-}
-
 // Runs the batch's advances over out[first..], in claim order.
-void advance_claims(StoreTx& tx, const Store::BatchAdvance& advance, size_t first,
+void advance_claims(StoreTx& tx, const BatchAdvance& advance, size_t first,
                     const std::vector<BranchCandidate>& picked, std::vector<ClaimedBranch>& out) {
   std::unordered_map<std::string, const std::string*> lock_order;
   for (const BranchCandidate& candidate : picked) lock_order.emplace(candidate.branch_id, &candidate.lock_order);
@@ -44,7 +22,7 @@ void advance_claims(StoreTx& tx, const Store::BatchAdvance& advance, size_t firs
   // the commit.
   auto advance_in_savepoint = [&](const std::vector<size_t>& claims, const std::function<void(BranchTx&)>& body) {
     std::exception_ptr error;
-    if (in_savepoint(tx, [&] { body(tx.branches()); }, &error)) return;
+    if (in_savepoint(tx, "advance_in_claim", /*busy_ends_all=*/true, [&] { body(tx.branches()); }, &error)) return;
     std::vector<const BranchClaim*> failed;
     for (size_t index : claims) {
       out[first + index].error = error;
@@ -85,7 +63,7 @@ void advance_claims(StoreTx& tx, const Store::BatchAdvance& advance, size_t firs
 }  // namespace
 
 BranchClaimResult claim_branches(Store& store, const std::string& pipeline, const std::string& process_id,
-                                 int window, int sample, int max_claims, const Store::BatchAdvance* advance,
+                                 int window, int sample, int max_claims, const BatchAdvance* advance,
                                  std::vector<ClaimedBranch>* out) {
   std::vector<BranchCandidate> picked = store.branch_candidates(pipeline, window);
   if (picked.empty()) return BranchClaimResult::kIdle;
@@ -128,9 +106,9 @@ BranchClaimResult claim_branches(Store& store, const std::string& pipeline, cons
 }
 
 BranchClaimResult claim_branch(Store& store, const std::string& pipeline, const std::string& process_id, int window,
-                               int sample, BranchClaim* out, const Store::AdvanceInClaim* advance) {
+                               int sample, BranchClaim* out, const AdvanceInClaim* advance) {
   std::vector<ClaimedBranch> claimed;
-  Store::BatchAdvance each;
+  BatchAdvance each;
   if (advance) {
     each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
       (*advance)(tx, claim);

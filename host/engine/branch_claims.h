@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/batch_advance.h"
 #include "store/store.h"
 
 namespace ductwork {
@@ -23,20 +24,20 @@ struct ClaimedBranch {
 // once per batch (SPEC §5, §6). The claims are appended to *out in the
 // order of their run and parent branch; each advance runs in a savepoint
 // of its own (`advance.advance`), the claims it hands to a group are
-// finished together (`advance.finish`, Store::BatchAdvance). An advance
+// finished together (`advance.finish`, BatchAdvance). An advance
 // that throws leaves its claim committed with the error, nothing of the
 // advance written; a deadlock or a lost connection ends the whole
 // transaction instead (its claims too: the branches are claimed again
 // later, with no error charged to them). kIdle: nothing to claim (or this
 // process has no row); kContended: every candidate was taken by another.
 BranchClaimResult claim_branches(Store& store, const std::string& pipeline, const std::string& process_id,
-                                 int window, int sample, int max_claims, const Store::BatchAdvance* advance,
+                                 int window, int sample, int max_claims, const BatchAdvance* advance,
                                  std::vector<ClaimedBranch>* out);
 
 // claim_branches for one branch: *out is the claim; when `advance` throws,
 // its writes are rolled back, the claim alone is committed, and the
 // exception propagates.
 BranchClaimResult claim_branch(Store& store, const std::string& pipeline, const std::string& process_id, int window,
-                               int sample, BranchClaim* out, const Store::AdvanceInClaim* advance = nullptr);
+                               int sample, BranchClaim* out, const AdvanceInClaim* advance = nullptr);
 
 }  // namespace ductwork

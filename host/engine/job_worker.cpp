@@ -7,6 +7,7 @@
 #include "util/fault.h"
 #include "engine/error_info.h"
 #include "engine/job_end.h"
+#include "engine/job_success.h"
 #include "engine/job_policy.h"
 #include "engine/retry_when_busy.h"
 #include "engine/step_invoker.h"
@@ -215,9 +216,9 @@ void JobWorker::flush(bool claim_next) {
   // settlement, BranchTx::lock_run) in one order, and cannot deadlock on them.
   std::stable_sort(done_.begin(), done_.end(),
                    [](const Done& a, const Done& b) { return a.job.run_id < b.job.run_id; });
-  std::vector<Store::JobSuccess> batch;
+  std::vector<JobSuccess> batch;
   batch.reserve(done_.size());
-  for (const Done& d : done_) batch.push_back(Store::JobSuccess{&d.job, d.outcome.output_json, d.may_advance});
+  for (const Done& d : done_) batch.push_back(JobSuccess{&d.job, d.outcome.output_json, d.may_advance});
   // Chain, converge and divert edges, a branch's end and an arrival at a
   // fan-in are taken here, in the successes' transaction: no advancer round
   // trip (issue 11).
@@ -227,7 +228,7 @@ void JobWorker::flush(bool claim_next) {
   // siblings of a fan-out this batch finished are counted together, as an
   // advancer's batch counts them (Advancer::run_once).
   std::vector<std::optional<PendingArrival>> arrivals;
-  Store::BatchAdvance advance_here;
+  BatchAdvance advance_here;
   advance_here.advance = [&](BranchTx& tx, const BranchClaim& claim, size_t index) -> std::string {
     fault_point("after_branch_claim");
     AdvanceEffects effects;
@@ -259,14 +260,14 @@ void JobWorker::flush(bool claim_next) {
   try {
     // With advancers of its own (role all), a worker with one success and
     // more work due leaves the branch to them; a worker-only host advances
-    // every chain step it runs (nobody else may). See Store::jobs_succeeded.
+    // every chain step it runs (nobody else may). See engine/job_success.h.
     // A deadlock the server broke by aborting this transaction (PostgreSQL)
     // wrote nothing: the claims are still ours, so the batch is tried again.
     committed = retry_when_busy(
         [&] {
           advanced.clear();
           arrivals.clear();
-          return store_.jobs_succeeded(batch, process_id_, claim_next ? &next : nullptr, batch_,
+          return jobs_succeeded(store_, batch, process_id_, claim_next ? &next : nullptr, batch_,
                                        advance_ ? &advance_here : nullptr,
                                        /*advance_when_busy=*/config_.role == "worker");
         },

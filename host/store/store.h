@@ -23,8 +23,9 @@ namespace ductwork {
 // Jobs. claim_job takes the oldest due availability of a pipeline in one
 // write transaction: the availability is completed, the execution's
 // process_id becomes the claimer, an attempt row is written. The step then
-// runs outside any transaction. Its end is written by job_succeeded, or
-// on the write port by engine/job_end (errored!, crashed!), each fenced on
+// runs outside any transaction. Its end is written on the write port by
+// engine/job_success (succeeded!) or engine/job_end (errored!, crashed!),
+// each fenced on
 // "this execution is still open and still owned by this process" (one
 // UPDATE ... WHERE completed_at IS NULL AND process_id = ?): when that
 // matches nothing the claim was taken away (the reaper decided the owner
@@ -200,24 +201,7 @@ class Store {
   // server manages its own log.
   virtual void compact_journal() = 0;
 
-  // Work done on a claimed branch in the claim's own transaction.
-  using AdvanceInClaim = std::function<void(BranchTx&, const BranchClaim&)>;
-
-  // How jobs_succeeded (and engine/branch_claims.h) advance their claims. `advance`
-  // runs for each claim in turn (`index`: its position in this batch), its
-  // writes in a savepoint of their own. It may hand the claim to a group instead of finishing it,
-  // by returning a non-empty group key: the claims of one key that follow
-  // each other in the batch are finished together by one `finish` call, in
-  // one savepoint (a throw there is the error of every claim of the group).
-  // Claims are taken in the order of their run and parent branch, so a
-  // fan-out's siblings follow each other, and the locks `finish` takes come
-  // in the same order in every transaction.
-  struct BatchAdvance {
-    std::function<std::string(BranchTx&, const BranchClaim&, size_t index)> advance;
-    std::function<void(BranchTx&, const std::vector<size_t>& indexes)> finish;
-  };
-
-  // ---- job worker
+  // ---- job worker (succeeded! is engine/job_success.h on the write port)
   // Claims the oldest open availability of `pipeline` due now and records the
   // attempt. nullopt when nothing is due.
   // (claim_jobs with a batch of one.)
@@ -226,43 +210,6 @@ class Store {
   // transaction; each is claimed exactly as claim_job claims one.
   virtual std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id,
                                              int max) = 0;
-  // succeeded!: false when the fence (open execution owned by process_id)
-  // matched nothing, i.e. the claim was taken away; nothing is written then.
-  // When `next` is given, the next due job of the same pipeline is claimed
-  // in the same transaction (one commit per step for a busy worker). When
-  // `advance` is given — and, unless `advance_when_busy`, only when no next
-  // job was due (under load the advancers batch many branches per commit,
-  // which writes fewer WAL pages per step) — the job's branch (advanceable
-  // now) is claimed in the same transaction, as claim_branch would, and
-  // `advance` runs in a savepoint: if the claim is lost or `advance` throws,
-  // only what the savepoint holds is undone and the branch stays for an
-  // advancer (a lost connection still fails the whole transaction). After
-  // such an advance the next job is looked for again (it may be the one
-  // the advance just created).
-  // (jobs_succeeded with one success and a next batch of one.)
-  bool job_succeeded(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
-                     std::optional<ClaimedJob>* next = nullptr, const AdvanceInClaim* advance = nullptr,
-                     bool advance_when_busy = true);
-  // succeeded! for several jobs in one transaction (group commit, issue
-  // 11): each is fenced on its own (committed[i] false: that claim was
-  // taken away, nothing of it written). A job with `advance` set has its
-  // branch advanced as job_succeeded does; every such job is advanced when
-  // there are several, when there is one the rule of job_succeeded holds.
-  // `advance.advance` gets the job's position in `done` as its index; the
-  // claims it hands to a group (arrivals at one fan-in) are finished by
-  // `advance.finish`, the groups of a run before anything of the next run,
-  // each in a savepoint: a group that throws is undone and its jobs left to
-  // an advancer, as a job whose advance threw. When `next` is given, up to
-  // `next_max` due jobs are claimed after the writes (the advances may just
-  // have created them).
-  struct JobSuccess {
-    const ClaimedJob* job;
-    std::string output_json;
-    bool advance;
-  };
-  virtual std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
-                                           std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
-                                           bool advance_when_busy) = 0;
   // Seconds until the next availability of the pipeline opens (nullopt: none queued).
   virtual std::optional<double> seconds_until_next_job(const std::string& pipeline) = 0;
 

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "store/store_types.h"
@@ -71,6 +72,49 @@ class StoreTx {
   // savepoint): marked claimed after all, their held rows back as the claim
   // left them, so a fence can record the failure after the commit.
   virtual void keep_claims(const std::vector<const BranchClaim*>& claims) = 0;
+
+  // ---- a job worker's successes (SPEC §4; engine/job_success.h)
+  // succeeded! for each of `done` (jobs of one pipeline), each fenced on its
+  // own as end_execution is: the execution closed, a success result, the
+  // step's output on its job, the attempt completed. committed[i] false:
+  // that claim was taken away and nothing of it was written.
+  virtual std::vector<bool> close_successes(const std::vector<JobSuccess>& done, const std::string& process_id) = 0;
+  // Claims up to `max` due jobs of `pipeline` for `process_id`, oldest
+  // first, with their attempts (Store::claim_jobs, in this transaction).
+  virtual std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) = 0;
+  // Locks the branches of `jobs` that are as their job left them (in
+  // progress, unclaimed, the latest step the job's, no transition open from
+  // it), passing over any another transaction holds; writes nothing. By
+  // branch id: whether the branch's run is in progress.
+  virtual std::unordered_map<std::string, bool> lock_own_branches(const std::vector<const ClaimedJob*>& jobs) = 0;
+  // Claims the job's branch, locked above, for an advance in this
+  // transaction (*claim); the rows the advance writes through the BranchTx
+  // returned are held until end_own_advance.
+  virtual BranchTx& begin_own_advance(const ClaimedJob& job, const std::string& process_id,
+                                      const std::string& output_json, BranchClaim* claim) = 0;
+  // The own advance went through: its rows join the batch written by
+  // write_own_advances, or, `to_group` (it handed its claim to a group, an
+  // arrival at a fan-in), the claim's rows are held for the group's
+  // finish. Throws std::logic_error when an advance handed to a group wrote
+  // its claim's rows.
+  virtual void end_own_advance(bool to_group) = 0;
+  // The own advance of the branch was undone (its savepoint): its held rows
+  // are forgotten.
+  virtual void drop_own_advance(const std::string& branch_id) = 0;
+  // The jobs' steps `advancing`, their branches advanceable: for an
+  // advancer to move (advancers are woken).
+  virtual void hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) = 0;
+  // How many of the steps the own advances created are due now with their
+  // run in `runs` (run id → its definition's SHA-1): what
+  // take_new_steps could take.
+  virtual int takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) = 0;
+  // Takes up to `max` of them for `process_id` as a claim would, before
+  // they are written: the worker runs them next without claiming them.
+  virtual std::vector<ClaimedJob> take_new_steps(const std::unordered_map<std::string, std::string>& runs,
+                                                 const std::string& process_id, int max) = 0;
+  // Writes what the own advances held (their steps, transitions,
+  // advancements, completions) and the attempts of the `taken` steps.
+  virtual void write_own_advances(const std::vector<ClaimedJob>& taken) = 0;
 
   // ---- savepoints: what is written after savepoint(name) is undone by
   // rollback_to_savepoint(name) and kept by release_savepoint(name).

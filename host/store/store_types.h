@@ -124,6 +124,14 @@ struct RecoveryCounts {
   std::vector<std::pair<std::string, std::string>> crashed;
 };
 
+// A job's success as a worker commits it: the job, its output (JSON text)
+// and whether its branch may be advanced in the same transaction.
+struct JobSuccess {
+  const ClaimedJob* job;
+  std::string output_json;
+  bool advance;
+};
+
 enum class BranchClaimResult { kClaimed, kContended, kIdle };
 
 // An advanceable branch as a claimer sees it before claiming: its id and

@@ -218,7 +218,7 @@ TEST_F(EngineTest, AdvancersThatKeepDyingHaltTheBranchAdvancerCrashesExhausted) 
   // abandoned advancement as a crash and releases the branch.
   for (int i = 0; i < 2; ++i) {
     store->register_process("doomed", 7, "m", "all");
-    Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
+    AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
     BranchClaim claim;
     EXPECT_THROW(claim_branch(*store, "P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
     EXPECT_EQ(claim.advancement_crash_count, i);

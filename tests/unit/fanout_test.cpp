@@ -343,7 +343,7 @@ TEST_F(FanInBatchTest, OneAdvancerBatchCountsEverySiblingAndFiresTheFanIn) {
 TEST_F(FanInBatchTest, AGroupIsFinishedOnceForConsecutiveClaimsOfOneKey) {
   auto t = forty_children_waiting();
   std::vector<std::vector<size_t>> groups;
-  Store::BatchAdvance batch;
+  BatchAdvance batch;
   batch.advance = [](BranchTx&, const BranchClaim&, size_t index) { return std::string(index < 25 ? "a" : "b"); };
   batch.finish = [&](BranchTx&, const std::vector<size_t>& indexes) { groups.push_back(indexes); };
   std::vector<ClaimedBranch> claimed;
@@ -359,7 +359,7 @@ TEST_F(FanInBatchTest, AGroupIsFinishedOnceForConsecutiveClaimsOfOneKey) {
 TEST_F(FanInBatchTest, AGroupThatThrowsIsTheErrorOfEachOfItsClaimsAndWritesNothing) {
   auto t = forty_children_waiting();
   std::vector<ClaimedBranch> claimed;
-  Store::BatchAdvance batch;
+  BatchAdvance batch;
   batch.advance = [](BranchTx&, const BranchClaim&, size_t) { return std::string("barrier"); };
   batch.finish = [&](BranchTx& tx, const std::vector<size_t>& indexes) {
     std::vector<const BranchClaim*> claims;

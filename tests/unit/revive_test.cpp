@@ -182,7 +182,7 @@ TEST_F(ReviveTest, AdvancerCrashesExhaustedRetriesTheTransitionWithAFreshCrashBu
   JobWorker worker("P", *store, registry, config, logger, wakeups, stats, process_id, cancelled);
   ASSERT_TRUE(worker.run_once());
   store->register_process("doomed", 7, "m", "all");
-  Store::AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
+  AdvanceInClaim dies = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("died mid-advance"); };
   BranchClaim claim;
   EXPECT_THROW(claim_branch(*store, "P", "doomed", 20, 3, &claim, &dies), std::runtime_error);
   CrashPlanner policy = [](const ClaimedJob& job) {

@@ -10,6 +10,7 @@
 #include "engine/claim_fence.h"
 #include "engine/job_end.h"
 #include "engine/job_policy.h"
+#include "engine/job_success.h"
 #include "engine/recovery.h"
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
@@ -165,9 +166,9 @@ TEST_F(StoreTest, SucceededIsFencedOnTheOwner) {
   trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
   ASSERT_TRUE(job);
-  EXPECT_FALSE(store->job_succeeded(*job, "someone-else", "2"));  // CommitFailed: writes nothing
-  EXPECT_TRUE(store->job_succeeded(*job, process_id, "2"));
-  EXPECT_FALSE(store->job_succeeded(*job, process_id, "2"));  // already closed
+  EXPECT_FALSE(job_succeeded(*store, *job, "someone-else", "2"));  // CommitFailed: writes nothing
+  EXPECT_TRUE(job_succeeded(*store, *job, process_id, "2"));
+  EXPECT_FALSE(job_succeeded(*store, *job, process_id, "2"));  // already closed
   auto report = pipeline_report(*store, store->reads().list_pipelines({}).front().id);
   const Json& step = (*report)["runs"][0]["steps"][0];
   EXPECT_EQ(step["status"].as_string(), "advancing");
@@ -207,10 +208,10 @@ TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
   auto again = store->claim_job("P", "other");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->execution_id, stolen.execution_id) << "a released claim is the same execution, open again";
-  std::vector<Store::JobSuccess> done;
-  for (const auto& job : jobs) done.push_back(Store::JobSuccess{&job, "7", false});
+  std::vector<JobSuccess> done;
+  for (const auto& job : jobs) done.push_back(JobSuccess{&job, "7", false});
   std::vector<ClaimedJob> next;
-  std::vector<bool> committed = store->jobs_succeeded(done, process_id, &next, 4, nullptr, true);
+  std::vector<bool> committed = jobs_succeeded(*store, done, process_id, &next, 4, nullptr, true);
   EXPECT_EQ(committed, (std::vector<bool>{true, false, true}));
   EXPECT_TRUE(next.empty()) << "nothing else due";
   int successes = 0;
@@ -225,7 +226,7 @@ TEST_F(StoreTest, JobsSucceededFencesEachJobAndCommitsTheRestTogether) {
     }
   }
   EXPECT_EQ(successes, 2);
-  EXPECT_TRUE(store->job_succeeded(*again, "other", "8")) << "its new owner still commits it";
+  EXPECT_TRUE(job_succeeded(*store, *again, "other", "8")) << "its new owner still commits it";
 }
 
 TEST_F(StoreTest, ReleasedClaimsOpenAgainWithNoTraceAndReapingReleasesUnstartedOnes) {
@@ -303,7 +304,7 @@ TEST_F(StoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
   BranchClaim claim;
   EXPECT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kIdle);
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  ASSERT_TRUE(job_succeeded(*store, *job, process_id, "2"));
   EXPECT_EQ(claim_branch(*store, "P", "reaped-process", 20, 3, &claim), BranchClaimResult::kIdle);
   ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   EXPECT_EQ(claim.step_id, job->step_id);
@@ -317,7 +318,7 @@ TEST_F(StoreTest, BranchClaimNeedsAnAdvanceableStepAndALiveProcess) {
 TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
   trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  ASSERT_TRUE(job_succeeded(*store, *job, process_id, "2"));
   BranchClaim claim;
   ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   bool ran = false;
@@ -334,7 +335,7 @@ TEST_F(StoreTest, ClaimFenceRejectsADivergedToken) {
 TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
   auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  ASSERT_TRUE(job_succeeded(*store, *job, process_id, "2"));
   BranchClaim claim;
   ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   EXPECT_THROW(with_claim_fence(*store, claim.branch_id, claim.claim_token,
@@ -350,7 +351,7 @@ TEST_F(StoreTest, FenceBodyThatThrowsWritesNothing) {
 TEST_F(StoreTest, SettleRunCompletesOnlyWhenNoBranchIsOpen) {
   auto t = trigger(compile(kChain), Json::array({1}));
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  ASSERT_TRUE(job_succeeded(*store, *job, process_id, "2"));
   BranchClaim claim;
   ASSERT_EQ(claim_branch(*store, "P", process_id, 20, 3, &claim), BranchClaimResult::kClaimed);
   RunState state = RunState::kOpen;
@@ -407,7 +408,7 @@ TEST_F(StoreTest, ReapingADeadOwnerCrashesItsExecutionsWithProcessCrash) {
   RecoveryCounts counts;
   ASSERT_TRUE(reap_process(*store, "dead", true, 300.0, crash_policy(3), &counts, Death()));
   EXPECT_EQ(counts.executions, 1);
-  EXPECT_FALSE(store->job_succeeded(*job, "dead", "2")) << "the dead owner can no longer commit";
+  EXPECT_FALSE(job_succeeded(*store, *job, "dead", "2")) << "the dead owner can no longer commit";
   auto again = store->claim_job("P", process_id);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->job_id, job->job_id);
@@ -421,9 +422,9 @@ TEST_F(StoreTest, ReapingReleasesTheBranchOfAnOpenAdvancement) {
   trigger(compile(kChain), Json::array({1}));
   store->register_process("dead", 99, "machine-a", "all");
   auto job = store->claim_job("P", process_id);
-  ASSERT_TRUE(store->job_succeeded(*job, process_id, "2"));
+  ASSERT_TRUE(job_succeeded(*store, *job, process_id, "2"));
   // A claim whose advance threw stays committed with its advancement open.
-  Store::AdvanceInClaim boom = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("boom"); };
+  AdvanceInClaim boom = [](BranchTx&, const BranchClaim&) { throw std::runtime_error("boom"); };
   BranchClaim claim;
   EXPECT_THROW(claim_branch(*store, "P", "dead", 20, 3, &claim, &boom), std::runtime_error);
   ASSERT_FALSE(claim.branch_id.empty());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/branch_advance.h"
+#include "engine/job_success.h"
 #include "engine_fixture.h"
 
 namespace ductwork {
@@ -16,16 +17,16 @@ class WorkerTakesTest : public test::EngineFixture {
   // returns what the commit claimed for the worker (at most `next_max`).
   std::vector<ClaimedJob> succeed(const std::vector<ClaimedJob>& jobs, int next_max) {
     BranchAdvance advance(*store, cache, config, logger, wakeups, &registry);
-    Store::BatchAdvance advance_here;
+    BatchAdvance advance_here;
     advance_here.advance = [&](BranchTx& tx, const BranchClaim& claim, size_t) {
       AdvanceEffects effects;
       advance.advance(tx, claim, effects);
       return std::string();
     };
-    std::vector<Store::JobSuccess> done;
-    for (const ClaimedJob& job : jobs) done.push_back(Store::JobSuccess{&job, "7", true});
+    std::vector<JobSuccess> done;
+    for (const ClaimedJob& job : jobs) done.push_back(JobSuccess{&job, "7", true});
     std::vector<ClaimedJob> next;
-    std::vector<bool> committed = store->jobs_succeeded(done, process_id, &next, next_max, &advance_here, true);
+    std::vector<bool> committed = jobs_succeeded(*store, done, process_id, &next, next_max, &advance_here, true);
     EXPECT_EQ(committed, std::vector<bool>(jobs.size(), true));
     return next;
   }

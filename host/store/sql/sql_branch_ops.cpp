@@ -29,24 +29,6 @@ std::vector<BranchCandidate> SqlStore::branch_candidates(const std::string& pipe
   return picked;
 }
 
-bool SqlStore::in_savepoint(const std::string& name, Kept kept, const std::function<void()>& body,
-                            std::exception_ptr* error) {
-  conn_.prepare("SAVEPOINT " + name).exec_deferred();
-  try {
-    body();
-    conn_.prepare("RELEASE " + name).exec_deferred();
-    return true;
-  } catch (const StoreError& e) {
-    const bool busy = e.fault() == StoreFault::kBusy && kept == Kept::kAllButLostConnectionOrBusy;
-    if (e.fault() == StoreFault::kUnavailable || busy) throw;  // the whole transaction goes
-    if (error) *error = std::current_exception();
-  } catch (...) {
-    if (error) *error = std::current_exception();
-  }
-  conn_.exec_script("ROLLBACK TO " + name + "; RELEASE " + name + ";");
-  return false;
-}
-
 std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<BranchCandidate>& picked,
                                                     int max_claims, const std::string& pipeline,
                                                     const std::string& process_id, const std::string& now,

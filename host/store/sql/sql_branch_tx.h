@@ -22,7 +22,7 @@ inline constexpr const char* kCrashMarkersSql = "('ProcessCrash', 'ThreadCrash',
 void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now);
 
 // What the inline advances of one success transaction write, together, once
-// they all ran (SqlStore::jobs_succeeded): the new steps, the transitions
+// they all ran (SqlStoreTx::write_own_advances): the new steps, the transitions
 // and advancements, and the steps they completed, in a few multi-row
 // statements instead of a dozen statements per step.
 struct InlineBatch {

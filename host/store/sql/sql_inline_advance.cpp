@@ -8,6 +8,7 @@
 
 #include "store/sql/row_writer.h"
 #include "store/sql/sql_branch_tx.h"
+#include "store/sql/sql_store_tx.h"
 #include "store/sql/sql_store.h"
 #include "util/fault.h"
 #include "util/uuid.h"
@@ -247,59 +248,66 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
   return claim;
 }
 
-bool SqlStore::advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id,
-                                  const std::string& now, const std::string& output_json, const BatchAdvance& advance,
-                                  InlineBatch& batch, BatchReads& reads, std::string* group_key) {
-  // The savepoint holds the claim and the advance: either can be given up
-  // while the step's success (already written above) still commits.
-  const bool advanced = in_savepoint("advance_in_success", Kept::kAllButLostConnection, [&] {
-    fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
-    InlineAdvance rows;
-    BranchClaim claim = inline_claim(job, process_id, now, output_json, &rows);
-    SqlBranchTx branch_tx(*this, now, &rows, &reads);
-    *group_key = advance.advance(branch_tx, claim, index);
-    if (group_key->empty()) {
-      branch_tx.finish_inline(batch);
-      return;
-    }
-    // Handed to a group (an arrival): the advance only looked its barrier
-    // up. The claim's rows are held for the group's finish, which closes
-    // them with the arrivals it writes.
-    if (rows.written || rows.step_completed || rows.transition_completed || !rows.new_steps.empty()) {
-      throw std::logic_error("an advance handed to a group wrote its claim's rows");
-    }
-    rows.written = true;
-    reads.claim_rows.add(ClaimRows::Row::claimed(claim, rows.process_id, rows.started_at, true));
-  });
-  if (advanced) return true;
-  // A routing error, an injected fault: what the savepoint held is undone,
-  // and the caller makes the branch advanceable for an advancer to move
-  // (which records a routing error on its claim as it always does).
-  group_key->clear();
-  reads.claim_rows.drop(job.branch_id);
-  return false;
+// ---- the write port's own advances (store_tx.h)
+
+std::unordered_map<std::string, bool> SqlStoreTx::lock_own_branches(const std::vector<const ClaimedJob*>& jobs) {
+  batch_ = true;  // the groups' finish reads what the lock learnt (BatchReads)
+  std::unordered_map<std::string, bool> locked;
+  for (const auto& [branch, lock] : store_.lock_inline_branches(jobs, reads_)) locked.emplace(branch, lock.run_in_progress);
+  return locked;
 }
 
-void SqlStore::finish_success_groups(const BatchAdvance& advance, const std::string& now, BatchReads& reads,
-                                     const std::vector<JobSuccess>& done,
-                                     std::vector<std::pair<std::string, std::vector<size_t>>>& groups,
-                                     std::vector<const ClaimedJob*>& handed) {
-  for (const auto& group : groups) {
-    const std::vector<size_t>& indexes = group.second;  // a lambda may not capture a structured binding (Clang 14)
-    if (in_savepoint("finish_in_success", Kept::kAllButLostConnectionOrBusy, [&] {
-          SqlBranchTx branch_tx(*this, now, nullptr, &reads);
-          advance.finish(branch_tx, indexes);
-        })) {
-      continue;
-    }
-    // Undone: the jobs are left to an advancer, which claims them afresh
-    // (and records a routing error on its own claim should it throw again).
-    for (size_t index : indexes) {
-      reads.claim_rows.drop(done[index].job->branch_id);
-      handed.push_back(done[index].job);
-    }
+BranchTx& SqlStoreTx::begin_own_advance(const ClaimedJob& job, const std::string& process_id,
+                                        const std::string& output_json, BranchClaim* claim) {
+  own_rows_ = InlineAdvance{};
+  own_claim_ = store_.inline_claim(job, process_id, now_, output_json, &own_rows_);
+  own_tx_.emplace(store_, now_, &own_rows_, &reads_);
+  *claim = own_claim_;
+  return *own_tx_;
+}
+
+void SqlStoreTx::end_own_advance(bool to_group) {
+  if (!to_group) {
+    own_tx_->finish_inline(own_batch_);
+    return;
   }
-  groups.clear();
+  // Handed to a group (an arrival): the advance only looked its barrier up.
+  // The claim's rows are held for the group's finish, which closes them
+  // with the arrivals it writes.
+  if (own_rows_.written || own_rows_.step_completed || own_rows_.transition_completed || !own_rows_.new_steps.empty()) {
+    throw std::logic_error("an advance handed to a group wrote its claim's rows");
+  }
+  own_rows_.written = true;
+  reads_.claim_rows.add(ClaimRows::Row::claimed(own_claim_, own_rows_.process_id, own_rows_.started_at, true));
+}
+
+void SqlStoreTx::drop_own_advance(const std::string& branch_id) { reads_.claim_rows.drop(branch_id); }
+
+void SqlStoreTx::hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) {
+  if (jobs.empty()) return;
+  std::vector<std::string> steps, branches;  // marked in two statements
+  for (const ClaimedJob* job : jobs) {
+    steps.push_back(job->step_id);
+    branches.push_back(job->branch_id);
+  }
+  update_keyed(conn_, "UPDATE steps SET status = 'advancing', updated_at = ?1 WHERE id", steps, now_);
+  update_keyed(conn_, "UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id", branches, now_);
+  conn_.notify(Connection::Work::kBranches);
+}
+
+int SqlStoreTx::takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) {
+  return SqlStore::takeable_new_steps(own_batch_, runs);
+}
+
+std::vector<ClaimedJob> SqlStoreTx::take_new_steps(const std::unordered_map<std::string, std::string>& runs,
+                                                   const std::string& process_id, int max) {
+  return store_.take_new_steps(own_batch_, runs, process_id, now_, max);
+}
+
+void SqlStoreTx::write_own_advances(const std::vector<ClaimedJob>& taken) {
+  reads_.claim_rows.write(conn_, now_);
+  own_batch_.write(conn_, now_);
+  if (!taken.empty()) record_attempts(conn_, taken, now_);
 }
 
 }  // namespace ductwork::sql

@@ -8,6 +8,7 @@
 #include "store/sql/row_writer.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
+#include "store/sql/sql_store_tx.h"
 #include "util/fault.h"
 #include "util/uuid.h"
 
@@ -157,10 +158,10 @@ namespace {
 
 // The fence of succeeded! for a batch of successes (StoreTx::end_execution's
 // for one claim), in one statement per plugin that ran them: committed[i] says whether done[i]'s fence held.
-void close_executions(Connection& conn, const std::vector<Store::JobSuccess>& done, const std::string& process_id,
+void close_executions(Connection& conn, const std::vector<JobSuccess>& done, const std::string& process_id,
                       const std::string& now, std::vector<bool>* committed) {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_plugin;
-  for (const Store::JobSuccess& d : done) {
+  for (const JobSuccess& d : done) {
     by_plugin[{d.job->plugin_name, d.job->plugin_version}].push_back(d.job->execution_id);
   }
   std::unordered_set<std::string> closed;
@@ -185,128 +186,44 @@ void close_executions(Connection& conn, const std::vector<Store::JobSuccess>& do
 
 }  // namespace
 
-std::vector<bool> SqlStore::jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
-                                           std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
-                                           bool advance_when_busy) {
+std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& done, const std::string& process_id) {
   std::vector<bool> committed(done.size(), false);
-  if (next) next->clear();
-  if (done.empty()) return committed;
-  const std::string& pipeline = done.front().job->pipeline;
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
-  close_executions(conn_, done, process_id, now, &committed);
-  const bool any = std::find(committed.begin(), committed.end(), true) != committed.end();
-  if (any) {
-    BatchInsert results(conn_,
-                        "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
-                        "(?, ?, 'success', ?, ?)", 4);
-    std::vector<std::string> closed;
-    std::vector<std::pair<std::string, std::string>> outputs;  // job id, payload document
-    for (std::size_t i = 0; i < done.size(); ++i) {
-      if (!committed[i]) continue;  // that claim was taken away
-      const ClaimedJob& job = *done[i].job;
-      outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
-      results.add({new_uuid_v7(conn_.clock()), job.execution_id, now, now});
-      closed.push_back(job.execution_id);
-    }
-    if (outputs.size() == 1) {
-      conn_.prepare("UPDATE jobs SET output_payload = ?2, completed_at = ?1, updated_at = ?1 WHERE id = ?3")
-          .bind(1, now)
-          .bind(2, outputs.front().second)
-          .bind(3, outputs.front().first)
-          .exec_deferred();
-    } else {
-      const Dialect& dialect = conn_.dialect();
-      conn_.prepare("UPDATE jobs SET output_payload = " + dialect.as_json("v.value") +
-                        ", completed_at = ?1, updated_at = ?1 FROM " + dialect.json_object_rows("?2") +
-                        " AS v WHERE jobs.id = v.key",
-                    Connection::Planning::kEachRun)
-          .bind(1, now)
-          .bind(2, json_string_object(outputs))
-          .exec_deferred();
-    }
-    results.flush();
-    update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now);
-  }
-  if (!any) return committed;  // nothing to write: roll back
-  // One success: whether more work is due decides who advances (store.h).
-  // Several: they are advanced here, in this one commit.
-  const bool several = done.size() > 1;
-  if (next && !several) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max);
-  const bool busy = next && !next->empty();
-  bool wake_advancers = false;
-  bool advanced = false;
-  std::vector<const ClaimedJob*> inline_jobs;
+  close_executions(conn_, done, process_id, now_, &committed);
+  if (std::find(committed.begin(), committed.end(), true) == committed.end()) return committed;
+  BatchInsert results(conn_, "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
+                      "(?, ?, 'success', ?, ?)", 4);
+  std::vector<std::string> closed;
+  std::vector<std::pair<std::string, std::string>> outputs;  // job id, payload document
   for (std::size_t i = 0; i < done.size(); ++i) {
-    if (committed[i] && advance && done[i].advance && (several || advance_when_busy || !busy)) {
-      inline_jobs.push_back(done[i].job);
-    }
-  }
-  BatchReads reads;  // the barrier walks of the batch's arrivals, and their held rows
-  const std::unordered_map<std::string, InlineLock> locks = lock_inline_branches(inline_jobs, reads);
-  std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
-  InlineBatch batch;
-  std::vector<const ClaimedJob*> handed;  // left to an advancer
-  // The arrivals the advances handed to groups (by barrier), finished when
-  // the batch moves on to the next run (the jobs come in run order): the
-  // locks of one run, then of the next, as in every transaction.
-  std::vector<std::pair<std::string, std::vector<size_t>>> groups;
-  for (std::size_t i = 0; i < done.size(); ++i) {
-    if (!committed[i]) continue;
+    if (!committed[i]) continue;  // that claim was taken away
     const ClaimedJob& job = *done[i].job;
-    if (!groups.empty() && done[groups.back().second.back()].job->run_id != job.run_id) {
-      finish_success_groups(*advance, now, reads, done, groups, handed);
-    }
-    auto lock = advance && done[i].advance ? locks.find(job.branch_id) : locks.end();
-    std::string key;
-    if (lock != locks.end() &&
-        advance_in_success(job, i, process_id, now, done[i].output_json, *advance, batch, reads, &key)) {
-      advanced = true;
-      if (lock->second.run_in_progress) runs_in_progress.emplace(job.run_id, job.definition_sha1);
-      if (!key.empty()) {
-        auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
-        if (group == groups.end()) group = groups.insert(groups.end(), {key, {}});
-        group->second.push_back(i);
-      }
-    } else {
-      handed.push_back(&job);
-    }
+    outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
+    results.add({new_uuid_v7(conn_.clock()), job.execution_id, now_, now_});
+    closed.push_back(job.execution_id);
   }
-  if (!groups.empty()) finish_success_groups(*advance, now, reads, done, groups, handed);
-  reads.claim_rows.write(conn_, now);
-  std::vector<std::string> handed_steps, handed_branches;  // marked in two statements
-  for (const ClaimedJob* job : handed) {
-    handed_steps.push_back(job->step_id);
-    handed_branches.push_back(job->branch_id);
+  if (outputs.size() == 1) {
+    conn_.prepare("UPDATE jobs SET output_payload = ?2, completed_at = ?1, updated_at = ?1 WHERE id = ?3")
+        .bind(1, now_)
+        .bind(2, outputs.front().second)
+        .bind(3, outputs.front().first)
+        .exec_deferred();
+  } else {
+    const Dialect& dialect = conn_.dialect();
+    conn_.prepare("UPDATE jobs SET output_payload = " + dialect.as_json("v.value") +
+                      ", completed_at = ?1, updated_at = ?1 FROM " + dialect.json_object_rows("?2") +
+                      " AS v WHERE jobs.id = v.key",
+                  Connection::Planning::kEachRun)
+        .bind(1, now_)
+        .bind(2, json_string_object(outputs))
+        .exec_deferred();
   }
-  if (!handed_steps.empty()) {
-    // mark_advanceable's two writes, for every job an advancer moves on.
-    update_keyed(conn_, "UPDATE steps SET status = 'advancing', updated_at = ?1 WHERE id", handed_steps, now);
-    update_keyed(conn_, "UPDATE branches SET advanceable = 1, updated_at = ?1 WHERE id", handed_branches, now);
-    wake_advancers = true;
-  }
-  // The next claim is made after the advances: they may just have created
-  // the next steps, which the worker takes as they are written, with no
-  // claim statement (a chain goes on where it ran). The oldest due jobs
-  // come first: they fill the batch but for half of it, kept for the new
-  // steps, so neither the queue nor the chains in hand wait for the other;
-  // a batch of one stays first come, first served.
-  const bool claim_after = next && (several || (advanced && !busy));
-  std::vector<ClaimedJob> own;
-  if (claim_after) {
-    const int reserved = std::min(takeable_new_steps(batch, runs_in_progress), next_max / 2);
-    if (next_max > reserved) *next = claim_jobs_in_tx(pipeline, process_id, now, next_max - reserved);
-    own = take_new_steps(batch, runs_in_progress, process_id, now, next_max - static_cast<int>(next->size()));
-  }
-  batch.write(conn_, now);
-  if (wake_advancers) conn_.notify(Connection::Work::kBranches);
-  if (!own.empty()) {
-    record_attempts(conn_, own, now);
-    for (ClaimedJob& job : own) next->push_back(std::move(job));
-  }
-  tx.commit();
+  results.flush();
+  update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now_);
   return committed;
+}
+
+std::vector<ClaimedJob> SqlStoreTx::claim_jobs(const std::string& pipeline, const std::string& process_id, int max) {
+  return store_.claim_jobs_in_tx(pipeline, process_id, now_, max);
 }
 
 std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {

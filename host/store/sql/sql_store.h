@@ -65,9 +65,6 @@ class SqlStore final : public Store, public StoreReader {
   int64_t successes_since(std::string* cursor) override;
 
   std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
-  std::vector<bool> jobs_succeeded(const std::vector<JobSuccess>& done, const std::string& process_id,
-                                   std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
-                                   bool advance_when_busy) override;
   std::optional<double> seconds_until_next_job(const std::string& pipeline) override;
 
   std::vector<BranchCandidate> branch_candidates(const std::string& pipeline, int window) override;
@@ -123,14 +120,6 @@ class SqlStore final : public Store, public StoreReader {
   // starts with; an advancement a dead advancer left open is closed as a
   // crash first.
   int64_t previous_advancement_crashes(const std::string& transition_id, const std::string& now);
-  // What a savepoint's body may throw without taking the transaction with it.
-  enum class Kept { kAllButLostConnection, kAllButLostConnectionOrBusy };
-  // Runs `body` in SAVEPOINT `name`: true when it went through. A throw
-  // rolls the savepoint back and returns false (the exception in *error when
-  // given), unless `kept` says the whole transaction must go: then it is
-  // rethrown.
-  bool in_savepoint(const std::string& name, Kept kept, const std::function<void()>& body,
-                    std::exception_ptr* error = nullptr);
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
@@ -139,7 +128,7 @@ class SqlStore final : public Store, public StoreReader {
   struct InlineLock {
     bool run_in_progress = false;
   };
-  // job_succeeded's claims of the jobs' own branches, in one statement
+  // The claims of a success transaction's own branches (SqlStoreTx::lock_own_branches), in one statement
   // (InlineAdvance in sql_branch_tx.h): each branch that was locked and is
   // as its job left it (not taken, not locked by another transaction, its
   // latest step the job's, no transition open from it), by branch. A locked
@@ -157,22 +146,6 @@ class SqlStore final : public Store, public StoreReader {
   // The claim of a branch lock_inline_branches locked, and its rows.
   BranchClaim inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
                            const std::string& output_json, InlineAdvance* rows);
-  // The advance of such a branch (`index`: the job's position in the
-  // batch), in a savepoint (store.h): false when it threw and nothing of it
-  // stayed. What it writes is handed to `batch`, which the caller writes
-  // before anything reads it. An advance that hands its claim to a group
-  // (an arrival at a fan-in) sets *group_key; its transition and advancement
-  // are then held in `reads` for the group's finish (ClaimRows).
-  bool advance_in_success(const ClaimedJob& job, size_t index, const std::string& process_id, const std::string& now,
-                          const std::string& output_json, const BatchAdvance& advance, InlineBatch& batch,
-                          BatchReads& reads, std::string* group_key);
-  // Finishes the groups jobs_succeeded's advances handed back (`groups`:
-  // key → indexes into `done`, in the order they came), each in a
-  // savepoint; the jobs of a group that threw are appended to `handed`.
-  void finish_success_groups(const BatchAdvance& advance, const std::string& now, BatchReads& reads,
-                             const std::vector<JobSuccess>& done,
-                             std::vector<std::pair<std::string, std::vector<size_t>>>& groups,
-                             std::vector<const ClaimedJob*>& handed);
   // Inserts step + job + execution + availability (inside an open
   // transaction), stamped with the transaction's instant `now`: a job the
   // transaction creates is due at that instant, so the same transaction can

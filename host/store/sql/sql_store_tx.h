@@ -3,7 +3,9 @@
 // inside the transaction SqlStore::transact opened.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
@@ -33,6 +35,21 @@ class SqlStoreTx final : public StoreTx {
                                           const std::string& pipeline, const std::string& process_id,
                                           bool advanced_here) override;
   void keep_claims(const std::vector<const BranchClaim*>& claims) override;
+  std::vector<bool> close_successes(const std::vector<JobSuccess>& done,
+                                    const std::string& process_id) override;  // sql_job_queue.cpp
+  std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
+  // These in sql_inline_advance.cpp:
+  std::unordered_map<std::string, bool> lock_own_branches(const std::vector<const ClaimedJob*>& jobs) override;
+  BranchTx& begin_own_advance(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
+                              BranchClaim* claim) override;
+  void end_own_advance(bool to_group) override;
+  void drop_own_advance(const std::string& branch_id) override;
+  void hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) override;
+  int takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) override;
+  std::vector<ClaimedJob> take_new_steps(const std::unordered_map<std::string, std::string>& runs,
+                                         const std::string& process_id, int max) override;
+  void write_own_advances(const std::vector<ClaimedJob>& taken) override;
+
   void savepoint(const std::string& name) override;
   void release_savepoint(const std::string& name) override;
   void rollback_to_savepoint(const std::string& name) override;
@@ -77,6 +94,12 @@ class SqlStoreTx final : public StoreTx {
   bool batch_ = false;
   SqlBranchTx branches_;
   SqlBranchTx batch_branches_;
+  // The advance begin_own_advance started: its claim, its rows, and the
+  // BranchTx that holds them; and what the own advances hand to the batch.
+  BranchClaim own_claim_;
+  InlineAdvance own_rows_;
+  std::optional<SqlBranchTx> own_tx_;
+  InlineBatch own_batch_;
 };
 
 }  // namespace ductwork::sql
