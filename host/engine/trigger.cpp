@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "store/store_tx.h"
+#include "util/fault.h"
 #include "util/json.h"
 
 namespace ductwork {
@@ -26,7 +28,21 @@ TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, c
   NewPipeline request = request_for(definition);
   request.args_json = args.is_array() ? args.dump() : Json::array({args}).dump();
   request.idempotency_key = idempotency_key;
-  return store.trigger(request);
+  TriggeredPipeline made;
+  store.transact([&](StoreTx& tx) { made = tx.insert_pipeline(request); });
+  return made;
+}
+
+std::vector<TriggeredPipeline> trigger_requests(Store& store, const std::vector<NewPipeline>& requests) {
+  std::vector<TriggeredPipeline> made;
+  if (requests.empty()) return made;  // no transaction
+  store.transact([&](StoreTx& tx) {
+    made = tx.insert_pipelines(requests);
+    // A failure here (tests: DUCTWORK_FAULT=before_trigger_many_commit:raise)
+    // rolls back every row of the batch.
+    fault_point("before_trigger_many_commit");
+  });
+  return made;
 }
 
 std::string idempotency_key_problem(const std::string& key) {
@@ -52,7 +68,7 @@ void trigger_pipelines(Store& store, const Definition& definition, const std::ve
     const std::size_t count = std::min(kTriggerBatchSize, args_jsons.size() - first);
     batch.assign(count, shared);
     for (std::size_t i = 0; i < count; ++i) batch[i].args_json = args_jsons[first + i];
-    committed(store.trigger_many(batch));
+    committed(trigger_requests(store, batch));
   }
 }
 

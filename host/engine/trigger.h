@@ -32,13 +32,19 @@ std::string idempotency_key_problem(const std::string& key);
 // holds SQLite's write lock for a few milliseconds only.
 constexpr std::size_t kTriggerBatchSize = 1000;
 
+// Inserts the requested pipelines (no idempotency keys) in one
+// transaction on the write port, every row or none, with multi-row
+// statements; the ids in request order. An empty list opens no
+// transaction.
+std::vector<TriggeredPipeline> trigger_requests(Store& store, const std::vector<NewPipeline>& requests);
+
 // Called after each batch of trigger_pipelines commits, with that batch's
 // pipelines in input order.
 using TriggerBatchCommitted = std::function<void(const std::vector<TriggeredPipeline>&)>;
 
 // Triggers `definition` once per entry of `args_jsons` (each the text of a
 // JSON array, already validated), in order, kTriggerBatchSize pipelines per
-// transaction (Store::trigger_many). The entries are not checked again.
+// transaction (trigger_requests). The entries are not checked again.
 // A store failure throws out of the batch it hit: the batches before it
 // stay committed and `committed` has seen exactly those; nothing of the
 // failed batch or after it is written.

@@ -153,17 +153,7 @@ class Store {
   // of them before the first migrate()); a read, nothing is created.
   virtual std::vector<std::string> pending_migrations() = 0;
 
-  // ---- trigger
-  // Creates pipeline, run, first branch, start step, job, execution and
-  // availability in one transaction. With an idempotency key a pipeline
-  // already has (committed by anyone, also concurrently), writes nothing and
-  // returns that pipeline with created false.
-  virtual TriggeredPipeline trigger(const NewPipeline& request) = 0;
-  // trigger() for every request, all in one transaction (every row or
-  // none), written with multi-row statements; returns the ids in request
-  // order. The caller sizes the batch (engine/trigger.h: 1,000). An empty
-  // list writes nothing and opens no transaction.
-  virtual std::vector<TriggeredPipeline> trigger_many(const std::vector<NewPipeline>& requests) = 0;
+  // ---- trigger: engine/trigger.h on the write port.
 
   // ---- processes
   // Inserts (or adopts, on a reused pid) the row `id` for this process.

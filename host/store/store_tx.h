@@ -47,6 +47,18 @@ class StoreTx {
   // The branch mutations (store.h) on this transaction.
   virtual BranchTx& branches() = 0;
 
+  // ---- trigger
+  // Inserts a pipeline with its run (the request's definition snapshot and
+  // SHA-1), first branch, start step, job, execution and availability (due
+  // after the start node's delay). With an idempotency key some pipeline
+  // already has (committed by anyone, also concurrently: PostgreSQL waits
+  // for that transaction), inserts nothing and returns that pipeline with
+  // created false.
+  virtual TriggeredPipeline insert_pipeline(const NewPipeline& request) = 0;
+  // insert_pipeline for every request (without idempotency keys), with
+  // multi-row statements; the ids in request order.
+  virtual std::vector<TriggeredPipeline> insert_pipelines(const std::vector<NewPipeline>& requests) = 0;
+
   // ---- branch claims
   // Whether the branch's claim token still equals `claim_token` (the fence
   // of everything done under an advancer's claim after the claim's own

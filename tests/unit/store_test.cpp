@@ -14,6 +14,7 @@
 #include "engine/recovery.h"
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
+#include "engine/trigger.h"
 #include "store_fixture.h"
 
 namespace ductwork {
@@ -85,12 +86,12 @@ NewPipeline request(const Definition& definition, const std::string& args_json) 
 TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
   Definition p = compile(kChain);
   Definition q = compile("pipeline: Q\nsteps:\n  - start: Double\n");
-  EXPECT_TRUE(store->trigger_many({}).empty());
+  EXPECT_TRUE(trigger_requests(*store, {}).empty());
   EXPECT_TRUE(store->reads().list_pipelines(ListFilter{}).empty()) << "an empty batch writes nothing";
 
   std::vector<NewPipeline> requests;
   for (int i = 0; i < 1100; ++i) requests.push_back(request(i % 2 ? q : p, "[" + std::to_string(i) + ", \"x\"]"));
-  std::vector<TriggeredPipeline> made = store->trigger_many(requests);
+  std::vector<TriggeredPipeline> made = trigger_requests(*store, requests);
   ASSERT_EQ(made.size(), 1100u);
   std::set<std::string> pipeline_ids, run_ids;
   for (const auto& t : made) {
@@ -128,7 +129,7 @@ TEST_F(StoreTest, TriggerManyWritesEveryRequestInOrder) {
   EXPECT_EQ(claimed, 550);
 }
 
-// The engine's bulk trigger: one trigger_many per 1,000, reported batch by
+// The engine's bulk trigger: one transaction per 1,000, reported batch by
 // batch, in input order.
 TEST_F(StoreTest, TriggerPipelinesCommitsAThousandAtATime) {
   std::vector<std::string> args;

@@ -50,6 +50,20 @@ std::string placeholders(int width) {
   return row + ")";
 }
 
+// Each table's statement head and row of placeholders, built once per
+// process: a writer is made per transaction, a hot path.
+struct TableSql {
+  std::string head, row;
+};
+const TableSql& table_sql(RowWriter::Table t) {
+  static const std::array<TableSql, RowWriter::kTableCount> sql = [] {
+    std::array<TableSql, RowWriter::kTableCount> built;
+    for (size_t i = 0; i < RowWriter::kTableCount; ++i) built[i] = {insert_head(kSpecs[i]), placeholders(kSpecs[i].width)};
+    return built;
+  }();
+  return sql[t];
+}
+
 template <size_t N>
 std::vector<BatchInsert::Value> owned_cells(const std::array<Cell, N>& cells) {
   std::vector<BatchInsert::Value> values;
@@ -103,7 +117,7 @@ std::array<Cell, 11> cells_of(const AdvancementRow& r) {
 
 BatchInsert& RowWriter::table(Table t) {
   std::optional<BatchInsert>& batch = tables_[t];
-  if (!batch) batch.emplace(conn_, insert_head(kSpecs[t]), placeholders(kSpecs[t].width), kSpecs[t].width);
+  if (!batch) batch.emplace(conn_, table_sql(t).head, table_sql(t).row, kSpecs[t].width);
   return *batch;
 }
 
@@ -129,9 +143,8 @@ void RowWriter::add_owned(Table t, const std::vector<BatchInsert::Value>& values
 void RowWriter::pipeline(const PipelineRow& r) { add(kPipelines, cells_of(r)); }
 
 bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
-  const TableSpec& spec = kSpecs[kPipelines];
   static const std::string sql =
-      insert_head(spec) + placeholders(spec.width) + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";
+      table_sql(kPipelines).head + table_sql(kPipelines).row + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";
   // Written alone and at once: the caller reads whether it was.
   Statement stmt = conn_.prepare(sql);
   int index = 1;

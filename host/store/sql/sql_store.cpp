@@ -1,4 +1,5 @@
 #include "store/sql/sql_store.h"
+#include "store/sql/sql_store_tx.h"
 
 #include "store/migrations.h"
 #include "store/sql/batch_insert.h"
@@ -34,7 +35,7 @@ bool has_statements(const std::string& sql) {
 namespace ductwork::sql {
 namespace {
 
-// A triggered pipeline's run and its first branch (trigger, trigger_many).
+// A triggered pipeline's run and its first branch (insert_pipeline, insert_pipelines).
 void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std::string& branch_id,
                        const NewPipeline& request, const std::string& now) {
   rows.run({.id = made.run_id,
@@ -139,12 +140,10 @@ std::string SqlStore::insert_step(const NewStep& step, const std::string& status
   return step_id;
 }
 
-TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
-  auto held = lock();
+TriggeredPipeline SqlStoreTx::insert_pipeline(const NewPipeline& request) {
   TriggeredPipeline out{new_uuid_v7(conn_.clock()), new_uuid_v7(conn_.clock())};
   std::string branch_id = new_uuid_v7(conn_.clock());
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
+  const std::string& now = now_;
   RowWriter rows(conn_);
   const PipelineRow pipeline{.id = out.pipeline_id,
                              .klass = request.pipeline,
@@ -156,7 +155,7 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
   if (request.idempotency_key) {
     // The unique index decides: a key committed before (or by a concurrent
     // transaction, which PostgreSQL waits for) makes the insert do nothing,
-    // and the first pipeline is returned; the rollback writes nothing.
+    // and the first pipeline is returned.
     if (!rows.pipeline_unless_key_exists(pipeline)) {
       auto first = conn_.prepare("SELECT id, klass FROM pipelines WHERE idempotency_key = ?1");
       first.bind(1, *request.idempotency_key);
@@ -172,19 +171,16 @@ TriggeredPipeline SqlStore::trigger(const NewPipeline& request) {
                     request.args_json, request.start_delay_seconds},
             "pending", now);
   steps.flush();
-  tx.commit();
   out.pipeline = request.pipeline;
   return out;
 }
 
-std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipeline>& requests) {
+std::vector<TriggeredPipeline> SqlStoreTx::insert_pipelines(const std::vector<NewPipeline>& requests) {
   std::vector<TriggeredPipeline> out;
   if (requests.empty()) return out;
   out.reserve(requests.size());
-  auto held = lock();
-  WriteTransaction tx(conn_);
-  const std::string now = db_now(conn_);
-  // The rows trigger() writes, seven multi-row statements per 1,000
+  const std::string& now = now_;
+  // The rows insert_pipeline writes, seven multi-row statements per 1,000
   // pipelines instead of seven statements per pipeline.
   RowWriter rows(conn_);
   StepInserts steps(rows);
@@ -206,10 +202,6 @@ std::vector<TriggeredPipeline> SqlStore::trigger_many(const std::vector<NewPipel
               "pending", now);
   }
   steps.flush();
-  // A failure here (tests: DUCTWORK_FAULT=before_trigger_many_commit:raise)
-  // rolls back every row of the batch.
-  fault_point("before_trigger_many_commit");
-  tx.commit();
   return out;
 }
 

@@ -46,8 +46,6 @@ class SqlStore final : public Store, public StoreReader {
   std::vector<std::string> migrate() override;
   bool has_schema() override;
   std::vector<std::string> pending_migrations() override;
-  TriggeredPipeline trigger(const NewPipeline& request) override;
-  std::vector<TriggeredPipeline> trigger_many(const std::vector<NewPipeline>& requests) override;
 
   void register_process(const std::string& id, int64_t pid, const std::string& machine,
                         const std::string& role) override;

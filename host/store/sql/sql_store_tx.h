@@ -54,6 +54,8 @@ class SqlStoreTx final : public StoreTx {
   void release_savepoint(const std::string& name) override;
   void rollback_to_savepoint(const std::string& name) override;
 
+  TriggeredPipeline insert_pipeline(const NewPipeline& request) override;  // sql_store.cpp
+  std::vector<TriggeredPipeline> insert_pipelines(const std::vector<NewPipeline>& requests) override;
   bool holds_claim(const std::string& branch_id, const std::string& claim_token) override;
   std::optional<std::string> lock_pipeline(const std::string& pipeline_id) override;
   std::optional<std::string> latest_run(const std::string& pipeline_id) override;
