@@ -29,13 +29,15 @@ struct SharedConnection {
 // Store, in SQL both dialects run: every statement of the engine exists once,
 // here, and host/store/sqlite/ and host/store/postgresql/ only connect,
 // compile and run it (see sql_connection.h). The methods are spread over
-// files by concern: sql_store.cpp (schema, trigger, processes),
-// sql_job_queue.cpp (job worker), sql_branch_ops.cpp (advancer claims and the
-// claim fence), sql_branch_tx.cpp and sql_fanout.cpp (what an advance
-// writes), sql_recovery.cpp (process rows), sql_revive.cpp, sql_on_halt.cpp,
-// sql_context.cpp, sql_reports.cpp and sql_dashboard.cpp (the StoreReader's
-// queries), sql_control.cpp (cancelled runs), and sql_store_tx.cpp (the
-// write port, store_tx.h: cancel, resume, the end of a claim, recovery).
+// files by concern: sql_store.cpp (schema, processes), sql_store_tx.cpp
+// (the write port, store_tx.h: transact, cancel, resume, the end of a
+// claim, recovery), sql_trigger.cpp (a trigger's rows), sql_job_queue.cpp
+// (a worker's claims and successes), sql_inline_advance.cpp (the advances
+// of a worker's own branches), sql_branch_ops.cpp (an advancer's claims),
+// sql_branch_tx.cpp and sql_fanout.cpp (what an advance writes),
+// sql_recovery.cpp (process rows), sql_revive.cpp (a revive's copy),
+// sql_on_halt.cpp, sql_context.cpp, sql_reports.cpp and sql_dashboard.cpp
+// (the StoreReader's queries), sql_control.cpp (cancelled runs).
 class SqlStore final : public Store, public StoreReader {
  public:
   StoreReader& reads() override { return *this; }
