@@ -4,6 +4,17 @@
 
 namespace ductwork {
 
+BatchAdvance each_alone(const AdvanceInClaim* advance) {
+  BatchAdvance each;
+  if (advance) {
+    each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
+      (*advance)(tx, claim);
+      return std::string();
+    };
+  }
+  return each;
+}
+
 bool in_savepoint(StoreTx& tx, const std::string& name, bool busy_ends_all, const std::function<void()>& body,
                   std::exception_ptr* error) {
   tx.savepoint(name);

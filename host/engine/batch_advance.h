@@ -27,6 +27,10 @@ struct BatchAdvance {
   std::function<void(BranchTx&, const std::vector<size_t>& indexes)> finish;
 };
 
+// The BatchAdvance of one claim at a time: `advance` for each, never a
+// group. Empty (no advance) when `advance` is null.
+BatchAdvance each_alone(const AdvanceInClaim* advance);
+
 // Runs `body` in savepoint `name` of `tx`: true when it went through. A
 // throw undoes what the body wrote and returns false (the exception in
 // *error when given); but a lost connection — and, with `busy_ends_all`, a

@@ -108,13 +108,7 @@ BranchClaimResult claim_branches(Store& store, const std::string& pipeline, cons
 BranchClaimResult claim_branch(Store& store, const std::string& pipeline, const std::string& process_id, int window,
                                int sample, BranchClaim* out, const AdvanceInClaim* advance) {
   std::vector<ClaimedBranch> claimed;
-  BatchAdvance each;
-  if (advance) {
-    each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
-      (*advance)(tx, claim);
-      return std::string();
-    };
-  }
+  const BatchAdvance each = each_alone(advance);
   BranchClaimResult result =
       claim_branches(store, pipeline, process_id, window, sample, 1, advance ? &each : nullptr, &claimed);
   if (!claimed.empty()) {

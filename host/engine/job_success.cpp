@@ -126,13 +126,7 @@ std::vector<bool> jobs_succeeded(Store& store, const std::vector<JobSuccess>& do
 bool job_succeeded(Store& store, const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                    std::optional<ClaimedJob>* next, const AdvanceInClaim* advance, bool advance_when_busy) {
   std::vector<ClaimedJob> claimed;
-  BatchAdvance each;
-  if (advance) {
-    each.advance = [advance](BranchTx& tx, const BranchClaim& claim, size_t) {
-      (*advance)(tx, claim);
-      return std::string();
-    };
-  }
+  const BatchAdvance each = each_alone(advance);
   std::vector<bool> committed =
       jobs_succeeded(store, {JobSuccess{&job, output_json, advance != nullptr}}, process_id,
                      next ? &claimed : nullptr, 1, advance ? &each : nullptr, advance_when_busy);

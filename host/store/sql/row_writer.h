@@ -40,6 +40,19 @@ struct BranchRow {
   Cell id, run_id, pipeline_klass, status = "in_progress", advanceable = int64_t{0}, fanout_index, fanout_width,
       fanin_arrived = int64_t{0}, fanin_branch_id, last_advanced_at, started_at, completed_at, created_at, updated_at;
 };
+// A branch that starts now, in progress and not yet advanceable: what a
+// trigger, a fan-out (with its child's position) and a fan-in create.
+// Borrows its arguments, as every row does, until it is queued.
+inline BranchRow started_branch(const std::string& id, const std::string& run_id, const std::string& pipeline,
+                                const std::string& now) {
+  return BranchRow{.id = id,
+                   .run_id = run_id,
+                   .pipeline_klass = pipeline,
+                   .last_advanced_at = now,
+                   .started_at = now,
+                   .created_at = now,
+                   .updated_at = now};
+}
 struct BranchLinkRow {
   Cell id, parent_branch_id, child_branch_id, created_at, updated_at;
 };

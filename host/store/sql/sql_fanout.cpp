@@ -50,14 +50,9 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
     step.delay_seconds = child.delay_seconds;
     // Added parent-first, so each table's batch is written after the
     // batches of the rows it refers to.
-    rows.branch({.id = step.branch_id,
-                 .run_id = parent.run_id,
-                 .pipeline_klass = parent.pipeline,
-                 .fanout_index = static_cast<int64_t>(i),
-                 .last_advanced_at = now,
-                 .started_at = now,
-                 .created_at = now,
-                 .updated_at = now});
+    BranchRow branch = started_branch(step.branch_id, parent.run_id, parent.pipeline, now);
+    branch.fanout_index = static_cast<int64_t>(i);
+    rows.branch(branch);
     link_id = new_uuid_v7(conn_.clock());
     rows.branch_link({.id = link_id,
                       .parent_branch_id = parent.branch_id,
@@ -192,13 +187,7 @@ std::string SqlBranchTx::fire_fan_in(const std::string& barrier_branch_id, NewSt
                 .exec();
   if (won != 1) return "";
   RowWriter rows(conn_);
-  rows.branch({.id = branch_id,
-               .run_id = step.run_id,
-               .pipeline_klass = step.pipeline,
-               .last_advanced_at = now_,
-               .started_at = now_,
-               .created_at = now_,
-               .updated_at = now_});
+  rows.branch(started_branch(branch_id, step.run_id, step.pipeline, now_));
   std::string link_id;
   std::string outputs = "[";
   bool any_arrived = false;

@@ -22,13 +22,7 @@ void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std
             .started_at = now,
             .created_at = now,
             .updated_at = now});
-  rows.branch({.id = branch_id,
-               .run_id = made.run_id,
-               .pipeline_klass = request.pipeline,
-               .last_advanced_at = now,
-               .started_at = now,
-               .created_at = now,
-               .updated_at = now});
+  rows.branch(started_branch(branch_id, made.run_id, request.pipeline, now));
 }
 
 }  // namespace
