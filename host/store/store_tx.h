@@ -1,3 +1,5 @@
+// The write port: what an engine use-case may do inside one write
+// transaction of Store::transact (StoreTx, below), and the records it reads.
 #pragma once
 
 #include <optional>
