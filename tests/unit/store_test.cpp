@@ -5,7 +5,6 @@
 #include <set>
 #include <thread>
 
-#include "store/store_error.h"
 #include "engine/branch_claims.h"
 #include "engine/claim_fence.h"
 #include "engine/job_end.h"
@@ -15,6 +14,8 @@
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
 #include "engine/trigger.h"
+#include "store/store_error.h"
+#include "store/store_tx.h"
 #include "store_fixture.h"
 
 namespace ductwork {
@@ -78,6 +79,32 @@ NewPipeline request(const Definition& definition, const std::string& args_json) 
   r.start_klass = definition.edge(r.start_node).klass;
   r.args_json = args_json;
   return r;
+}
+
+// The write port's contract (store_tx.h): a body's writes commit when it
+// returns and none are left when it throws, whatever it wrote before; the
+// exception reaches the caller as it was thrown.
+TEST_F(StoreTest, TransactCommitsABodyThatReturnsAndNothingOfOneThatThrows) {
+  Definition p = compile(kChain);
+  struct Abandoned : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  std::string written;
+  EXPECT_THROW(store->transact([&](StoreTx& tx) {
+    written = tx.insert_pipeline(request(p, "[1]")).pipeline_id;
+    EXPECT_EQ(tx.lock_pipeline(written), std::optional<std::string>("in_progress")) << "visible inside its transaction";
+    throw Abandoned("changed my mind");
+  }),
+               Abandoned);
+  ASSERT_FALSE(written.empty());
+  EXPECT_FALSE(store->reads().pipeline_record(written)) << "a body that throws leaves nothing";
+  EXPECT_TRUE(store->reads().list_pipelines(ListFilter{}).empty());
+
+  store->transact([&](StoreTx& tx) { written = tx.insert_pipeline(request(p, "[2]")).pipeline_id; });
+  std::optional<PipelineRecord> kept = store->reads().pipeline_record(written);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->runs.size(), 1u);
+  EXPECT_EQ(store->reads().list_pipelines(ListFilter{}).size(), 1u);
 }
 
 // 1,100 requests of two pipelines in one call: more rows than one
