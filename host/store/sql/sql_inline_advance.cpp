@@ -145,9 +145,9 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
   if (rows->step_completed) batch.completed_steps.push_back(rows->step_id);
 }
 
-std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_branches(
+std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
     const std::vector<const ClaimedJob*>& jobs, BatchReads& reads) {
-  std::unordered_map<std::string, InlineLock> locked;
+  std::unordered_map<std::string, bool> locked;  // branch → its run is in progress
   if (jobs.empty()) return locked;
   std::unordered_map<std::string, const ClaimedJob*> by_branch;
   std::vector<std::string> branch_ids;
@@ -185,7 +185,7 @@ std::unordered_map<std::string, SqlStore::InlineLock> SqlStore::lock_inline_bran
     if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {
       continue;  // not as its job left it: an advancer sorts it out
     }
-    locked.emplace(job->first, InlineLock{!lock.is_null(3) && lock.text(3) == "in_progress"});
+    locked.emplace(job->first, !lock.is_null(3) && lock.text(3) == "in_progress");
     if (!lock.is_null(4) && !lock.is_null(5)) {
       reads.fanout_index_of.emplace(job->first, lock.int64(4));
       reads.parent_of.emplace(job->first, lock.text(5));
@@ -252,9 +252,7 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
 
 std::unordered_map<std::string, bool> SqlStoreTx::lock_own_branches(const std::vector<const ClaimedJob*>& jobs) {
   batch_ = true;  // the groups' finish reads what the lock learnt (BatchReads)
-  std::unordered_map<std::string, bool> locked;
-  for (const auto& [branch, lock] : store_.lock_inline_branches(jobs, reads_)) locked.emplace(branch, lock.run_in_progress);
-  return locked;
+  return store_.lock_inline_branches(jobs, reads_);
 }
 
 BranchTx& SqlStoreTx::begin_own_advance(const ClaimedJob& job, const std::string& process_id,

@@ -123,18 +123,15 @@ class SqlStore final : public Store, public StoreReader {
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                            const std::string& now, int max);
-  // What lock_inline_branches learns of a locked branch: whether its run is
-  // in progress (a claim would leave the run as it is).
-  struct InlineLock {
-    bool run_in_progress = false;
-  };
-  // The claims of a success transaction's own branches (SqlStoreTx::lock_own_branches), in one statement
-  // (InlineAdvance in sql_branch_tx.h): each branch that was locked and is
-  // as its job left it (not taken, not locked by another transaction, its
-  // latest step the job's, no transition open from it), by branch. A locked
-  // fan-out child's position and parent are added to `reads`.
-  std::unordered_map<std::string, InlineLock> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
-                                                                   BatchReads& reads);
+  // The claims of a success transaction's own branches
+  // (SqlStoreTx::lock_own_branches), in one statement (InlineAdvance in
+  // sql_branch_tx.h): each branch that was locked and is as its job left it
+  // (not taken, not locked by another transaction, its latest step the
+  // job's, no transition open from it), by branch, with whether its run is
+  // in progress (a claim would leave the run as it is). A locked fan-out
+  // child's position and parent are added to `reads`.
+  std::unordered_map<std::string, bool> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
+                                                             BatchReads& reads);
   // How many of the steps in `batch` take_new_steps could take.
   static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
   // Takes for `process_id` up to `max` of the steps the inline advances of
