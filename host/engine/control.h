@@ -10,7 +10,9 @@ namespace ductwork {
 // Operator control of a running pipeline (SPEC §13). Both throw
 // ControlRefused (nothing written) with a message naming why.
 
-// Cancels the pipeline: Store::cancel. Both are tried again (up to 5
+// Cancels the pipeline in one transaction on the write port: the pipeline,
+// its latest run and every open or dampened branch `cancelled`, queued
+// executions withdrawn, open advancements closed. Both are tried again (up to 5
 // times) when the database broke a deadlock by aborting them.
 CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id);
 
