@@ -62,6 +62,9 @@ int cmd_plugins(const Args& args) {
     for (const auto& s : p->step_names) steps += (steps.empty() ? "" : ", ") + s;
     std::printf("  %s %s (ABI %u) %s\n    steps: %s\n", p->name.c_str(), p->version.c_str(), p->abi_version,
                 p->path.c_str(), steps.c_str());
+    std::string hooks;
+    for (const auto& h : p->hooks) hooks += (hooks.empty() ? "" : ", ") + std::string(hook_event_name(h.event)) + " " + h.name;
+    if (!hooks.empty()) std::printf("    hooks: %s\n", hooks.c_str());
   }
   for (const auto& r : registry.refusals()) std::printf("  refused: %s\n", r.c_str());
   for (const auto& r : registry.refusals()) std::fprintf(stderr, "refused plugin: %s\n", r.c_str());

@@ -28,6 +28,7 @@
 #include "process/crash_report.h"
 #include "process/started_log.h"
 #include "process/host_runtime.h"
+#include "process/process_hooks.h"
 #include "process/sd_notify.h"
 #include "process/spawn.h"
 #include "process/supervisor.h"
@@ -147,6 +148,28 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   std::unique_ptr<ServeChild> http;
   if (!role.supervised && !boot.config().http.listen.empty()) http = std::make_unique<ServeChild>(args, boot.logger());
   StoreFactory& stores = boot.stores();
+  // Lifecycle hooks (SPEC §15): this process's roles start before its
+  // first claim and stop after its loops ended. A threaded host is its own
+  // supervisor; a forked child is one advancer or one worker.
+  std::vector<std::string> hook_roles;
+  if (!role.supervised) hook_roles.push_back("supervisor");
+  if (role.advancers) hook_roles.push_back("advancer");
+  if (role.workers) hook_roles.push_back("worker");
+  ProcessHooks hooks(boot.runnable_plugins(), boot.logger(), boot.config().supervisor.shutdown_timeout, hook_roles,
+                     pipelines);
+  if (std::optional<HookFailure> failure = hooks.start()) {
+    const std::string* crash_folder = args.option("crash-folder");
+    if (role.supervised) write_exit_note(crash_folder ? *crash_folder : std::string(), failure->describe());
+    const int rc = role.supervised ? kChildExitHookFailed : kExitFailure;
+    if (hooks.left_hook_running()) {  // a hung hook's thread is still in plugin code
+      if (!role.supervised) std::fprintf(stderr, "ductwork start: %s\n", failure->describe().c_str());
+      std::fflush(nullptr);
+      remove_pidfile();
+      std::_Exit(rc);
+    }
+    if (role.supervised) return rc;
+    throw std::runtime_error(failure->describe());
+  }
   HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
   runtime.set_notice(refused_notice(refused));
   runtime.start();
@@ -178,17 +201,20 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   progress.reset();
   if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
   runtime.stop();
+  hooks.stop(runtime.abandoned_running());
   if (drained) log_drained(boot.logger(), *drained);
   // A child says why (child_exit.h): its supervisor must not restart it
   // into the same corrupt database.
   const int unusable = supervised ? kChildExitDatabaseUnusable : kExitFailure;
   const int rc = runtime.database_unusable() ? unusable : sig == SIGHUP ? kRestart : kExitOk;
-  if (rc != kRestart && runtime.abandoned_running() > 0) {
-    // A thread abandoned to a step that ignored its timeout still runs in
-    // plugin code and may return into the host's state: end the process
-    // here rather than destroy that state under it. (A restart execs,
-    // which ends every thread too.) Everything is committed already.
+  if ((rc != kRestart && runtime.abandoned_running() > 0) || hooks.left_hook_running()) {
+    // A thread abandoned to a step that ignored its timeout, or to a stop
+    // hook that hung, still runs in plugin code and may return into the
+    // host's state: end the process here rather than destroy that state
+    // under it. (A restart execs, which ends every thread too.)
+    // Everything is committed already.
     std::fflush(nullptr);
+    if (rc == kRestart) std::_Exit(restart_self());  // exec: the pidfile stays ours
     remove_pidfile();
     std::_Exit(rc);
   }
@@ -207,6 +233,9 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
   if (!args.config_path.empty()) options.config_path = std::filesystem::absolute(args.config_path).string();
   options.drain = drain;
   options.checked_plugins = boot.plugins().checked();
+  for (const auto& plugin : boot.plugins().plugins()) {
+    for (const auto& hook : plugin->hooks) options.hook_events.insert(hook.event);
+  }
   Supervisor supervisor(boot.config(), boot.stores(), boot.logger(), pipelines, options);
   // The supervisor runs no plugin code, so it serves the HTTP API itself;
   // listening before any child starts makes a taken port fail the start.
@@ -265,16 +294,21 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
   sigaddset(&signals, SIGHUP);  // reload (docs/cli.md); never an abrupt death
   if (!child) sigaddset(&signals, SIGCHLD);  // a supervisor hears its children die at once
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // The short-lived child in which a supervisor's own hooks run.
+  const bool hooks_child = child && child->rfind("hooks:", 0) == 0;
   if (child) {
     // A child never outlives its supervisor: if the supervisor dies, the
     // child stops cleanly and the next supervisor adopts the work.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() == 1) return kExitFailure;
-    // A step that crashes this child leaves its backtrace for the supervisor.
+    // A step (or a hook) that crashes this child leaves its backtrace for
+    // the supervisor.
     if (const std::string* folder = args.option("crash-folder")) {
       install_crash_report(*folder);
-      open_started_log(*folder);
-      metrics::open_process_table(*folder);
+      if (!hooks_child) {
+        open_started_log(*folder);
+        metrics::open_process_table(*folder);
+      }
     }
   }
 
@@ -342,6 +376,15 @@ int start_host(const Args& args, SystemdNotifier* systemd) {
     }
   }
   bool drain = args.flag("drain");
+  if (hooks_child) {
+    const std::string* folder = args.option("crash-folder");
+    try {
+      return run_supervisor_hooks_child(boot.runnable_plugins(), boot.logger(), child->substr(6), pipelines,
+                                        boot.config().supervisor.shutdown_timeout, folder ? *folder : std::string());
+    } catch (const std::invalid_argument& e) {
+      throw BadInput(e.what());
+    }
+  }
   if (child) {
     RuntimeRole role;
     try {

@@ -23,7 +23,8 @@ Json plugins_document(const std::string& directory, const PluginRegistry& plugin
                                            {"abi_version", p->abi_version},
                                            {"path", p->path},
                                            {"steps", Json::Array(p->step_names.begin(), p->step_names.end())},
-                                           {"pipelines", p->pipelines_json.size()}}));
+                                           {"pipelines", p->pipelines_json.size()},
+                                           {"hooks", plugin_hooks_json(*p)}}));
   }
   for (const auto& r : plugins.refusals()) out["refused"].push_back(r);
   return out;

@@ -1,5 +1,6 @@
 #include "engine/step_invoker.h"
 
+#include <cstddef>
 #include <stdexcept>
 
 #include "engine/error_info.h"
@@ -12,13 +13,30 @@ namespace {
 // Releases the strings a plugin handed back, with the plugin's own allocator.
 struct OutcomeStrings {
   const LoadedPlugin* plugin;
-  dw_step_outcome raw{};
+  dw_outcome raw{};
   ~OutcomeStrings() {
     for (char* s : {raw.output_json, raw.error_klass, raw.error_message, raw.error_backtrace}) {
       if (s) plugin->table->free_string(s);
     }
   }
 };
+
+// Runs one execution through execute2 when the step class has it, else
+// through ABI 1's first `execute` (a plugin built before execute2), whose
+// four slots land in the same dw_outcome.
+int call_execute(const dw_step_class& cls, void* instance, const dw_step_context& ctx, dw_outcome& out) {
+  out.struct_size = sizeof out;
+  if (cls.struct_size >= offsetof(dw_step_class, execute2) + sizeof cls.execute2 && cls.execute2 != nullptr) {
+    return cls.execute2(instance, &ctx, &out);
+  }
+  char* slots[DW_V1_OUTCOME_SLOTS] = {};
+  int rc = cls.execute(instance, &ctx, slots);
+  out.output_json = slots[DW_V1_OUTPUT_JSON];
+  out.error_klass = slots[DW_V1_ERROR_KLASS];
+  out.error_message = slots[DW_V1_ERROR_MESSAGE];
+  out.error_backtrace = slots[DW_V1_ERROR_BACKTRACE];
+  return rc;
+}
 
 std::string or_empty(const char* s) { return s ? std::string(s) : std::string(); }
 
@@ -56,12 +74,13 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
   }
   OutcomeStrings strings{step->plugin};
   scope.error_flags = 0;
-  int rc = step->abi->execute(instance, &ctx, &strings.raw);
+  int rc = call_execute(*step->abi, instance, ctx, strings.raw);
   step->abi->destroy(instance);
 
   if (rc != DW_EXECUTE_OK) {
-    // Flags set by a call that then succeeded mean nothing: read them only here.
-    outcome.retryable = (scope.error_flags & DW_ERROR_NOT_RETRYABLE) == 0;
+    // Flags set by a call that then succeeded mean nothing: read them only
+    // here. execute2 hands them back; execute set them through the host.
+    outcome.retryable = ((scope.error_flags | strings.raw.error_flags) & DW_ERROR_NOT_RETRYABLE) == 0;
     std::string klass = or_empty(strings.raw.error_klass);
     std::string message = or_empty(strings.raw.error_message);
     // A raw-ABI step may return an error code and nothing else: say which

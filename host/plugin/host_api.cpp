@@ -30,15 +30,18 @@ int is_cancelled(void* handle) {
   return shutdown || own ? 1 : 0;
 }
 
+LogLevel log_level_of(int level) {
+  return level <= DW_LOG_DEBUG ? LogLevel::kDebug
+         : level == DW_LOG_INFO ? LogLevel::kInfo
+         : level == DW_LOG_WARN ? LogLevel::kWarn
+                                : LogLevel::kError;
+}
+
 void log_line(void* handle, int level, const char* message) {
   auto* scope = static_cast<StepCallScope*>(handle);
   if (!scope || !scope->logger || !message) return;
-  LogLevel lvl = level <= DW_LOG_DEBUG ? LogLevel::kDebug
-                 : level == DW_LOG_INFO ? LogLevel::kInfo
-                 : level == DW_LOG_WARN ? LogLevel::kWarn
-                                        : LogLevel::kError;
   try {
-    scope->logger->log(lvl, message,
+    scope->logger->log(log_level_of(level), message,
                        Json::object({{"pipeline", scope->pipeline},
                                      {"run_id", scope->run_id},
                                      {"job_id", scope->job_id},
@@ -103,6 +106,39 @@ void set_error_flags(void* handle, uint32_t flags) {
   if (scope) scope->error_flags |= flags;
 }
 
+int hook_is_cancelled(void* handle) {
+  auto* scope = static_cast<HookCallScope*>(handle);
+  return scope && scope->cancelled && scope->cancelled->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+void hook_log_line(void* handle, int level, const char* message) {
+  auto* scope = static_cast<HookCallScope*>(handle);
+  if (!scope || !scope->logger || !message) return;
+  try {
+    scope->logger->log(log_level_of(level), message,
+                       Json::object({{"hook", scope->hook}, {"event", scope->event}, {"plugin", scope->plugin}}));
+  } catch (...) {  // logging must never throw into a plugin
+  }
+}
+
+int hook_context_get(void*, const char*, char** value_json_out, char** error_out) {
+  if (value_json_out) *value_json_out = nullptr;
+  set_error(error_out, "a hook has no run context (it belongs to a process, not to a run)");
+  return DW_CONTEXT_ERROR;
+}
+
+int hook_context_set(void*, const char*, const char*, int, char** error_out) {
+  set_error(error_out, "a hook has no run context (it belongs to a process, not to a run)");
+  return DW_CONTEXT_ERROR;
+}
+
+void hook_set_error_flags(void*, uint32_t) {}  // a hook's outcome carries its own flags
+
+const dw_host_api kHookHostApi = {
+    sizeof(dw_host_api), DUCTWORK_ABI_VERSION, hook_is_cancelled, hook_log_line, hook_context_get, hook_context_set,
+    free_string, hook_set_error_flags,
+};
+
 const dw_host_api kHostApi = {
     sizeof(dw_host_api), DUCTWORK_ABI_VERSION, is_cancelled, log_line, context_get, context_set, free_string,
     set_error_flags,
@@ -111,5 +147,7 @@ const dw_host_api kHostApi = {
 }  // namespace
 
 const dw_host_api* host_api() { return &kHostApi; }
+
+const dw_host_api* hook_host_api() { return &kHookHostApi; }
 
 }  // namespace ductwork

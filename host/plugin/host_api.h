@@ -35,7 +35,21 @@ struct StepCallScope {
   const std::atomic<bool>* step_cancelled = nullptr;
 };
 
+// What the host functions need to serve one running hook (the
+// `host_handle` of its dw_process_info).
+struct HookCallScope {
+  Logger* logger = nullptr;
+  // Raised when the hook's time is up; is_cancelled reads it.
+  const std::atomic<bool>* cancelled = nullptr;
+  std::string event;   // "on_worker_start"
+  std::string hook;    // the function's name
+  std::string plugin;  // the plugin's name
+};
+
 // The table of host functions handed to every plugin at init.
 const dw_host_api* host_api();
+// The table a hook is given: log and is_cancelled; the run-context
+// functions fail (a hook belongs to no run).
+const dw_host_api* hook_host_api();
 
 }  // namespace ductwork

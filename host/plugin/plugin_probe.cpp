@@ -44,6 +44,7 @@ std::vector<std::string> strings_of(const Json& list) {
 
 Json describe(const LoadedPlugin& plugin) {
   return Json::object({{"path", plugin.path},
+                       {"hooks", plugin_hooks_json(plugin)},
                        {"name", plugin.name},
                        {"version", plugin.version},
                        {"abi_version", plugin.abi_version},
@@ -61,6 +62,9 @@ std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {
   plugin->identity = doc.at("identity").as_string();
   plugin->step_names = strings_of(doc.at("steps"));
   plugin->pipelines_json = strings_of(doc.at("pipelines"));
+  for (const Json& hook : doc.at("hooks").as_array()) {
+    plugin->hooks.push_back(PluginHook{hook_event_of(hook.at("event").as_string()), hook.at("name").as_string()});
+  }
   return plugin;
 }
 

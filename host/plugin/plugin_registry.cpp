@@ -65,12 +65,42 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
   }
 }
 
+const char* hook_event_name(uint32_t event) {
+  switch (event) {
+    case DW_ON_SUPERVISOR_START: return "on_supervisor_start";
+    case DW_ON_SUPERVISOR_STOP: return "on_supervisor_stop";
+    case DW_ON_ADVANCER_START: return "on_advancer_start";
+    case DW_ON_ADVANCER_STOP: return "on_advancer_stop";
+    case DW_ON_WORKER_START: return "on_worker_start";
+    case DW_ON_WORKER_STOP: return "on_worker_stop";
+    default: return nullptr;
+  }
+}
+
+uint32_t hook_event_of(const std::string& name) {
+  for (uint32_t event = DW_ON_SUPERVISOR_START; event <= DW_ON_WORKER_STOP; ++event) {
+    if (name == hook_event_name(event)) return event;
+  }
+  return 0;
+}
+
+Json plugin_hooks_json(const LoadedPlugin& plugin) {
+  Json hooks = Json::array();
+  for (const auto& hook : plugin.hooks) {
+    hooks.push_back(Json::object({{"event", hook_event_name(hook.event)}, {"name", hook.name}}));
+  }
+  return hooks;
+}
+
 void PluginRegistry::log_loaded(const LoadedPlugin& plugin, Logger& logger) {
-  logger.info("Plugin loaded",
-              Json::object({{"plugin", plugin.name},
-                            {"version", plugin.version},
-                            {"plugin_path", plugin.path},
-                            {"steps", Json::Array(plugin.step_names.begin(), plugin.step_names.end())}}));
+  Json hooks = Json::array();
+  for (const auto& hook : plugin.hooks) hooks.push_back(std::string(hook_event_name(hook.event)) + ": " + hook.name);
+  Json fields = Json::object({{"plugin", plugin.name},
+                              {"version", plugin.version},
+                              {"plugin_path", plugin.path},
+                              {"steps", Json::Array(plugin.step_names.begin(), plugin.step_names.end())}});
+  if (!plugin.hooks.empty()) fields["hooks"] = hooks;
+  logger.info("Plugin loaded", fields);
 }
 
 void PluginRegistry::adopt(std::unique_ptr<LoadedPlugin> plugin, Logger& logger) {
@@ -183,10 +213,19 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger, const st
   }
   // The ABI version is checked before any other plugin code runs.
   auto abi_version = plugin->library.get<uint32_t()>(DUCTWORK_ABI_VERSION_SYMBOL)();
-  if (abi_version != DUCTWORK_ABI_VERSION) {
+  if (abi_version > DUCTWORK_ABI_VERSION) {
     return refuse(path,
-                  "unsupported ABI version " + std::to_string(abi_version) + " (this host supports " +
-                      std::to_string(DUCTWORK_ABI_VERSION) + ")",
+                  "unsupported ABI version " + std::to_string(abi_version) + ": the plugin was built for ABI version " +
+                      std::to_string(abi_version) + ", newer than this host's ABI version " +
+                      std::to_string(DUCTWORK_ABI_VERSION) +
+                      " (upgrade ductwork, or build the plugin against this host's SDK)",
+                  logger);
+  }
+  if (abi_version < kOldestAbiVersion) {
+    return refuse(path,
+                  "unsupported ABI version " + std::to_string(abi_version) + ": the plugin was built for ABI version " +
+                      std::to_string(abi_version) + ", older than the oldest this host loads (ABI version " +
+                      std::to_string(kOldestAbiVersion) + "; docs/abi.md)",
                   logger);
   }
   const dw_plugin* table = plugin->library.get<const dw_plugin*(const dw_host_api*)>(DUCTWORK_INIT_SYMBOL)(host_api());
@@ -201,7 +240,7 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger, const st
     return refuse(path, "its initialiser returned no plugin table (see the plugin's own message on stderr)", logger);
   }
   if (table->struct_size < offsetof(dw_plugin, free_string) + sizeof(table->free_string) ||
-      table->abi_version != DUCTWORK_ABI_VERSION || !table->name || !table->free_string) {
+      table->abi_version != abi_version || !table->name || !table->free_string) {
     return refuse(path, "its plugin table is malformed (too small, wrong ABI version, or no name)", logger);
   }
   plugin->table = table;
@@ -241,6 +280,29 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger, const st
   }
   for (size_t i = 0; i < table->pipeline_count; ++i) {
     if (table->pipelines_json && table->pipelines_json[i]) plugin->pipelines_json.emplace_back(table->pipelines_json[i]);
+  }
+  // Hooks were appended to the table: a plugin built before them has none.
+  if (table->struct_size >= offsetof(dw_plugin, hooks) + sizeof(table->hooks)) {
+    for (size_t i = 0; i < table->hook_count; ++i) {
+      const dw_hook* hook = table->hooks ? table->hooks[i] : nullptr;
+      if (!hook || hook->struct_size < offsetof(dw_hook, run) + sizeof(hook->run) || !hook->name || !hook->run) {
+        return refuse(path, "hook #" + std::to_string(i) + " is malformed (too small, or missing name or function)",
+                      logger);
+      }
+      std::string name = hook->name;
+      try {
+        detail::check_name("hook", name);
+      } catch (const PipelineError& e) {
+        return refuse(path, "hook #" + std::to_string(i) + ": " + e.what(), logger);
+      }
+      if (hook_event_name(hook->event) == nullptr) {
+        // A newer SDK's event: this host has no such moment to run it at.
+        logger.warn("Plugin hook skipped: this host does not know its event",
+                    Json::object({{"plugin_path", path}, {"hook", name}, {"event", hook->event}}));
+        continue;
+      }
+      plugin->hooks.push_back(PluginHook{hook->event, std::move(name), hook});
+    }
   }
   for (const auto& loaded : plugins_) {
     if (loaded->name == plugin->name) {

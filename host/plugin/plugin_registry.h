@@ -14,6 +14,27 @@
 
 namespace ductwork {
 
+// The oldest ABI version a host loads (docs/abi.md: a version stays
+// loadable for at least two major releases after the next one appears).
+constexpr uint32_t kOldestAbiVersion = 1;
+
+// One lifecycle hook a plugin registered (SPEC §15). `abi` is null in a
+// metadata-only registry (a probe's): such a hook can be listed, not run.
+struct PluginHook {
+  uint32_t event = 0;  // dw_hook_event
+  std::string name;
+  const dw_hook* abi = nullptr;
+};
+
+// "on_worker_start" for DW_ON_WORKER_START, and back (0 when unknown).
+const char* hook_event_name(uint32_t event);
+uint32_t hook_event_of(const std::string& name);
+
+struct LoadedPlugin;
+// [{"event": "on_worker_start", "name": "open_pool"}, ...] for `ductwork
+// plugins --json` and the probe's report.
+Json plugin_hooks_json(const LoadedPlugin& plugin);
+
 // One plugin the host accepted. The library stays mapped for the plugin's
 // lifetime; every pointer taken from its table is valid only that long. A
 // plugin adopted from a probe (PluginRegistry::adopt) has its metadata only:
@@ -25,6 +46,7 @@ struct LoadedPlugin {
   uint32_t abi_version = 0;
   std::vector<std::string> step_names;
   std::vector<std::string> pipelines_json;  // canonical definitions it exports
+  std::vector<PluginHook> hooks;            // in the plugin's registration order
   // Which version of the file was loaded (device, inode, size, modification
   // and change times): what a process that runs steps checks before it maps
   // the file (CheckedPlugin).

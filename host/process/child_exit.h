@@ -11,5 +11,11 @@ constexpr int kChildExitDatabaseUnusable = 3;
 // A plugin the probe accepted did not finish loading in the child within
 // plugins.load_timeout (plugin_load_watch.h).
 constexpr int kChildExitPluginLoadTimeout = 4;
+// A start hook of the child's role failed, crashed or hung (SPEC §15); its
+// description is in the child's exit note (crash_report.h). Also how the
+// supervisor's own hook child says its hook failed.
+constexpr int kChildExitHookFailed = 5;
+// The supervisor's hook child ran every hook.
+constexpr int kExitHooksRan = 0;
 
 }  // namespace ductwork

@@ -19,7 +19,7 @@ namespace ductwork {
 namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-constexpr std::size_t kIdBytes = 64;
+constexpr std::size_t kIdBytes = 320;  // an execution id, or a hook's label
 
 // Set up before any crash, read by the handler (nothing is allocated there).
 char report_path[4096];
@@ -72,6 +72,30 @@ void set_running_execution(const std::string& execution_id) {
   std::memcpy(running_execution, execution_id.data(), n);
   running_execution[n] = '\0';
 }
+
+void write_exit_note(const std::string& folder, const std::string& text) {
+  if (folder.empty()) return;
+  std::ofstream out(folder + "/" + std::to_string(::getpid()) + ".exit", std::ios::trunc);
+  std::string line = text;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  out << line << '\n';
+}
+
+std::optional<std::string> take_exit_note(const std::string& folder, pid_t pid) {
+  if (folder.empty()) return std::nullopt;
+  const std::string path = folder + "/" + std::to_string(pid) + ".exit";
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string line;
+  std::getline(in, line);
+  in.close();
+  std::remove(path.c_str());
+  return line;
+}
+
+bool crashed_in_hook(const CrashReport& report) { return report.execution_id.rfind("hook ", 0) == 0; }
 
 std::optional<CrashReport> take_crash_report(const std::string& folder, pid_t pid,
                                              const std::string& plugins_directory) {

@@ -19,7 +19,8 @@ namespace ductwork {
 void install_crash_report(const std::string& folder);
 
 // The execution this thread is running ("" once it returned): what the
-// handler names as the crashed one.
+// handler names as the crashed one. A lifecycle hook's thread names the
+// hook instead ("hook on_worker_start open_pool (plugin pools)").
 void set_running_execution(const std::string& execution_id);
 
 struct CrashReport {
@@ -31,6 +32,15 @@ struct CrashReport {
 // nullopt when it left none. Frames in a plugin's private copy are shown
 // against the installed file in `plugins_directory` and named from its
 // symbols (FrameSymbols).
+// A child that ends on purpose says why in one line of
+// <folder>/<pid>.exit (no-op without a folder); its supervisor takes it
+// (removed once read), nullopt when there is none.
+void write_exit_note(const std::string& folder, const std::string& text);
+std::optional<std::string> take_exit_note(const std::string& folder, pid_t pid);
+
+// True when a crash report's first line names a hook, not an execution.
+bool crashed_in_hook(const CrashReport& report);
+
 std::optional<CrashReport> take_crash_report(const std::string& folder, pid_t pid,
                                              const std::string& plugins_directory);
 

@@ -92,6 +92,7 @@ Supervisor::Supervisor(const Config& config, StoreFactory& stores, Logger& logge
       options_(std::move(options)),
       machine_(machine_identifier()) {
   checked_plugins_ = options_.checked_plugins;
+  hook_events_ = options_.hook_events;
   if (config_.role == "all" || config_.role == "advancer") children_.push_back(Child{"advancer"});
   if (config_.role == "all" || config_.role == "worker") {
     for (const auto& p : pipelines_) children_.push_back(Child{"worker:" + p});
@@ -131,8 +132,8 @@ Supervisor::CrashFolder::~CrashFolder() {
   if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
-void Supervisor::spawn(Child& child) {
-  std::vector<std::string> args = {options_.executable, "start", "--child", child.spec};
+std::vector<std::string> Supervisor::child_args(const std::string& spec) const {
+  std::vector<std::string> args = {options_.executable, "start", "--child", spec};
   if (!crash_folder_.path.empty()) {
     args.push_back("--crash-folder");
     args.push_back(crash_folder_.path);
@@ -143,6 +144,11 @@ void Supervisor::spawn(Child& child) {
   }
   args.push_back("--plugins-checked");
   args.push_back(checked_plugins_text(checked_plugins_));
+  return args;
+}
+
+void Supervisor::spawn(Child& child) {
+  std::vector<std::string> args = child_args(child.spec);
   child.spawned_at = stores_.clock().monotonic();
   child.ready = false;
   std::string error;
@@ -197,21 +203,15 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
           logger_.warn("Child exited", fields);
         }
         Death death(describe_death(child.spec, child.pid, how_it_ended(status)));
-        if (auto report = take_crash_report(crash_folder_.path, child.pid, config_.plugins_directory)) {
-          death.backtrace = std::move(report->backtrace);
-          death.backtrace_execution_id = std::move(report->execution_id);
+        std::optional<CrashReport> report = take_crash_report(crash_folder_.path, child.pid, config_.plugins_directory);
+        if (report && !crashed_in_hook(*report)) {
+          death.backtrace = report->backtrace;
+          death.backtrace_execution_id = report->execution_id;
         }
         bool had_started = reap_child_row(child.pid, "exited", death);
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         if (code == kChildExitDatabaseUnusable) ++unusable_exits_;
-        if (code == kChildExitPluginLoadTimeout) {
-          char shown[32];
-          std::snprintf(shown, sizeof shown, "%g", config_.plugins_load_timeout);
-          child.unready_reason = std::string("its plugins did not finish loading within ") + shown +
-                                 " s (plugins.load_timeout); see the log's \"Plugin refused\" line";
-        } else if (!had_started && !child.reloading) {
-          child.unready_reason = "ended before it became ready (" + how_it_ended(status) + ")";
-        }
+        if (!had_started && !child.reloading) child.unready_reason = early_death_reason(child, status, report);
         metrics::process_table().add(metrics::Family::kProcessRestartsTotal,
                                      {role_of(child.spec), child.reloading      ? "reload"
                                                            : WIFSIGNALED(status) ? "signal"
@@ -222,7 +222,13 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         // pause before the next try instead of spinning.
         // So did one that met a database it cannot use: the pause leaves
         // `health` a moment to see it before the host stops.
-        if (!had_started || code == kChildExitDatabaseUnusable) child.not_before = now + std::chrono::seconds(1);
+        // One that keeps dying so (a start hook that fails every time)
+        // waits longer each time: 1, 2, 4 ... 30 s.
+        if (!had_started || code == kChildExitDatabaseUnusable) {
+          const int doublings = std::min(child.early_deaths, 5);
+          child.early_deaths += 1;
+          child.not_before = now + std::chrono::seconds(std::min(30, 1 << doublings));
+        }
       } else if (auto stale = check_heartbeats ? store_->heartbeat_stale(child.pid, machine_, child_stale_after())
                                                : std::nullopt;
                  stale && *stale) {
@@ -240,12 +246,87 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
   }
 }
 
+std::string Supervisor::early_death_reason(const Child& child, int status, const std::optional<CrashReport>& report) {
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == kChildExitPluginLoadTimeout) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", config_.plugins_load_timeout);
+    return std::string("its plugins did not finish loading within ") + shown +
+           " s (plugins.load_timeout); see the log's \"Plugin refused\" line";
+  }
+  if (code == kChildExitHookFailed) {
+    std::optional<std::string> note = take_exit_note(crash_folder_.path, child.pid);
+    return "its start hook failed: " + (note ? *note : std::string("see the log's \"Start hook failed\" line"));
+  }
+  if (report && crashed_in_hook(*report)) {
+    logger_.error("Child crashed in a hook", Json::object({{"child", child.spec},
+                                                           {"child_pid", child.pid},
+                                                           {"hook", report->execution_id},
+                                                           {"status", how_it_ended(status)},
+                                                           {"error_backtrace", report->backtrace}}));
+    return report->execution_id + " crashed (" + how_it_ended(status) + ")";
+  }
+  return "ended before it became ready (" + how_it_ended(status) + ")";
+}
+
+Supervisor::HookOutcome Supervisor::run_own_hooks(uint32_t event, const sigset_t& signals, std::string* failure) {
+  if (hook_events_.count(event) == 0) return HookOutcome::kRan;
+  const bool start = event == DW_ON_SUPERVISOR_START;
+  const std::string spec = std::string("hooks:") + hook_event_name(event);
+  std::string error;
+  pid_t pid = spawn_process(child_args(spec), &error);
+  if (pid < 0) {
+    *failure = std::string(hook_event_name(event)) + " hooks could not run: " + error;
+    logger_.error("Supervisor hooks could not run", Json::object({{"event", hook_event_name(event)}, {"error_message", error}}));
+    return HookOutcome::kFailed;
+  }
+  logger_.info("Supervisor hooks started", Json::object({{"event", hook_event_name(event)}, {"child_pid", pid}}));
+  // The child bounds the hooks by supervisor.shutdown_timeout itself; this
+  // is the backstop for a child that cannot even load its plugins.
+  const auto deadline = stores_.clock().after(config_.supervisor.shutdown_timeout + config_.plugins_load_timeout + 5);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) != pid) {
+    if (stores_.clock().monotonic() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      *failure = std::string(hook_event_name(event)) + " hooks did not finish and were killed";
+      logger_.error("Supervisor hooks did not finish; killed them",
+                    Json::object({{"event", hook_event_name(event)}, {"child_pid", pid}}));
+      return HookOutcome::kFailed;
+    }
+    timespec wait{0, 50 * 1000 * 1000};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (start && (sig == SIGINT || sig == SIGTERM)) {
+      logger_.info("Shutdown requested while the supervisor's start hooks ran; ending them",
+                   Json::object({{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}}));
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return HookOutcome::kInterrupted;
+    }
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitHooksRan) return HookOutcome::kRan;
+  std::optional<CrashReport> report = take_crash_report(crash_folder_.path, pid, config_.plugins_directory);
+  if (std::optional<std::string> note = take_exit_note(crash_folder_.path, pid)) {
+    *failure = *note;
+  } else if (report && crashed_in_hook(*report)) {
+    *failure = report->execution_id + " crashed (" + how_it_ended(status) + ")";
+    logger_.error("Supervisor hook crashed", Json::object({{"hook", report->execution_id},
+                                                           {"status", how_it_ended(status)},
+                                                           {"error_backtrace", report->backtrace}}));
+  } else {
+    *failure = std::string(hook_event_name(event)) + " hooks did not run: their process ended (" +
+               how_it_ended(status) + ")";
+  }
+  return HookOutcome::kFailed;
+}
+
 void Supervisor::check_readiness() {
   for (auto& child : children_) {
     if (child.pid <= 0 || child.ready) continue;
     if (store_->find_process(child.pid, machine_)) {
       child.ready = true;
       child.unready_reason.clear();
+      child.early_deaths = 0;
     }
   }
 }
@@ -278,14 +359,20 @@ void Supervisor::start_reprobe() {
     PluginRegistry registry;
     probe_plugins(options_.executable, config_.plugins_directory, config_.plugins_load_timeout, registry, logger_,
                   [this] { return stop_reprobe_.load(); });
-    return registry.checked();
+    Probed probed{registry.checked(), {}};
+    for (const auto& plugin : registry.plugins()) {
+      for (const auto& hook : plugin->hooks) probed.hook_events.insert(hook.event);
+    }
+    return probed;
   });
 }
 
 void Supervisor::finish_reprobe_if_done() {
   if (!reprobe_.valid() || reprobe_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
   try {
-    checked_plugins_ = reprobe_.get();
+    Probed probed = reprobe_.get();
+    checked_plugins_ = std::move(probed.checked);
+    hook_events_ = std::move(probed.hook_events);
     logger_.info("Plugins checked for the reload", Json::object({{"plugins", checked_plugins_.size()}}));
   } catch (const std::exception& e) {
     reprobe_ = {};
@@ -308,7 +395,11 @@ void Supervisor::stop_children() {
   for (auto& child : children_) {
     if (child.pid > 0) ::kill(child.pid, SIGTERM);
   }
-  const auto deadline = stores_.clock().after(config_.supervisor.shutdown_timeout);
+  // Children with stop hooks run them once their loops ended, each event
+  // bounded by supervisor.shutdown_timeout: they get that much more.
+  const bool stop_hooks = hook_events_.count(DW_ON_WORKER_STOP) > 0 || hook_events_.count(DW_ON_ADVANCER_STOP) > 0;
+  const auto deadline =
+      stores_.clock().after(config_.supervisor.shutdown_timeout * (stop_hooks ? 2 : 1) + (stop_hooks ? 1 : 0));
   while (stores_.clock().monotonic() < deadline) {
     bool any = false;
     for (auto& child : children_) {
@@ -342,6 +433,16 @@ void Supervisor::stop_children() {
 
 int Supervisor::run(const sigset_t& signals, const std::function<void(const Progress&, int64_t)>& on_progress) {
   std::optional<Progress> drained;  // said last, once everything stopped
+  // The supervisor's start hooks, before any child starts (SPEC §15).
+  std::string hook_failure;
+  switch (run_own_hooks(DW_ON_SUPERVISOR_START, signals, &hook_failure)) {
+    case HookOutcome::kRan:
+      break;
+    case HookOutcome::kInterrupted:
+      return 0;
+    case HookOutcome::kFailed:
+      throw std::runtime_error(hook_failure);
+  }
   store_ = stores_.open();
   {
     Reaper boot_reaper(*store_, config_, logger_, nullptr);
@@ -466,6 +567,11 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
   } catch (const std::exception& e) {
     logger_.error("Could not remove the process row",
                   Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
+  }
+  // After every child stopped and this process's own row is gone, as the
+  // gem runs them; a failure is logged and shutdown goes on.
+  if (run_own_hooks(DW_ON_SUPERVISOR_STOP, signals, &hook_failure) == HookOutcome::kFailed) {
+    logger_.error("Supervisor stop hook failed; shutdown goes on", Json::object({{"error_message", hook_failure}}));
   }
   logger_.info("Supervisor stopped", Json::object({{"process_id", process_id_}}));
   if (drained) log_drained(logger_, *drained);

@@ -11,12 +11,14 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <set>
 
 #include "metrics/collector.h"
 #include "process/database_outage.h"
 #include "process/sd_notify.h"
 #include "config/config.h"
 #include "plugin/plugin_registry.h"
+#include "process/crash_report.h"
 #include "process/host_runtime.h"
 #include "store/store.h"
 #include "store/store_types.h"
@@ -44,6 +46,10 @@ class Supervisor {
     // The plugins the probe accepted: the only files a child may load
     // (CheckedPlugin). A reload (SIGHUP) probes the folder again.
     std::vector<CheckedPlugin> checked_plugins;
+    // The lifecycle-hook events (dw_hook_event) some checked plugin has
+    // hooks for: the supervisor's own run in a child of their own, and a
+    // child with stop hooks gets their time to run them at shutdown.
+    std::set<uint32_t> hook_events;
   };
 
   Supervisor(const Config& config, StoreFactory& stores, Logger& logger, std::vector<std::string> pipelines,
@@ -75,9 +81,25 @@ class Supervisor {
     bool ready = false;
     // Why the last one ended before it became ready ("" when it did not).
     std::string unready_reason;
+    // Deaths in a row before it became ready (a failing start hook, a
+    // database it cannot open): each doubles the pause before the next try.
+    int early_deaths = 0;
   };
+  // What the supervisor's own hooks came to.
+  enum class HookOutcome { kRan, kFailed, kInterrupted };
 
   void spawn(Child& child);
+  // The command line of a child: `start --child SPEC` with this host's
+  // folder, configuration and checked plugins.
+  std::vector<std::string> child_args(const std::string& spec) const;
+  // Runs the supervisor's hooks of `event` in a short-lived child (the
+  // supervisor never runs plugin code). *failure says what went wrong.
+  // During start hooks a SIGINT/SIGTERM in `signals` ends them
+  // (kInterrupted).
+  HookOutcome run_own_hooks(uint32_t event, const sigset_t& signals, std::string* failure);
+  // Why a child that exited or was killed before it became ready ended:
+  // its exit note (a failed start hook), a hook's crash, or its status.
+  std::string early_death_reason(const Child& child, int status, const std::optional<CrashReport>& report);
   // Reaps the row of a child that is gone (force: we saw it die). False
   // when the child never registered a row.
   // `death` names how it died, for the crashed executions' messages.
@@ -112,7 +134,13 @@ class Supervisor {
   std::string machine_;
   std::vector<Child> children_;
   std::vector<CheckedPlugin> checked_plugins_;
-  std::future<std::vector<CheckedPlugin>> reprobe_;
+  std::set<uint32_t> hook_events_;
+  // What a reprobe found: the files a child may load, and their hooks' events.
+  struct Probed {
+    std::vector<CheckedPlugin> checked;
+    std::set<uint32_t> hook_events;
+  };
+  std::future<Probed> reprobe_;
   std::atomic<bool> stop_reprobe_{false};
   // Children that exited because the database is not usable
   // (child_exit.h); at kUnusableExitsToStop the supervisor stops, exit 1.

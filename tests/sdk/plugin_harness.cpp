@@ -129,14 +129,26 @@ const dw_step_class* find_step(const dw_plugin& plugin, std::string_view name) {
 }
 
 StepRun run_step(const dw_step_class& step, void (*free_string)(char*), FakeHost& host,
-                 const std::string& args_json, std::int64_t retry_count, std::int64_t crash_count) {
+                 const std::string& args_json, std::int64_t retry_count, std::int64_t crash_count, Entry entry) {
   dw_step_context ctx = host.make_context(args_json, retry_count, crash_count);
   void* instance = step.create();
-  dw_step_outcome out{};
+  dw_outcome out{};
+  out.struct_size = sizeof out;
   StepRun run;
   host.error_flags = 0;
-  run.rc = step.execute(instance, &ctx, &out);
-  run.error_flags = host.error_flags;
+  const bool has_execute2 =
+      step.struct_size >= offsetof(dw_step_class, execute2) + sizeof step.execute2 && step.execute2 != nullptr;
+  if (entry == Entry::kPreferred && has_execute2) {
+    run.rc = step.execute2(instance, &ctx, &out);
+  } else {
+    char* slots[DW_V1_OUTCOME_SLOTS] = {};
+    run.rc = step.execute(instance, &ctx, slots);
+    out.output_json = slots[DW_V1_OUTPUT_JSON];
+    out.error_klass = slots[DW_V1_ERROR_KLASS];
+    out.error_message = slots[DW_V1_ERROR_MESSAGE];
+    out.error_backtrace = slots[DW_V1_ERROR_BACKTRACE];
+  }
+  run.error_flags = host.error_flags | out.error_flags;
   step.destroy(instance);
   auto take = [&](char*& s, std::string& into) {
     if (s == nullptr) return;

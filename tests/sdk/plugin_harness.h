@@ -84,23 +84,28 @@ class LoadedPlugin {
 // The step class named `name` in `plugin`, or nullptr.
 const dw_step_class* find_step(const dw_plugin& plugin, std::string_view name);
 
-// What one execute call produced, copied out of the dw_step_outcome.
+// What one execute call produced, copied out of its outcome.
 struct StepRun {
   int rc = -1;
   bool has_output = false;
   std::string output_json;
   std::string klass, message, backtrace;
-  // What the plugin set through dw_host_api.set_error_flags during the call.
+  // The DW_ERROR_* bits of the call: set through dw_host_api.set_error_flags
+  // (execute) or handed back in dw_outcome.error_flags (execute2).
   std::uint32_t error_flags = 0;
 
   Json output() const { return Json::parse(output_json); }
 };
 
+// Which entry point run_step calls: execute2 when the class has it (what
+// the host does), or ABI 1's first `execute` (what an older host does).
+enum class Entry { kPreferred, kExecuteV1 };
+
 // create -> execute -> destroy, as the host does, releasing the outcome's
 // strings through `free_string` (the plugin's).
 StepRun run_step(const dw_step_class& step, void (*free_string)(char*), FakeHost& host,
                  const std::string& args_json, std::int64_t retry_count = 0,
-                 std::int64_t crash_count = 0);
+                 std::int64_t crash_count = 0, Entry entry = Entry::kPreferred);
 
 }  // namespace ductwork::test
 

@@ -1,9 +1,10 @@
 // The SDK's side of the C ABI, in process: registration, the plugin table,
-// and execute turning outputs and exceptions into dw_step_outcome fields.
+// and execute turning outputs and exceptions into the outcome's fields.
 #include <ductwork/step.hpp>
 
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -120,6 +121,13 @@ class TrampolineTest : public testing::Test {
     if (step == nullptr) return StepRun{};
     return test::run_step(*step, plugin_->free_string, host_, args, retry, crash);
   }
+  // Through ABI 1's first entry point, as a host older than execute2 calls it.
+  StepRun run_v1(const char* name) {
+    const dw_step_class* step = test::find_step(*plugin_, name);
+    EXPECT_NE(step, nullptr) << name;
+    if (step == nullptr) return StepRun{};
+    return test::run_step(*step, plugin_->free_string, host_, "[]", 0, 0, test::Entry::kExecuteV1);
+  }
 
   FakeHost host_;
   const dw_plugin* plugin_ = nullptr;
@@ -189,11 +197,19 @@ TEST_F(TrampolineTest, FatalErrorIsReportedWithTheNotRetryableFlag) {
   EXPECT_EQ(r.message, "no customer 7");
   EXPECT_FALSE(r.backtrace.empty());
   EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
-  EXPECT_EQ(host_.set_error_flags_calls, 1);
+  EXPECT_EQ(host_.set_error_flags_calls, 0) << "execute2 hands the flag back in its outcome";
 
   r = run("ThrowsFatalUnnamed");
   EXPECT_EQ(r.klass, "ductwork::FatalError") << "recorded under its own type without a class name";
   EXPECT_EQ(r.message, "the order is void");
+  EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
+
+  // A host older than execute2 hears it through set_error_flags.
+  r = run_v1("ThrowsFatal");
+  EXPECT_EQ(r.klass, "Billing::UnknownCustomer");
+  EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
+  EXPECT_EQ(host_.set_error_flags_calls, 1);
+  r = run_v1("ThrowsFatalUnnamed");
   EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
   EXPECT_EQ(host_.set_error_flags_calls, 2);
 }
@@ -203,6 +219,8 @@ TEST_F(TrampolineTest, ErrorMarkedNotRetryableRaisesTheFlag) {
   EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
   EXPECT_EQ(r.klass, "Billing::AccountClosed");
   EXPECT_EQ(r.message, "account 9 is closed");
+  EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
+  r = run_v1("ThrowsNotRetryable");
   EXPECT_EQ(r.error_flags, DW_ERROR_NOT_RETRYABLE);
   EXPECT_EQ(host_.set_error_flags_calls, 1);
 }
@@ -226,7 +244,7 @@ TEST_F(TrampolineTest, AHostTableEndingBeforeSetErrorFlagsIsNeverCalled) {
     SCOPED_TRACE("struct_size " + std::to_string(size));
     host_.mutable_api()->struct_size = size;
     for (const char* name : {"ThrowsFatal", "ThrowsNotRetryable"}) {
-      StepRun r = run(name);
+      StepRun r = run_v1(name);
       EXPECT_EQ(r.rc, DW_EXECUTE_ERROR) << name;
       EXPECT_FALSE(r.klass.empty()) << name;
       EXPECT_FALSE(r.message.empty()) << name;
@@ -238,7 +256,7 @@ TEST_F(TrampolineTest, AHostTableEndingBeforeSetErrorFlagsIsNeverCalled) {
   // either (and nothing crashes).
   host_.mutable_api()->struct_size = full;
   host_.mutable_api()->set_error_flags = nullptr;
-  StepRun r = run("ThrowsFatal");
+  StepRun r = run_v1("ThrowsFatal");
   EXPECT_EQ(r.rc, DW_EXECUTE_ERROR);
   EXPECT_EQ(r.klass, "Billing::UnknownCustomer");
   EXPECT_EQ(host_.set_error_flags_calls, 0);
@@ -275,23 +293,75 @@ TEST_F(TrampolineTest, MalformedArgsJsonIsAJsonError) {
 TEST_F(TrampolineTest, NullInstanceOrContextIsReportedNotCrashed) {
   const dw_step_class* step = test::find_step(*plugin_, "Introspect");
   ASSERT_NE(step, nullptr);
-  dw_step_outcome out{};
+  ASSERT_NE(step->execute2, nullptr);
   std::string args = "[]";
   dw_step_context ctx = host_.make_context(args);
-  EXPECT_EQ(step->execute(nullptr, &ctx, &out), DW_EXECUTE_ERROR);
+  auto release = [this](dw_outcome& out) {
+    for (char* s : {out.output_json, out.error_klass, out.error_message, out.error_backtrace}) {
+      if (s != nullptr) plugin_->free_string(s);
+    }
+    out = dw_outcome{};
+    out.struct_size = sizeof out;
+  };
+  dw_outcome out{};
+  out.struct_size = sizeof out;
+  EXPECT_EQ(step->execute2(nullptr, &ctx, &out), DW_EXECUTE_ERROR);
   EXPECT_STREQ(out.error_klass, "ductwork::CreateFailed");
-  for (char* s : {out.output_json, out.error_klass, out.error_message, out.error_backtrace}) {
-    if (s != nullptr) plugin_->free_string(s);
-  }
+  release(out);
   void* instance = step->create();
-  out = dw_step_outcome{};
-  EXPECT_EQ(step->execute(instance, nullptr, &out), DW_EXECUTE_ERROR);
+  EXPECT_EQ(step->execute2(instance, nullptr, &out), DW_EXECUTE_ERROR);
   EXPECT_STREQ(out.error_klass, "ductwork::AbiError");
-  for (char* s : {out.output_json, out.error_klass, out.error_message, out.error_backtrace}) {
+  release(out);
+  EXPECT_EQ(step->execute2(instance, &ctx, nullptr), DW_EXECUTE_ERROR);
+  // ABI 1's first entry point reports the same way, in its four slots.
+  char* slots[DW_V1_OUTCOME_SLOTS] = {};
+  EXPECT_EQ(step->execute(nullptr, &ctx, slots), DW_EXECUTE_ERROR);
+  EXPECT_STREQ(slots[DW_V1_ERROR_KLASS], "ductwork::CreateFailed");
+  for (char* s : slots) {
     if (s != nullptr) plugin_->free_string(s);
   }
   EXPECT_EQ(step->execute(instance, &ctx, nullptr), DW_EXECUTE_ERROR);
   step->destroy(instance);
+}
+
+TEST_F(TrampolineTest, AnOutcomeSmallerThanTheSdkKnowsGetsOnlyTheFieldsThatFit) {
+  // A future dw_outcome grows; a host that allocates today's size must never
+  // be written past its end. Here: a host that knows only the first two
+  // fields gets the flags and no string (and no string leaks).
+  const dw_step_class* step = test::find_step(*plugin_, "Introspect");
+  ASSERT_NE(step, nullptr);
+  std::string args = "[]";
+  dw_step_context ctx = host_.make_context(args);
+  struct Guarded {
+    dw_outcome out;
+    char guard[64];
+  } g{};
+  std::memset(&g, 0xAB, sizeof g);
+  g.out.struct_size = offsetof(dw_outcome, output_json);
+  void* instance = step->create();
+  EXPECT_EQ(step->execute2(instance, &ctx, &g.out), DW_EXECUTE_OK);
+  step->destroy(instance);
+  EXPECT_EQ(g.out.error_flags, 0u);
+  const unsigned char* rest = reinterpret_cast<const unsigned char*>(&g.out) + offsetof(dw_outcome, output_json);
+  for (std::size_t i = 0; i < sizeof g - offsetof(dw_outcome, output_json); ++i) {
+    ASSERT_EQ(rest[i], 0xAB) << "byte " << i << " past the host's struct_size was written";
+  }
+}
+
+TEST_F(TrampolineTest, ExecuteAndExecute2AgreeOnEveryOutcome) {
+  // An older host calls execute, a newer one execute2: a step must come out
+  // the same either way, permanent errors included.
+  for (const char* name : {"Introspect", "ThrowsStd", "ThrowsNamed", "ThrowsNotRetryable", "ThrowsInConstructor"}) {
+    const dw_step_class* step = test::find_step(*plugin_, name);
+    ASSERT_NE(step, nullptr) << name;
+    StepRun v1 = test::run_step(*step, plugin_->free_string, host_, "[1]", 0, 0, test::Entry::kExecuteV1);
+    StepRun v2 = test::run_step(*step, plugin_->free_string, host_, "[1]");
+    EXPECT_EQ(v1.rc, v2.rc) << name;
+    EXPECT_EQ(v1.output_json, v2.output_json) << name;
+    EXPECT_EQ(v1.klass, v2.klass) << name;
+    EXPECT_EQ(v1.message, v2.message) << name;
+    EXPECT_EQ(v1.error_flags, v2.error_flags) << name;
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <filesystem>
 
 #include "temp_dir.h"
@@ -44,7 +45,44 @@ TEST_F(PluginRegistryTest, RefusesAnUnsupportedAbiVersionBeforeRunningIt) {
   EXPECT_FALSE(registry.load_file(fixture("libbad_abi.so"), logger));
   ASSERT_EQ(registry.refusals().size(), 1u);
   EXPECT_NE(registry.refusals()[0].find("unsupported ABI version 999"), std::string::npos) << registry.refusals()[0];
+  // Both versions are named, and which side is newer.
+  EXPECT_NE(registry.refusals()[0].find("built for ABI version 999, newer than this host's ABI version " +
+                                        std::to_string(DUCTWORK_ABI_VERSION)),
+            std::string::npos)
+      << registry.refusals()[0];
   EXPECT_TRUE(registry.plugins().empty());
+}
+
+// libabi_v1.so was built from the frozen first ABI-1 headers: a table
+// without hooks, step classes without execute2. It loads as it always did.
+TEST_F(PluginRegistryTest, APluginBuiltAgainstTheFirstAbi1HeadersLoadsWithoutHooksOrExecute2) {
+  ASSERT_TRUE(registry.load_file(fixture("libabi_v1.so"), logger)) << ::testing::PrintToString(registry.refusals());
+  const auto& p = *registry.plugins().at(0);
+  EXPECT_EQ(p.name, "abi_v1");
+  EXPECT_EQ(p.abi_version, 1u);
+  EXPECT_TRUE(p.hooks.empty());
+  EXPECT_LT(p.table->struct_size, sizeof(dw_plugin)) << "the old table ends before the hooks";
+  const std::vector<std::string> steps = {"V1Double", "V1Context", "V1Log", "V1Fail", "V1Permanent"};
+  EXPECT_EQ(p.step_names, steps);
+  const StepClass* cls = registry.find_step("V1Double");
+  ASSERT_NE(cls, nullptr);
+  EXPECT_EQ(cls->abi->struct_size, offsetof(dw_step_class, execute2)) << "the old step class ends before execute2";
+  EXPECT_EQ(p.pipelines_json.size(), 1u);
+}
+
+TEST_F(PluginRegistryTest, HooksAreListedInRegistrationOrderWithTheirEvents) {
+  ASSERT_TRUE(registry.load_file(fixture("libfixture_hooks.so"), logger));
+  const auto& p = *registry.plugins().at(0);
+  std::vector<std::string> hooks;
+  for (const auto& h : p.hooks) hooks.push_back(std::string(hook_event_name(h.event)) + " " + h.name);
+  const std::vector<std::string> expected = {
+      "on_supervisor_start supervisor_start", "on_supervisor_stop supervisor_stop",
+      "on_advancer_start advancer_start",     "on_advancer_stop advancer_stop",
+      "on_worker_start worker_start",         "on_worker_stop worker_stop"};
+  EXPECT_EQ(hooks, expected);
+  for (const auto& h : p.hooks) EXPECT_NE(h.abi, nullptr) << h.name;
+  EXPECT_EQ(hook_event_of("on_worker_stop"), static_cast<uint32_t>(DW_ON_WORKER_STOP));
+  EXPECT_EQ(hook_event_of("on_lunch"), 0u);
 }
 
 TEST_F(PluginRegistryTest, RefusesALibraryWithoutEntryPoints) {

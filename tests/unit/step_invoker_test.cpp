@@ -72,10 +72,32 @@ TEST_F(StepInvokerTest, OrdinaryErrorsAndSuccessesStayRetryable) {
 // invoke_step clears the flags before each call, so a scope used for several
 // calls never carries one call's permanent error into the next.
 TEST_F(StepInvokerTest, FlagsFromAnEarlierCallDoNotCarryOver) {
+  // The testkit's steps hand their flags back in execute2's outcome; the
+  // next call starts from a fresh outcome and a cleared scope.
   EXPECT_FALSE(invoke("FailPermanently", R"(["x"])").retryable);
-  EXPECT_EQ(scope_.error_flags, DW_ERROR_NOT_RETRYABLE);
   EXPECT_TRUE(invoke("Fail", "[]").retryable);
   EXPECT_EQ(scope_.error_flags, 0u);
+  EXPECT_FALSE(invoke("FailPermanently", R"(["x"])").retryable);
+}
+
+// A plugin built before execute2 (tests/fixtures/abi/v1) runs through
+// `execute`: outputs, errors and the permanent flag (set through the host
+// table) come out as they did.
+TEST_F(StepInvokerTest, APluginWithoutExecute2RunsThroughTheFirstEntryPoint) {
+  ASSERT_TRUE(registry_.load_file(std::string(DUCTWORK_FIXTURE_PLUGIN_DIR) + "/libabi_v1.so", logger_));
+  StepOutcome ok = invoke("V1Double", "[21]");
+  ASSERT_TRUE(ok.ok) << ok.error.message;
+  EXPECT_EQ(ok.output_json, "42");
+  StepOutcome failed = invoke("V1Fail", "[]");
+  ASSERT_FALSE(failed.ok);
+  EXPECT_EQ(failed.error.klass, "std::out_of_range");
+  EXPECT_EQ(failed.error.message, "abi v1 failure on attempt 0");
+  EXPECT_TRUE(failed.retryable);
+  StepOutcome permanent = invoke("V1Permanent", "[]");
+  ASSERT_FALSE(permanent.ok);
+  EXPECT_EQ(permanent.error.klass, "AbiV1::Permanent");
+  EXPECT_FALSE(permanent.retryable);
+  EXPECT_EQ(scope_.error_flags, DW_ERROR_NOT_RETRYABLE) << "set through dw_host_api.set_error_flags";
 }
 
 }  // namespace

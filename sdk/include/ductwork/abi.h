@@ -9,8 +9,13 @@
  *   - The side that allocates a string frees it: strings the plugin returns
  *     are released with the plugin's `free_string`, strings the host returns
  *     with the host's `free_string`.
- *   - Structs are versioned and append-only: each starts with `struct_size`
- *     so a reader can tell whether a field appended later is present.
+ *   - Structs are versioned and append-only: every struct here starts with
+ *     `struct_size` so a reader can tell whether a field appended later is
+ *     present. The side that allocates a struct sets it; the other side
+ *     reads (or writes) only the fields that fit within it.
+ *   - docs/abi.md states what a host release may change and how long an ABI
+ *     version stays loadable; tests/fixtures/abi/v1/ keeps the first ABI-1
+ *     headers, and every host must load and run a plugin built from them.
  *
  * Loading sequence (the host's side):
  *   1. resolve `ductwork_plugin_abi_version` and call it. A plugin built
@@ -90,29 +95,83 @@ typedef struct dw_step_context {
   void* host_handle;
 } dw_step_context;
 
-/* What execute hands back. Every string is allocated by the plugin and
- * released by the host through dw_plugin.free_string. On success
+/* What execute2 (and a hook) hands back. The host allocates it, zeroed,
+ * with `struct_size` set to the size it knows; the plugin writes only the
+ * fields that fit within that size. Every string is allocated by the plugin
+ * and released by the host through dw_plugin.free_string. On success
  * `output_json` holds the return value as JSON text; on error the error_*
  * fields describe it (any may be NULL). */
-typedef struct dw_step_outcome {
+typedef struct dw_outcome {
+  uint32_t struct_size;
+  /* DW_ERROR_* bits describing the error (0: an ordinary, retryable one). */
+  uint32_t error_flags;
   char* output_json;
   char* error_klass;
   char* error_message;
   char* error_backtrace; /* newline-separated frames, nearest the raise first */
-} dw_step_outcome;
+} dw_outcome;
 
-/* Return codes of dw_step_class.execute. */
+/* The outcome of ABI 1's first entry point, `execute`: four string slots
+ * the plugin fills, in this order. Its layout is frozen (it has no
+ * struct_size and never grows); execute2 and dw_outcome replace it. A host
+ * calls `execute` only for a plugin without execute2. */
+enum dw_outcome_v1_slot {
+  DW_V1_OUTPUT_JSON = 0,
+  DW_V1_ERROR_KLASS = 1,
+  DW_V1_ERROR_MESSAGE = 2,
+  DW_V1_ERROR_BACKTRACE = 3,
+  DW_V1_OUTCOME_SLOTS = 4
+};
+
+/* Return codes of dw_step_class.execute, execute2 and dw_hook.run. */
 enum dw_execute_rc { DW_EXECUTE_OK = 0, DW_EXECUTE_ERROR = 1 };
 
-/* One step class. `create` builds an instance for one execution, `execute`
- * runs it, `destroy` releases it. */
+/* One step class. `create` builds an instance for one execution, `execute2`
+ * (or, without it, `execute`) runs it, `destroy` releases it. */
 typedef struct dw_step_class {
   uint32_t struct_size;
   const char* name;
   void* (*create)(void);
-  int (*execute)(void* instance, const dw_step_context* ctx, dw_step_outcome* out);
+  /* ABI 1's first entry: fills outcome_v1[0..3] (dw_outcome_v1_slot). */
+  int (*execute)(void* instance, const dw_step_context* ctx, char** outcome_v1);
   void (*destroy)(void* instance);
+  /* Appended in ABI 1 (check struct_size; may be NULL): preferred over
+   * execute when present. */
+  int (*execute2)(void* instance, const dw_step_context* ctx, dw_outcome* out);
 } dw_step_class;
+
+/* Lifecycle hooks (SPEC §15): which moment of which process a hook runs at. */
+enum dw_hook_event {
+  DW_ON_SUPERVISOR_START = 1,
+  DW_ON_SUPERVISOR_STOP = 2,
+  DW_ON_ADVANCER_START = 3,
+  DW_ON_ADVANCER_STOP = 4,
+  DW_ON_WORKER_START = 5,
+  DW_ON_WORKER_STOP = 6
+};
+
+/* What the host passes to one call of a hook. Valid only during the call.
+ * Logging goes through host->log(host_handle, ...); the run-context
+ * functions fail (a hook belongs to no run) and is_cancelled is non-zero
+ * once the hook's time (supervisor.shutdown_timeout) is up. */
+typedef struct dw_process_info {
+  uint32_t struct_size;
+  const char* role;                  /* "supervisor", "advancer" or "worker" */
+  int64_t pid;                       /* the process whose start or stop this is */
+  size_t pipeline_count;             /* the pipelines that process serves */
+  const char* const* pipelines;
+  const dw_host_api* host;
+  void* host_handle;
+} dw_process_info;
+
+/* One lifecycle hook. `run` returns DW_EXECUTE_OK, or an error described
+ * in `out` (the error_* fields, as for execute2). */
+typedef struct dw_hook {
+  uint32_t struct_size;
+  uint32_t event;   /* dw_hook_event; a host skips events it does not know */
+  const char* name; /* what the hook is called, for logs and `ductwork plugins` */
+  int (*run)(const dw_process_info* info, dw_outcome* out);
+} dw_hook;
 
 /* The plugin's table, returned by ductwork_plugin_init. */
 typedef struct dw_plugin {
@@ -127,6 +186,10 @@ typedef struct dw_plugin {
   size_t pipeline_count;
   const char* const* pipelines_json;
   void (*free_string)(char* s);
+  /* Appended in ABI 1 (check struct_size): the plugin's lifecycle hooks,
+   * in the order they run within one event. */
+  size_t hook_count;
+  const dw_hook* const* hooks;
 } dw_plugin;
 
 typedef uint32_t (*dw_abi_version_fn)(void);

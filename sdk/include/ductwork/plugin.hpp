@@ -6,6 +6,10 @@
 //   DUCTWORK_PIPELINE(expr);                  exports a pipeline built with
 //                                             ductwork::Pipeline (pipeline.hpp)
 //   DUCTWORK_PIPELINE_JSON(text);             exports canonical definition JSON
+//   DUCTWORK_HOOK(on_worker_start, fn);       runs void fn(const ductwork::ProcessInfo&)
+//                                             when a worker process starts (also
+//                                             on_worker_stop, on_advancer_start/stop,
+//                                             on_supervisor_start/stop; SPEC §15)
 //   DUCTWORK_PLUGIN("name", "1.0.0");         the entry points; once per .so
 //
 // Each macro is a namespace-scope declaration ending in the caller's ';'.
@@ -35,6 +39,7 @@
 #include "ductwork/detail/macros.hpp"
 #include "ductwork/json.hpp"
 #include "ductwork/pipeline.hpp"
+#include "ductwork/process_info.hpp"
 #include "ductwork/step.hpp"  // before the trampolines, which need Step
 #include "ductwork/detail/trampolines.hpp"
 
@@ -62,13 +67,55 @@ struct StepRegistrar {
   // `name` must have static storage duration (a string literal).
   StepRegistrar(const char* name, void* (*create)()) {
     step_registry().push_back(
-        dw_step_class{sizeof(dw_step_class), name, create, &execute_step, &destroy_step});
+        dw_step_class{sizeof(dw_step_class), name, create, &execute_step, &destroy_step, &execute_step2});
   }
 };
 
 struct PipelineRegistrar {
   explicit PipelineRegistrar(std::function<std::string()> producer) {
     pipeline_registry().push_back(std::move(producer));
+  }
+};
+
+// Lifecycle hooks registered in this plugin, in registration order.
+DUCTWORK_HIDDEN inline std::vector<dw_hook>& hook_registry() {
+  static std::vector<dw_hook> hooks;
+  return hooks;
+}
+
+// The events DUCTWORK_HOOK accepts, by the names it is spelled with.
+namespace hook_event {
+constexpr std::uint32_t on_supervisor_start = DW_ON_SUPERVISOR_START;
+constexpr std::uint32_t on_supervisor_stop = DW_ON_SUPERVISOR_STOP;
+constexpr std::uint32_t on_advancer_start = DW_ON_ADVANCER_START;
+constexpr std::uint32_t on_advancer_stop = DW_ON_ADVANCER_STOP;
+constexpr std::uint32_t on_worker_start = DW_ON_WORKER_START;
+constexpr std::uint32_t on_worker_stop = DW_ON_WORKER_STOP;
+}  // namespace hook_event
+
+// dw_hook.run for the function `Hook`: the exception barrier of a hook, as
+// execute_step2 is a step's.
+template <void (*Hook)(const ProcessInfo&)>
+int run_hook(const dw_process_info* raw, dw_outcome* out) noexcept {
+  if (out == nullptr || out->struct_size < sizeof(std::uint32_t)) return DW_EXECUTE_ERROR;
+  OutcomeStrings strings;
+  int rc = DW_EXECUTE_OK;
+  try {
+    if (raw == nullptr) throw Error("ductwork::AbiError", "hook called without process information");
+    ProcessInfo info(*raw);
+    Hook(info);
+  } catch (...) {
+    report_current_exception(strings);
+    rc = DW_EXECUTE_ERROR;
+  }
+  write_outcome(out, strings);
+  return rc;
+}
+
+struct HookRegistrar {
+  // `name` must have static storage duration (a string literal).
+  HookRegistrar(std::uint32_t event, const char* name, int (*run)(const dw_process_info*, dw_outcome*)) {
+    hook_registry().push_back(dw_hook{sizeof(dw_hook), event, name, run});
   }
 };
 
@@ -98,6 +145,7 @@ class PluginTable {
       pipelines_.push_back(std::move(text));
     }
     for (const std::string& text : pipelines_) pipeline_ptrs_.push_back(text.c_str());
+    for (const dw_hook& hook : hook_registry()) hooks_.push_back(&hook);
 
     plugin_ = dw_plugin{};
     plugin_.struct_size = sizeof(dw_plugin);
@@ -109,6 +157,8 @@ class PluginTable {
     plugin_.pipeline_count = pipeline_ptrs_.size();
     plugin_.pipelines_json = pipeline_ptrs_.empty() ? nullptr : pipeline_ptrs_.data();
     plugin_.free_string = &free_plugin_string;
+    plugin_.hook_count = hooks_.size();
+    plugin_.hooks = hooks_.empty() ? nullptr : hooks_.data();
   }
   PluginTable(const PluginTable&) = delete;
   PluginTable& operator=(const PluginTable&) = delete;
@@ -121,6 +171,7 @@ class PluginTable {
   std::vector<const dw_step_class*> steps_;
   std::vector<std::string> pipelines_;
   std::vector<const char*> pipeline_ptrs_;
+  std::vector<const dw_hook*> hooks_;
   dw_plugin plugin_{};
 };
 
@@ -190,6 +241,18 @@ DUCTWORK_HIDDEN inline const char* init_error_text() noexcept {
   [[maybe_unused]] static const ::ductwork::detail::PipelineRegistrar DUCTWORK_DETAIL_UNIQUE( \
       ductwork_pipeline_registrar_)(                                                       \
       []() -> std::string { return ::ductwork::detail::pipeline_text(__VA_ARGS__); })
+
+// Registers `function` (void function(const ductwork::ProcessInfo&), a
+// named function) to run at `event`: on_worker_start, on_worker_stop,
+// on_advancer_start, on_advancer_stop, on_supervisor_start or
+// on_supervisor_stop. Whatever it throws is the hook's failure: at a start
+// the process logs it and exits (and is restarted with the crash backoff),
+// at a stop it is logged and shutdown goes on. See docs/step-authors.md,
+// "Per-process resources".
+#define DUCTWORK_HOOK(event, function)                                                      \
+  [[maybe_unused]] static const ::ductwork::detail::HookRegistrar DUCTWORK_DETAIL_UNIQUE(    \
+      ductwork_hook_registrar_)(::ductwork::detail::hook_event::event, #function,           \
+                                &::ductwork::detail::run_hook<&function>)
 
 // Defines the plugin's two exported entry points (abi.h). Use exactly once
 // per plugin, at global namespace scope; a second use fails to link.

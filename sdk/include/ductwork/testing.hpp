@@ -263,8 +263,9 @@ class StepHarness {
     error_flags_ = 0;
 
     void* instance = create();
-    dw_step_outcome out{};
-    int rc = detail::execute_step(instance, &raw, &out);
+    dw_outcome out{};
+    out.struct_size = sizeof out;
+    int rc = detail::execute_step2(instance, &raw, &out);
     detail::destroy_step(instance);
 
     StepResult result;
@@ -292,7 +293,7 @@ class StepHarness {
       result.error_klass_ = out.error_klass != nullptr ? out.error_klass : "";
       result.error_message_ = out.error_message != nullptr ? out.error_message : "";
       result.error_backtrace_ = out.error_backtrace != nullptr ? out.error_backtrace : "";
-      result.retryable_ = (error_flags_ & DW_ERROR_NOT_RETRYABLE) == 0;
+      result.retryable_ = ((error_flags_ | out.error_flags) & DW_ERROR_NOT_RETRYABLE) == 0;
     }
     detail::free_plugin_string(out.output_json);
     detail::free_plugin_string(out.error_klass);

@@ -1,5 +1,5 @@
 // ductwork/detail/backtrace.hpp — type-name demangling and best-effort stack
-// capture for the error fields of dw_step_outcome.
+// capture for the error fields of a step's outcome.
 #ifndef DUCTWORK_DETAIL_BACKTRACE_HPP
 #define DUCTWORK_DETAIL_BACKTRACE_HPP
 

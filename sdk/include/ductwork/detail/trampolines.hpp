@@ -1,7 +1,7 @@
 // ductwork/detail/trampolines.hpp — the create/execute/destroy functions a
 // dw_step_class points at. They are the exception barrier of the C ABI:
 // every one is noexcept and turns whatever escapes a step into the error
-// fields of dw_step_outcome.
+// fields of the outcome (dw_outcome, or execute's four slots).
 #ifndef DUCTWORK_DETAIL_TRAMPOLINES_HPP
 #define DUCTWORK_DETAIL_TRAMPOLINES_HPP
 
@@ -88,26 +88,59 @@ inline ErrorInfo describe_current_exception() {
 }
 
 // Tells the host about a permanent error through dw_host_api.set_error_flags,
-// when the host is new enough to have that field.
-inline void report_error_flags(const dw_step_context* raw, const ErrorInfo& info) noexcept {
-  if (info.retryable || raw == nullptr || raw->host == nullptr) return;
+// when the host is new enough to have that field (the path of `execute`;
+// execute2 hands the flags back in its dw_outcome).
+inline void report_error_flags(const dw_step_context* raw, bool retryable) noexcept {
+  if (retryable || raw == nullptr || raw->host == nullptr) return;
   const dw_host_api* host = raw->host;
   if (host->struct_size < offsetof(dw_host_api, set_error_flags) + sizeof host->set_error_flags) return;
   if (host->set_error_flags != nullptr) host->set_error_flags(raw->host_handle, DW_ERROR_NOT_RETRYABLE);
 }
 
+// What one call hands back, before it is written in the form the host asked
+// for (dw_outcome, or execute's four slots). Strings are malloc copies the
+// host releases through free_plugin_string.
+struct OutcomeStrings {
+  char* output_json = nullptr;
+  char* error_klass = nullptr;
+  char* error_message = nullptr;
+  char* error_backtrace = nullptr;
+  bool retryable = true;
+};
+
 // Fills the error fields of `out` from the exception being handled.
-inline void report_current_exception(dw_step_outcome* out, const dw_step_context* raw = nullptr) noexcept {
+inline void report_current_exception(OutcomeStrings& out) noexcept {
   try {
     ErrorInfo info = describe_current_exception();
-    report_error_flags(raw, info);
-    out->error_klass = copy_string(info.klass);
-    out->error_message = copy_string(info.message);
-    out->error_backtrace = info.backtrace.empty() ? nullptr : copy_string(info.backtrace);
+    out.retryable = info.retryable;
+    out.error_klass = copy_string(info.klass);
+    out.error_message = copy_string(info.message);
+    out.error_backtrace = info.backtrace.empty() ? nullptr : copy_string(info.backtrace);
   } catch (...) {  // out of memory while describing it
-    out->error_klass = copy_string("std::bad_alloc");
-    out->error_message = copy_string("out of memory while reporting a step error");
+    out.error_klass = copy_string("std::bad_alloc");
+    out.error_message = copy_string("out of memory while reporting an error");
   }
+}
+
+// Writes `strings` into a host's dw_outcome: only the fields that fit in
+// the struct_size the host allocated (a string that does not fit is freed).
+inline void write_outcome(dw_outcome* out, OutcomeStrings& strings) noexcept {
+  const std::size_t size = out->struct_size;
+  auto put = [size](std::size_t offset, char*& field, char*& value) {
+    if (offset + sizeof(char*) <= size) {
+      field = value;
+    } else {
+      free_plugin_string(value);
+    }
+    value = nullptr;
+  };
+  if (offsetof(dw_outcome, error_flags) + sizeof(std::uint32_t) <= size) {
+    out->error_flags = strings.retryable ? 0u : DW_ERROR_NOT_RETRYABLE;
+  }
+  put(offsetof(dw_outcome, output_json), out->output_json, strings.output_json);
+  put(offsetof(dw_outcome, error_klass), out->error_klass, strings.error_klass);
+  put(offsetof(dw_outcome, error_message), out->error_message, strings.error_message);
+  put(offsetof(dw_outcome, error_backtrace), out->error_backtrace, strings.error_backtrace);
 }
 
 template <class T>
@@ -131,11 +164,9 @@ void* create_step() noexcept {
 
 inline void destroy_step(void* instance) noexcept { delete static_cast<StepInstance*>(instance); }
 
-// dw_step_class.execute. On success out->output_json is the step's output as
-// JSON text; on failure the error_* fields describe it. Never throws.
-inline int execute_step(void* instance, const dw_step_context* raw, dw_step_outcome* out) noexcept {
-  if (out == nullptr) return DW_EXECUTE_ERROR;
-  *out = dw_step_outcome{};
+// Runs one execution into `out`. On success out.output_json is the step's
+// output as JSON text; on failure the error fields describe it. Never throws.
+inline int run_step(void* instance, const dw_step_context* raw, OutcomeStrings& out) noexcept {
   try {
     auto* holder = static_cast<StepInstance*>(instance);
     if (holder == nullptr) {
@@ -151,13 +182,37 @@ inline int execute_step(void* instance, const dw_step_context* raw, dw_step_outc
     if (raw == nullptr) throw Error("ductwork::AbiError", "execute called without a step context");
     StepContext ctx(*raw);
     std::string output = holder->step->execute(ctx).dump();
-    out->output_json = copy_string(output);
-    if (out->output_json == nullptr) throw std::bad_alloc();
+    out.output_json = copy_string(output);
+    if (out.output_json == nullptr) throw std::bad_alloc();
     return DW_EXECUTE_OK;
   } catch (...) {
-    report_current_exception(out, raw);
+    report_current_exception(out);
     return DW_EXECUTE_ERROR;
   }
+}
+
+// dw_step_class.execute, for a host older than execute2: the outcome in
+// four slots (dw_outcome_v1_slot), a permanent error through
+// dw_host_api.set_error_flags.
+inline int execute_step(void* instance, const dw_step_context* raw, char** outcome_v1) noexcept {
+  if (outcome_v1 == nullptr) return DW_EXECUTE_ERROR;
+  OutcomeStrings strings;
+  int rc = run_step(instance, raw, strings);
+  if (rc != DW_EXECUTE_OK) report_error_flags(raw, strings.retryable);
+  outcome_v1[DW_V1_OUTPUT_JSON] = strings.output_json;
+  outcome_v1[DW_V1_ERROR_KLASS] = strings.error_klass;
+  outcome_v1[DW_V1_ERROR_MESSAGE] = strings.error_message;
+  outcome_v1[DW_V1_ERROR_BACKTRACE] = strings.error_backtrace;
+  return rc;
+}
+
+// dw_step_class.execute2: the outcome in the host's dw_outcome.
+inline int execute_step2(void* instance, const dw_step_context* raw, dw_outcome* out) noexcept {
+  if (out == nullptr || out->struct_size < sizeof(std::uint32_t)) return DW_EXECUTE_ERROR;
+  OutcomeStrings strings;
+  int rc = run_step(instance, raw, strings);
+  write_outcome(out, strings);
+  return rc;
 }
 
 }  // namespace detail
