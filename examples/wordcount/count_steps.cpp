@@ -1,4 +1,7 @@
-// Counting words in one file and merging the counts of many.
+// Counting words in one file and merging the counts of many, and the
+// worker's tally of files counted (lifecycle hooks: docs/step-authors.md,
+// "Per-process resources").
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -28,7 +31,27 @@ void count_word(std::string word, Json& counts) {
   slot = slot.is_null() ? 1 : slot.as_int() + 1;
 }
 
+// Files this process counted since its worker started: a per-process
+// resource, opened by a worker start hook and reported by its stop hook.
+std::atomic<std::int64_t> files_counted{0};
+
 }  // namespace
+
+// on_worker_start: a worker process begins with a fresh tally.
+void start_tally(const ductwork::ProcessInfo& worker) {
+  files_counted.store(0);
+  worker.log(ductwork::LogLevel::kInfo, "wordcount: tallying files in worker " + std::to_string(worker.pid()));
+}
+DUCTWORK_HOOK(on_worker_start, start_tally);
+
+// on_worker_stop: says how many files the worker counted (where a real
+// plugin would flush a metrics client or close a connection pool).
+void report_tally(const ductwork::ProcessInfo& worker) {
+  worker.log(ductwork::LogLevel::kInfo,
+             "wordcount: worker " + std::to_string(worker.pid()) + " counted " +
+                 std::to_string(files_counted.load()) + " file(s)");
+}
+DUCTWORK_HOOK(on_worker_stop, report_tally);
 
 // CountWords: file path (string) -> {word: count} for that file. A word is
 // a run of ASCII letters, digits and apostrophes; every other byte
@@ -52,6 +75,7 @@ class CountWords : public ductwork::Step {
       }
     }
     if (!word.empty()) count_word(std::move(word), counts);
+    files_counted.fetch_add(1);
     return counts;
   }
 };

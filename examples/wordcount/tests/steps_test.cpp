@@ -25,6 +25,7 @@ int failures = 0;
 
 namespace fs = std::filesystem;
 using ductwork::Json;
+using ductwork::testing::HookHarness;
 using ductwork::testing::StepHarness;
 using ductwork::testing::StepResult;
 
@@ -105,6 +106,20 @@ void format_report_aligns_counts() {
   CHECK(result.ok() && result.output() == Json("Top 2 words\n 1. the   12\n 2. river  7\n"));
 }
 
+// The worker hooks: a fresh tally at start, reported at stop.
+void worker_hooks_tally_the_files_counted(const Scratch& scratch) {
+  HookHarness hooks;
+  hooks.pipelines({"WordCount"}).pid(42);
+  CHECK(hooks.run("on_worker_start").ok());
+  const std::string path = scratch.write("tally.txt", "one two");
+  CHECK(StepHarness().args({path}).run("CountWords").ok());
+  CHECK(StepHarness().args({path}).run("CountWords").ok());
+  CHECK(hooks.run("on_worker_stop").ok());
+  const auto logs = hooks.logs();
+  CHECK(logs.size() == 2 && logs[0].message == "wordcount: tallying files in worker 42");
+  CHECK(logs.size() == 2 && logs[1].message == "wordcount: worker 42 counted 2 file(s)");
+}
+
 }  // namespace
 
 int main() {
@@ -112,6 +127,7 @@ int main() {
     Scratch scratch;
     list_files_is_sorted_skips_hidden_and_logs(scratch);
     count_words_lowercases_and_trims_apostrophes(scratch);
+    worker_hooks_tally_the_files_counted(scratch);
   }
   list_files_refuses_a_missing_directory();
   merge_counts_adds_a_collapsed_list();
