@@ -59,6 +59,16 @@ std::string describe_death(const std::string& spec, pid_t pid, const std::string
   return spec.substr(0, spec.find(':')) + " pid " + std::to_string(pid) + " " + how;
 }
 
+// A child that a hook's crash ended: which hook, how, and its frames.
+void log_hook_crash(Logger& logger, const std::string& spec, pid_t pid, const std::string& how,
+                    const CrashReport& report) {
+  logger.error("Child crashed in a hook", Json::object({{"child", spec},
+                                                        {"child_pid", pid},
+                                                        {"hook", report.execution_id},
+                                                        {"status", how},
+                                                        {"error_backtrace", report.backtrace}}));
+}
+
 }  // namespace
 
 RuntimeRole child_role(const std::string& spec, std::vector<std::string>* pipelines) {
@@ -259,11 +269,7 @@ std::string Supervisor::early_death_reason(const Child& child, int status, const
     return "its start hook failed: " + (note ? *note : std::string("see the log's \"Start hook failed\" line"));
   }
   if (report && crashed_in_hook(*report)) {
-    logger_.error("Child crashed in a hook", Json::object({{"child", child.spec},
-                                                           {"child_pid", child.pid},
-                                                           {"hook", report->execution_id},
-                                                           {"status", how_it_ended(status)},
-                                                           {"error_backtrace", report->backtrace}}));
+    log_hook_crash(logger_, child.spec, child.pid, how_it_ended(status), *report);
     return report->execution_id + " crashed (" + how_it_ended(status) + ")";
   }
   return "ended before it became ready (" + how_it_ended(status) + ")";
@@ -406,6 +412,12 @@ void Supervisor::stop_children() {
       if (child.pid <= 0) continue;
       int status = 0;
       if (::waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        // A stop hook that crashed its child is the hook's failure, logged;
+        // shutdown goes on.
+        std::optional<CrashReport> report = take_crash_report(crash_folder_.path, child.pid, config_.plugins_directory);
+        if (report && crashed_in_hook(*report)) {
+          log_hook_crash(logger_, child.spec, child.pid, how_it_ended(status), *report);
+        }
         // A child that stopped cleanly removed its own row; one that had
         // crashed just before the shutdown did not: recover its claims.
         reap_child_row(child.pid, "exited during shutdown",

@@ -130,6 +130,8 @@ TEST(PluginsTest, ListsGoodPluginsAndExplainsRefusals) {
   EXPECT_EQ(doc["refused"].size(), 2u) << doc["refused"].dump(2);
   std::string bad_abi = refusal_for(doc, "libbad_abi.so");
   EXPECT_NE(bad_abi.find("ABI version 999"), std::string::npos) << "bad_abi refusal: [" << bad_abi << "]";
+  EXPECT_NE(bad_abi.find("newer than this host's ABI version 1"), std::string::npos)
+      << "both versions named: [" << bad_abi << "]";
   std::string no_entry = refusal_for(doc, "libno_entry.so");
   EXPECT_NE(no_entry.find("missing entry point"), std::string::npos) << "no_entry refusal: [" << no_entry << "]";
 

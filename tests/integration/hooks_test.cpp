@@ -377,3 +377,30 @@ TEST_F(HooksTest, ThreadedReloadStopsEveryRoleThenStartsThemAgain) {
 
 }  // namespace
 }  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+TEST_F(HooksTest, AStopHookThatCrashesItsWorkerIsLoggedAndShutdownGoesOn) {
+  make_workspace(/*forking=*/true, "", 2, /*one_pipeline=*/true);
+  ProcessResult r = drain("on_worker_stop:crash");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("\"msg\":\"Child crashed in a hook\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hook on_worker_stop worker_stop (plugin hooks)"), std::string::npos) << r.out;
+  EXPECT_EQ(count("on_supervisor_stop"), 1u) << "the supervisor's stop hooks still ran: " << log_text();
+  EXPECT_EQ(process_rows(*ws_), 0);
+}
+
+TEST_F(HooksTest, ASupervisorStartHookThatCrashesMakesStartExit1NamingIt) {
+  make_workspace(/*forking=*/true);
+  ProcessResult r = drain("on_supervisor_start:crash", 0, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("ductwork start: hook on_supervisor_start supervisor_start (plugin hooks) crashed (killed by "
+                       "SIGSEGV"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("Child started"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ductwork::it
