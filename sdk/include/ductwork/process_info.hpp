@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -51,19 +50,12 @@ class ProcessInfo {
 
   // True once the hook's time is up (supervisor.shutdown_timeout): a hook
   // that waits on something should poll it and give up.
-  bool cancelled() const noexcept {
-    return host_.is_cancelled != nullptr && host_.is_cancelled(raw_.host_handle) != 0;
-  }
+  bool cancelled() const noexcept { return detail::host_cancelled(host_, raw_.host_handle); }
 
   // One line in the host's log, attributed to this hook. Goes to stderr
   // when the host offers no logger.
   void log(LogLevel level, std::string_view message) const {
-    std::string text(message);
-    if (host_.log != nullptr) {
-      host_.log(raw_.host_handle, static_cast<int>(level), text.c_str());
-    } else {
-      std::fprintf(stderr, "[ductwork %s hook] %s\n", role_.c_str(), text.c_str());
-    }
+    detail::host_log(host_, raw_.host_handle, level, message, role_ + " hook");
   }
 
  private:

@@ -26,6 +26,27 @@ enum class LogLevel {
   kError = DW_LOG_ERROR
 };
 
+namespace detail {
+
+// Whether the host asks the caller to stop (dw_host_api.is_cancelled).
+inline bool host_cancelled(const dw_host_api& host, void* handle) noexcept {
+  return host.is_cancelled != nullptr && host.is_cancelled(handle) != 0;
+}
+
+// One log line through the host; to stderr, tagged `who`, when the host
+// offers no logger, so a message is never silently lost.
+inline void host_log(const dw_host_api& host, void* handle, LogLevel level, std::string_view message,
+                     const std::string& who) {
+  std::string text(message);
+  if (host.log != nullptr) {
+    host.log(handle, static_cast<int>(level), text.c_str());
+  } else {
+    std::fprintf(stderr, "[ductwork %s] %s\n", who.c_str(), text.c_str());
+  }
+}
+
+}  // namespace detail
+
 class StepContext {
  public:
   // Wraps `raw` (and its host table), which must outlive this object.
@@ -71,19 +92,12 @@ class StepContext {
 
   // True once the host asks the step to stop early (shutdown); long-running
   // steps poll it and throw Cancelled.
-  bool cancelled() const noexcept {
-    return host_.is_cancelled != nullptr && host_.is_cancelled(raw_.host_handle) != 0;
-  }
+  bool cancelled() const noexcept { return detail::host_cancelled(host_, raw_.host_handle); }
 
   // One log line attributed to this step. Goes to stderr when the host
   // offers no logger, so a message is never silently lost.
   void log(LogLevel level, std::string_view message) const {
-    std::string text(message);
-    if (host_.log != nullptr) {
-      host_.log(raw_.host_handle, static_cast<int>(level), text.c_str());
-    } else {
-      std::fprintf(stderr, "[ductwork %s] %s\n", std::string(step_name()).c_str(), text.c_str());
-    }
+    detail::host_log(host_, raw_.host_handle, level, message, std::string(step_name()));
   }
 
   // The run-context value under `key`, or nullopt when unset. Throws
