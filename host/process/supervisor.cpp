@@ -59,16 +59,6 @@ std::string describe_death(const std::string& spec, pid_t pid, const std::string
   return spec.substr(0, spec.find(':')) + " pid " + std::to_string(pid) + " " + how;
 }
 
-// A child that a hook's crash ended: which hook, how, and its frames.
-void log_hook_crash(Logger& logger, const std::string& spec, pid_t pid, const std::string& how,
-                    const CrashReport& report) {
-  logger.error("Child crashed in a hook", Json::object({{"child", spec},
-                                                        {"child_pid", pid},
-                                                        {"hook", report.execution_id},
-                                                        {"status", how},
-                                                        {"error_backtrace", report.backtrace}}));
-}
-
 }  // namespace
 
 RuntimeRole child_role(const std::string& spec, std::vector<std::string>* pipelines) {
@@ -214,7 +204,9 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
         }
         Death death(describe_death(child.spec, child.pid, how_it_ended(status)));
         std::optional<CrashReport> report = take_crash_report(crash_folder_.path, child.pid, config_.plugins_directory);
-        if (report && !crashed_in_hook(*report)) {
+        if (report && crashed_in_hook(*report)) {
+          log_hook_crash(child, status, *report);
+        } else if (report) {
           death.backtrace = report->backtrace;
           death.backtrace_execution_id = report->execution_id;
         }
@@ -254,76 +246,6 @@ void Supervisor::check_children(bool stopping, bool check_heartbeats) {
     }
     if (child.pid <= 0 && !stopping && now >= child.not_before) spawn(child);
   }
-}
-
-std::string Supervisor::early_death_reason(const Child& child, int status, const std::optional<CrashReport>& report) {
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == kChildExitPluginLoadTimeout) {
-    char shown[32];
-    std::snprintf(shown, sizeof shown, "%g", config_.plugins_load_timeout);
-    return std::string("its plugins did not finish loading within ") + shown +
-           " s (plugins.load_timeout); see the log's \"Plugin refused\" line";
-  }
-  if (code == kChildExitHookFailed) {
-    std::optional<std::string> note = take_exit_note(crash_folder_.path, child.pid);
-    return "its start hook failed: " + (note ? *note : std::string("see the log's \"Start hook failed\" line"));
-  }
-  if (report && crashed_in_hook(*report)) {
-    log_hook_crash(logger_, child.spec, child.pid, how_it_ended(status), *report);
-    return report->execution_id + " crashed (" + how_it_ended(status) + ")";
-  }
-  return "ended before it became ready (" + how_it_ended(status) + ")";
-}
-
-Supervisor::HookOutcome Supervisor::run_own_hooks(uint32_t event, const sigset_t& signals, std::string* failure) {
-  if (hook_events_.count(event) == 0) return HookOutcome::kRan;
-  const bool start = event == DW_ON_SUPERVISOR_START;
-  const std::string spec = std::string("hooks:") + hook_event_name(event);
-  std::string error;
-  pid_t pid = spawn_process(child_args(spec), &error);
-  if (pid < 0) {
-    *failure = std::string(hook_event_name(event)) + " hooks could not run: " + error;
-    logger_.error("Supervisor hooks could not run", Json::object({{"event", hook_event_name(event)}, {"error_message", error}}));
-    return HookOutcome::kFailed;
-  }
-  logger_.info("Supervisor hooks started", Json::object({{"event", hook_event_name(event)}, {"child_pid", pid}}));
-  // The child bounds the hooks by supervisor.shutdown_timeout itself; this
-  // is the backstop for a child that cannot even load its plugins.
-  const auto deadline = stores_.clock().after(config_.supervisor.shutdown_timeout + config_.plugins_load_timeout + 5);
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) != pid) {
-    if (stores_.clock().monotonic() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      *failure = std::string(hook_event_name(event)) + " hooks did not finish and were killed";
-      logger_.error("Supervisor hooks did not finish; killed them",
-                    Json::object({{"event", hook_event_name(event)}, {"child_pid", pid}}));
-      return HookOutcome::kFailed;
-    }
-    timespec wait{0, 50 * 1000 * 1000};
-    int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (start && (sig == SIGINT || sig == SIGTERM)) {
-      logger_.info("Shutdown requested while the supervisor's start hooks ran; ending them",
-                   Json::object({{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}}));
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return HookOutcome::kInterrupted;
-    }
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitHooksRan) return HookOutcome::kRan;
-  std::optional<CrashReport> report = take_crash_report(crash_folder_.path, pid, config_.plugins_directory);
-  if (std::optional<std::string> note = take_exit_note(crash_folder_.path, pid)) {
-    *failure = *note;
-  } else if (report && crashed_in_hook(*report)) {
-    *failure = report->execution_id + " crashed (" + how_it_ended(status) + ")";
-    logger_.error("Supervisor hook crashed", Json::object({{"hook", report->execution_id},
-                                                           {"status", how_it_ended(status)},
-                                                           {"error_backtrace", report->backtrace}}));
-  } else {
-    *failure = std::string(hook_event_name(event)) + " hooks did not run: their process ended (" +
-               how_it_ended(status) + ")";
-  }
-  return HookOutcome::kFailed;
 }
 
 void Supervisor::check_readiness() {
@@ -416,7 +338,7 @@ void Supervisor::stop_children() {
         // shutdown goes on.
         std::optional<CrashReport> report = take_crash_report(crash_folder_.path, child.pid, config_.plugins_directory);
         if (report && crashed_in_hook(*report)) {
-          log_hook_crash(logger_, child.spec, child.pid, how_it_ended(status), *report);
+          log_hook_crash(child, status, *report);
         }
         // A child that stopped cleanly removed its own row; one that had
         // crashed just before the shutdown did not: recover its claims.

@@ -99,7 +99,9 @@ class Supervisor {
   HookOutcome run_own_hooks(uint32_t event, const sigset_t& signals, std::string* failure);
   // Why a child that exited or was killed before it became ready ended:
   // its exit note (a failed start hook), a hook's crash, or its status.
-  std::string early_death_reason(const Child& child, int status, const std::optional<CrashReport>& report);
+  std::string early_death_reason(const Child& child, int status, const std::optional<CrashReport>& report) const;
+  // Logs a child that a hook's crash ended: which hook, how, its frames.
+  void log_hook_crash(const Child& child, int status, const CrashReport& report) const;
   // Reaps the row of a child that is gone (force: we saw it die). False
   // when the child never registered a row.
   // `death` names how it died, for the crashed executions' messages.
