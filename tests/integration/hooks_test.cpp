@@ -104,7 +104,15 @@ class HooksTest : public ::testing::Test {
 TEST_F(HooksTest, ForkingEachChildRunsItsRolesHooksAndTheSupervisorsRunInAChildOfTheirOwn) {
   make_workspace(/*forking=*/true);
   const std::string a = ws_->trigger("Pool"), b = ws_->trigger("Pool2");
-  ProcessResult r = drain();
+  // Not a drain: it may end (and stop a child) before a child whose work
+  // was done by another has even started. Stopped once every child ran.
+  testsupport::Subprocess host(ws_->command({"start"}), options());
+  ASSERT_TRUE(eventually(30, [&] {
+    return count("on_advancer_start") == 1u && count("on_worker_start") == 2u &&
+           ws_->status(a)["status"] == "completed" && ws_->status(b)["status"] == "completed";
+  })) << host.stdout_so_far() << log_text();
+  host.signal(SIGTERM);
+  ProcessResult r = host.wait(30);
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::vector<HookLine> hooks = lines();
   ASSERT_FALSE(hooks.empty()) << r.out;
@@ -290,6 +298,10 @@ class HooksStopTest : public HooksTest, public ::testing::WithParamInterface<boo
 
 TEST_P(HooksStopTest, AThrowingStopHookIsLoggedAndShutdownGoesOn) {
   make_workspace(GetParam());
+  // Work for every worker: a drain with nothing to do may stop a child
+  // before it started (and ran any hook).
+  ws_->trigger("Pool");
+  ws_->trigger("Pool2");
   ProcessResult r = drain("on_worker_stop:throw");
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.out.find("Stop hook failed; shutdown goes on"), std::string::npos) << r.out;
@@ -383,6 +395,7 @@ namespace {
 
 TEST_F(HooksTest, AStopHookThatCrashesItsWorkerIsLoggedAndShutdownGoesOn) {
   make_workspace(/*forking=*/true, "", 2, /*one_pipeline=*/true);
+  ws_->trigger("Pool");  // the worker starts (and runs its start hooks) before the drain can end
   ProcessResult r = drain("on_worker_stop:crash");
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.out.find("\"msg\":\"Child crashed in a hook\""), std::string::npos) << r.out;
