@@ -38,7 +38,8 @@ void expect_refused(const ProcessResult& r, const std::string& message) {
 TEST(BenchCommandLineTest, HelpPrintsTheUsageOfEveryProgram) {
   if (std::string(DUCTWORK_BENCH_DIR).empty()) GTEST_SKIP() << "built without the benchmark programs";
   for (const char* name :
-       {"ductwork_bench", "ductwork_fanout_bench", "ductwork_sqlite_driver_bench", "ductwork_pg_driver_bench"}) {
+       {"ductwork_bench", "ductwork_fanout_bench", "ductwork_sqlite_driver_bench", "ductwork_pg_driver_bench",
+        "ductwork_storage_bench"}) {
     ProcessResult r = run(name, {"--help"});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.describe() << "\n" << r.err;
     EXPECT_EQ(r.out.rfind("usage: " + std::string(name), 0), 0u) << name << " printed: " << r.out;
@@ -57,6 +58,12 @@ TEST(BenchCommandLineTest, FanoutBenchRefusesBadFlags) {
   expect_refused(run("ductwork_fanout_bench", {"--itms", "5"}), "unknown option --itms");
 }
 
+TEST(BenchCommandLineTest, StorageBenchRefusesBadFlags) {
+  if (std::string(DUCTWORK_BENCH_DIR).empty()) GTEST_SKIP() << "built without the benchmark programs";
+  expect_refused(run("ductwork_storage_bench", {"--length", "0"}), "--length: expected a whole number of at least 1");
+  expect_refused(run("ductwork_storage_bench", {"--chain", "5"}), "unknown option --chain");
+}
+
 TEST(BenchCommandLineTest, ChainBenchRefusesBadFlags) {
   if (std::string(DUCTWORK_BENCH_DIR).empty()) GTEST_SKIP() << "built without the benchmark programs";
   expect_refused(run("ductwork_bench", {"--chains", "10x"}),
@@ -66,6 +73,7 @@ TEST(BenchCommandLineTest, ChainBenchRefusesBadFlags) {
   expect_refused(run("ductwork_bench", {"--scrape-every", "soon"}),
                  "--scrape-every: expected a number of seconds (0 or more), got 'soon'");
   expect_refused(run("ductwork_bench", {"--chain", "5"}), "unknown option --chain");
+
 }
 
 TEST(BenchCommandLineTest, DriverBenchesRefuseBadCounts) {
