@@ -41,6 +41,14 @@ inline bool is_database_unreachable(const std::exception& e) {
   return store && store->fault() == StoreFault::kUnavailable;
 }
 
+// The database was migrated by a newer ductwork: its schema records
+// migrations this binary does not know. Nothing was written; not bad input
+// (the command line is fine) but a host that must be upgraded: exit 1.
+class SchemaTooNew : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A revive the store refused because of the pipeline's state (unknown, not
 // halted or cancelled, no run); nothing was written.
 class ReviveRefused : public std::runtime_error {

@@ -60,7 +60,7 @@ TEST(BenchCommandLineTest, FanoutBenchRefusesBadFlags) {
 
 TEST(BenchCommandLineTest, StorageBenchRefusesBadFlags) {
   if (std::string(DUCTWORK_BENCH_DIR).empty()) GTEST_SKIP() << "built without the benchmark programs";
-  expect_refused(run("ductwork_storage_bench", {"--length", "0"}), "--length: expected a whole number of at least 1");
+  expect_refused(run("ductwork_storage_bench", {"--length", "0"}), "--length: expected a whole number from 1 to 1000");
   expect_refused(run("ductwork_storage_bench", {"--chain", "5"}), "unknown option --chain");
 }
 

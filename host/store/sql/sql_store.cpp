@@ -1,5 +1,7 @@
 #include "store/sql/sql_store.h"
 
+#include <set>
+
 #include "store/migrations.h"
 #include "store/sql/batch_insert.h"
 #include "store/sql/row_writer.h"
@@ -50,6 +52,28 @@ bool recorded(Connection& conn, const Migration& migration, bool* as_now) {
   return false;
 }
 
+// Refuses a database whose schema records a migration this binary does not
+// know (a newer ductwork migrated it), naming both, before anything is
+// applied.
+void refuse_newer_schema(Connection& conn) {
+  std::set<std::string> known;
+  for (const auto& migration : conn.migrations()) {
+    known.insert(migration.version);
+    known.insert(migration.formerly.begin(), migration.formerly.end());
+  }
+  auto stmt = conn.prepare("SELECT version FROM schema_migrations ORDER BY version DESC");
+  std::string newest_unknown;
+  while (stmt.step()) {
+    std::string version = stmt.text(0);
+    if (known.count(version) == 0 && newest_unknown.empty()) newest_unknown = version;
+  }
+  if (newest_unknown.empty()) return;
+  const std::string ours = conn.migrations().empty() ? std::string("none") : conn.migrations().back().version;
+  throw SchemaTooNew("database " + conn.name() + " was migrated by a newer ductwork: its schema has migration " +
+                     newest_unknown + ", and this ductwork knows migrations up to " + ours +
+                     "; upgrade ductwork on this host before running it against this database (docs/upgrading.md)");
+}
+
 }  // namespace
 
 std::vector<std::string> SqlStore::migrate() {
@@ -60,6 +84,7 @@ std::vector<std::string> SqlStore::migrate() {
     conn_.lock_migrations();
     conn_.exec_script(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
+    refuse_newer_schema(conn_);
     tx.commit();
   }
   for (const auto& migration : conn_.migrations()) {
