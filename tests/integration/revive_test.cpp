@@ -86,9 +86,9 @@ TEST(ReviveTest, EveryAdvancerSideHaltReasonRetriesTheTransition) {
   std::string nolist = ws.trigger("NoList", {"5"});
   std::string route = ws.trigger("Route", {"\"b\""});
   std::string edge = ws.trigger("Edge", {"1"});
-  sql(ws, "UPDATE runs SET definition = replace(definition, '\"otherwise\"', '\"elsewhere\"') "
+  sql(ws, "UPDATE definitions SET definition = replace(definition, '\"otherwise\"', '\"elsewhere\"') "
           "WHERE pipeline_klass = 'Route'");
-  sql(ws, "UPDATE runs SET definition = replace(definition, '\"type\":\"chain\"', '\"type\":\"teleport\"') "
+  sql(ws, "UPDATE definitions SET definition = replace(definition, '\"type\":\"chain\"', '\"type\":\"teleport\"') "
           "WHERE pipeline_klass = 'Edge'");
   ws.drain();
   auto reason = [&](const std::string& id, size_t run) -> std::string {

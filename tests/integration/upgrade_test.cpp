@@ -43,5 +43,41 @@ TEST(UpgradeTest, ASchemaNewerThanThisHostKnowsIsRefusedNamingBothVersions) {
   EXPECT_EQ(ws.status(id)["status"], "in_progress");
 }
 
+// Migration 017 moves every run's definition snapshot into one row per
+// SHA-1: a database from before it keeps every pipeline as it was, on both
+// dialects, and its open runs still finish.
+TEST(UpgradeTest, DefinitionSnapshotsMoveToOneRowPerSha1AndEveryRunReadsAsBefore) {
+  Workspace ws;
+  ws.define("a.yml", chain_definition("ChainA", {"Inc", "Inc"}));
+  ws.define("b.yml", chain_definition("ChainB", {"Double"}));
+  std::vector<std::string> ids = {ws.trigger("ChainA", {"1"}), ws.trigger("ChainA", {"2"}), ws.trigger("ChainB", {"3"})};
+  ws.drain();
+  ids.push_back(ws.trigger("ChainA", {"4"}));  // open when the schema changes
+  std::vector<json> before;
+  for (const auto& id : ids) before.push_back(ws.status(id));
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM definitions"), "2\n");
+
+  // The layout before 017: each run carries its snapshot; no definitions table.
+  ws.sql("ALTER TABLE runs ADD COLUMN definition TEXT");
+  ws.sql("UPDATE runs SET definition = (SELECT d.definition FROM definitions d WHERE d.sha1 = runs.definition_sha1)");
+  ws.sql("DROP TABLE definitions");
+  ws.sql("DELETE FROM schema_migrations WHERE version = '017_definitions'");
+  const std::string snapshots = ws.sql("SELECT definition_sha1, definition FROM runs ORDER BY id");
+
+  ProcessResult migrated = ws.run({"migrate"});
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.describe();
+  EXPECT_EQ(migrated.out, "applied 017_definitions\n");
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM definitions"), "2\n") << "one row per definition version";
+  EXPECT_EQ(ws.sql("SELECT r.definition_sha1, d.definition FROM runs r JOIN definitions d ON d.sha1 = "
+                   "r.definition_sha1 ORDER BY r.id"),
+            snapshots)
+      << "no snapshot lost";
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ws.status(ids[i]), before[i]) << ids[i];
+  ws.drain();
+  json last = ws.status(ids.back());
+  EXPECT_EQ(last["status"], "completed") << last.dump(2);
+  EXPECT_EQ(last["runs"][0]["steps"][1]["output"], 6);
+}
+
 }  // namespace
 }  // namespace ductwork::it

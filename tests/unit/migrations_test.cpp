@@ -97,6 +97,11 @@ TEST_F(MigrationUpgradeTest, ADatabaseOfThePreviousNumberingUpgradesWithoutRunni
     exec("INSERT INTO schema_migrations (version, applied_at) VALUES ('" + name + "', dw_now())");
   }
   const std::vector<Migration>& migrations = pg ? postgresql_migrations() : sqlite_migrations();
+  // Files added after the renumbering (017 on) were only ever recorded
+  // under their own names: applied, like the rest of this schema.
+  for (const Migration& m : migrations) {
+    if (m.version > "017") exec("INSERT INTO schema_migrations (version, applied_at) VALUES ('" + m.version + "', dw_now())");
+  }
   std::vector<std::string> only_comments;  // the files this dialect did not have
   for (const Migration& m : migrations) {
     if (!has_statements(m.sql)) only_comments.push_back(m.version);

@@ -16,9 +16,8 @@ struct TableSpec {
 constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
     {"pipelines", "id, klass, status, triggered_at, started_at, idempotency_key, created_at, updated_at", 8},
     {"runs",
-     "id, pipeline_id, pipeline_klass, definition, definition_sha1, status, triggered_at, started_at, created_at, "
-     "updated_at",
-     10},
+     "id, pipeline_id, pipeline_klass, definition_sha1, status, triggered_at, started_at, created_at, updated_at",
+     9},
     {"branches",
      "id, run_id, pipeline_klass, status, advanceable, fanout_index, fanout_width, fanin_arrived, fanin_branch_id, "
      "last_advanced_at, started_at, completed_at, created_at, updated_at",
@@ -76,9 +75,9 @@ std::vector<BatchInsert::Value> owned_cells(const std::array<Cell, N>& cells) {
 std::array<Cell, 8> cells_of(const PipelineRow& r) {
   return {r.id, r.klass, r.status, r.triggered_at, r.started_at, r.idempotency_key, r.created_at, r.updated_at};
 }
-std::array<Cell, 10> cells_of(const RunRow& r) {
-  return {r.id,     r.pipeline_id,  r.pipeline_klass, r.definition, r.definition_sha1,
-          r.status, r.triggered_at, r.started_at,     r.created_at, r.updated_at};
+std::array<Cell, 9> cells_of(const RunRow& r) {
+  return {r.id,           r.pipeline_id, r.pipeline_klass, r.definition_sha1, r.status,
+          r.triggered_at, r.started_at,  r.created_at,     r.updated_at};
 }
 std::array<Cell, 14> cells_of(const BranchRow& r) {
   return {r.id,           r.run_id,       r.pipeline_klass,   r.status,          r.advanceable,

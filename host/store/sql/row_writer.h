@@ -32,9 +32,11 @@ using Cell = BatchInsert::Cell;
 struct PipelineRow {
   Cell id, klass, status = "in_progress", triggered_at, started_at, idempotency_key, created_at, updated_at;
 };
+// A run refers to its definition snapshot by SHA-1 (the definitions table,
+// written by store_definition in sql_trigger.cpp).
 struct RunRow {
-  Cell id, pipeline_id, pipeline_klass, definition, definition_sha1, status = "in_progress", triggered_at,
-      started_at, created_at, updated_at;
+  Cell id, pipeline_id, pipeline_klass, definition_sha1, status = "in_progress", triggered_at, started_at,
+      created_at, updated_at;
 };
 struct BranchRow {
   Cell id, run_id, pipeline_klass, status = "in_progress", advanceable = int64_t{0}, fanout_index, fanout_width,

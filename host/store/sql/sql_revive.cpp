@@ -63,15 +63,14 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
   std::string klass;
   const std::string new_run = new_uuid_v7(conn_.clock());
   {
-    auto r = conn_.prepare("SELECT pipeline_klass, definition, definition_sha1 FROM runs WHERE id = ?");
+    auto r = conn_.prepare("SELECT pipeline_klass, definition_sha1 FROM runs WHERE id = ?");
     r.bind(1, old_run);
     if (!r.step()) conn_.fail("revive: no run " + old_run, StoreFault::kUnusable);
     klass = r.text(0);
-    const std::string definition = r.text(1), definition_sha1 = r.text(2);
+    const std::string definition_sha1 = r.text(1);
     rows.run({.id = new_run,
               .pipeline_id = pipeline_id,
               .pipeline_klass = klass,
-              .definition = definition,
               .definition_sha1 = definition_sha1,
               .triggered_at = now,
               .started_at = now,

@@ -183,7 +183,8 @@ void SqlStore::remove_process(const std::string& process_id) {
 
 std::string SqlStore::run_definition(const std::string& run_id) {
   auto held = lock();
-  auto stmt = conn_.prepare("SELECT definition FROM runs WHERE id = ?");
+  auto stmt = conn_.prepare(
+      "SELECT d.definition FROM runs r JOIN definitions d ON d.sha1 = r.definition_sha1 WHERE r.id = ?");
   stmt.bind(1, run_id);
   if (!stmt.step()) throw StoreError("database " + conn_.name() + ": no run " + run_id);
   return stmt.text(0);

@@ -148,8 +148,8 @@ std::vector<DampenedBranch> SqlStoreTx::dampened_branches(const std::string& run
   // Each dampened branch with its latest step (the one that parked it), that
   // step's output and the transition a resume completes.
   auto b = conn_.prepare(
-      "SELECT b.id, b.pipeline_klass, r.definition, s.id, s.node, s.klass, t.id, j.output_payload -> 'payload' "
-      "FROM branches b JOIN runs r ON r.id = b.run_id "
+      "SELECT b.id, b.pipeline_klass, d.definition, s.id, s.node, s.klass, t.id, j.output_payload -> 'payload' "
+      "FROM branches b JOIN runs r ON r.id = b.run_id JOIN definitions d ON d.sha1 = r.definition_sha1 "
       "JOIN steps s ON s.id = (SELECT s2.id FROM steps s2 WHERE s2.branch_id = b.id "
       "ORDER BY s2.started_at DESC, s2.id DESC LIMIT 1) "
       "LEFT JOIN transitions t ON t.branch_id = b.id AND t.in_step_id = s.id AND t.completed_at IS NULL "

@@ -1,6 +1,8 @@
 // The statements of a trigger (engine/trigger.h decides what starts):
 // a pipeline with its run, first branch and start step, through the row
 // writer, one at a time or a batch in multi-row statements.
+#include <set>
+
 #include "store/sql/row_writer.h"
 #include "store/sql/sql_store_tx.h"
 #include "store/sql/step_rows.h"
@@ -16,13 +18,25 @@ void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std
   rows.run({.id = made.run_id,
             .pipeline_id = made.pipeline_id,
             .pipeline_klass = request.pipeline,
-            .definition = request.definition_json,
             .definition_sha1 = request.definition_sha1,
             .triggered_at = now,
             .started_at = now,
             .created_at = now,
             .updated_at = now});
   rows.branch(started_branch(branch_id, made.run_id, request.pipeline, now));
+}
+
+// The definition snapshot a run refers to, stored once per SHA-1: a later
+// run of the same definition version inserts nothing.
+void store_definition(Connection& conn, const NewPipeline& request, const std::string& now) {
+  conn.prepare(
+          "INSERT INTO definitions (sha1, pipeline_klass, definition, created_at) VALUES (?1, ?2, ?3, ?4) "
+          "ON CONFLICT (sha1) DO NOTHING")
+      .bind(1, request.definition_sha1)
+      .bind(2, request.pipeline)
+      .bind(3, request.definition_json)
+      .bind(4, now)
+      .exec();
 }
 
 }  // namespace
@@ -52,6 +66,7 @@ TriggeredPipeline SqlStoreTx::insert_pipeline(const NewPipeline& request) {
   } else {
     rows.pipeline(pipeline);
   }
+  store_definition(conn_, request, now);
   queue_started_run(rows, out, branch_id, request, now);
   StepInserts steps(rows);
   steps.add(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
@@ -69,6 +84,10 @@ std::vector<TriggeredPipeline> SqlStoreTx::insert_pipelines(const std::vector<Ne
   const std::string& now = now_;
   // The rows insert_pipeline writes, seven multi-row statements per 1,000
   // pipelines instead of seven statements per pipeline.
+  std::set<std::string> definitions;
+  for (const NewPipeline& request : requests) {
+    if (definitions.insert(request.definition_sha1).second) store_definition(conn_, request, now);
+  }
   RowWriter rows(conn_);
   StepInserts steps(rows);
   for (const NewPipeline& request : requests) {
