@@ -44,6 +44,7 @@ int cmd_plugins(const Args& args);
 int cmd_validate(const Args& args);
 int cmd_health(const Args& args);
 int cmd_revive(const Args& args);
+int cmd_prune(const Args& args);
 int cmd_context(const Args& args);
 int cmd_cancel(const Args& args);
 int cmd_resume(const Args& args);

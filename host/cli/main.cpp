@@ -39,6 +39,8 @@ const char* kUsage =
     "  cancel PIPELINE_ID                   stop a pipeline: withdraw its queued jobs, advance nothing more\n"
     "  resume PIPELINE_ID [VALUE_JSON] [--node NODE]   run the step after each dampened branch with\n"
     "                                       [previous output, VALUE_JSON]\n"
+    "  prune [--older-than SECONDS] [--status S] [--pipeline P] [--dry-run]   delete finished pipelines,\n"
+    "                                       every row of each (S: completed, halted or cancelled)\n"
     "  health [-p PID] [-V]                 exit 0 when the supervisor(s) heartbeat, 1 with a report if not\n"
     "  new-plugin NAME [DIR]                write a buildable step plugin folder (default ./NAME)\n"
     "\n"
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
     if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {"context-from"}));
+    if (command == "prune") return cmd_prune(parse_args(argc, argv, {"dry-run"}, {"older-than", "status", "pipeline"}));
     if (command == "context") return cmd_context(parse_args(argc, argv, {"json"}, {"run"}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));

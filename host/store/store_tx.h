@@ -218,6 +218,14 @@ class StoreTx {
   // Closes the advancement with `cause` and, when its branch is still
   // `advancing`, releases the branch (advancers are woken).
   virtual void abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) = 0;
+
+  // ---- retention (issue 37, engine/retention.h)
+  // Up to query.limit pipelines of the query's statuses, finished before
+  // now less older_than_seconds, ids after query.after_id, in id order.
+  virtual std::vector<PrunablePipeline> prunable_pipelines(const PruneQuery& query) = 0;
+  // Deletes the pipelines `ids` name, every row of every table that belongs
+  // to them (children first); returns the number of rows deleted.
+  virtual int64_t delete_pipelines(const std::vector<std::string>& ids) = 0;
 };
 
 }  // namespace ductwork

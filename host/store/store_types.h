@@ -423,4 +423,22 @@ struct Progress {
   int64_t pipelines_dampened = 0;  // parked until a resume (SPEC §13)
 };
 
+// Which finished pipelines a prune looks at (engine/retention.h decides
+// which statuses may be named).
+struct PruneQuery {
+  std::vector<std::string> statuses;   // terminal ones: completed, halted, cancelled
+  double older_than_seconds = 0;        // finished at least this long ago (database clock)
+  std::optional<std::string> pipeline;  // one pipeline name, or every one
+  std::string after_id;                 // a cursor: ids greater than this
+  size_t limit = 50;
+};
+
+// A pipeline a prune removes (or, dry, would).
+struct PrunablePipeline {
+  std::string id;
+  std::string pipeline;  // its name
+  std::string status;
+  std::string finished_at;
+};
+
 }  // namespace ductwork

@@ -85,6 +85,8 @@ class SqlStoreTx final : public StoreTx {
   std::vector<OwnedClaim> open_claims(const ClaimOwner& owner) override;
   std::vector<OpenAdvancement> open_advancements(const ClaimOwner& owner) override;
   void abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) override;
+  std::vector<PrunablePipeline> prunable_pipelines(const PruneQuery& query) override;
+  int64_t delete_pipelines(const std::vector<std::string>& ids) override;
 
  private:
   void set_step_status(const ClaimedJob& job, const char* status);

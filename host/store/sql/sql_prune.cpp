@@ -1,0 +1,63 @@
+// The statements of a prune (engine/retention.h decides what goes): which
+// finished pipelines are old enough, and the deletion of every row of a
+// set of pipelines, children before parents (PostgreSQL enforces the
+// foreign keys; SQLite would keep orphans).
+#include <array>
+
+#include "store/sql/sql_store_tx.h"
+
+namespace ductwork::sql {
+
+std::vector<PrunablePipeline> SqlStoreTx::prunable_pipelines(const PruneQuery& query) {
+  // When each status's pipeline finished.
+  const std::string finished =
+      "CASE p.status WHEN 'completed' THEN p.completed_at WHEN 'halted' THEN p.halted_at "
+      "WHEN 'cancelled' THEN p.cancelled_at END";
+  auto stmt = conn_.prepare("SELECT p.id, p.klass, p.status, " + finished + " FROM pipelines p WHERE p.status IN (" +
+                            conn_.dialect().json_text_list("?1") + ") AND " + finished +
+                            " < dw_now(?2) AND (?3 = '' OR p.klass = ?3) AND p.id > ?4 ORDER BY p.id LIMIT ?5");
+  stmt.bind(1, json_string_list(query.statuses))
+      .bind(2, -query.older_than_seconds)
+      .bind(3, query.pipeline.value_or(""))
+      .bind(4, query.after_id)
+      .bind(5, static_cast<int64_t>(query.limit));
+  std::vector<PrunablePipeline> out;
+  while (stmt.step()) out.push_back(PrunablePipeline{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
+  return out;
+}
+
+int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
+  if (ids.empty()) return 0;
+  const std::string list = conn_.dialect().json_text_list("?1");
+  const std::string runs = "SELECT r.id FROM runs r WHERE r.pipeline_id IN (" + list + ")";
+  const std::string branches = "SELECT b.id FROM branches b WHERE b.run_id IN (" + runs + ")";
+  const std::string steps = "SELECT s.id FROM steps s WHERE s.run_id IN (" + runs + ")";
+  const std::string jobs = "SELECT j.id FROM jobs j WHERE j.step_id IN (" + steps + ")";
+  const std::string executions = "SELECT e.id FROM executions e WHERE e.job_id IN (" + jobs + ")";
+  const std::string transitions = "SELECT t.id FROM transitions t WHERE t.branch_id IN (" + branches + ")";
+  // Children before parents: every row a later statement deletes is
+  // referred to only by rows an earlier one deleted.
+  const std::array<std::string, 15> statements = {
+      "DELETE FROM advancements WHERE transition_id IN (" + transitions + ")",
+      "DELETE FROM fan_in_arrivals WHERE barrier_branch_id IN (" + branches + ") OR branch_id IN (" + branches + ")",
+      "DELETE FROM results WHERE execution_id IN (" + executions + ")",
+      "DELETE FROM attempts WHERE execution_id IN (" + executions + ")",
+      "DELETE FROM availabilities WHERE execution_id IN (" + executions + ")",
+      "DELETE FROM executions WHERE job_id IN (" + jobs + ")",
+      "DELETE FROM jobs WHERE step_id IN (" + steps + ")",
+      "DELETE FROM transitions WHERE branch_id IN (" + branches + ")",
+      "DELETE FROM branch_links WHERE parent_branch_id IN (" + branches + ") OR child_branch_id IN (" + branches +
+          ")",
+      "DELETE FROM tuples WHERE run_id IN (" + runs + ")",
+      "DELETE FROM on_halt_calls WHERE run_id IN (" + runs + ")",
+      "DELETE FROM steps WHERE run_id IN (" + runs + ")",
+      "DELETE FROM branches WHERE run_id IN (" + runs + ")",
+      "DELETE FROM runs WHERE pipeline_id IN (" + list + ")",
+      "DELETE FROM pipelines WHERE id IN (" + list + ")"};
+  const std::string id_list = json_string_list(ids);
+  int64_t deleted = 0;
+  for (const std::string& sql : statements) deleted += conn_.prepare(sql).bind(1, id_list).exec();
+  return deleted;
+}
+
+}  // namespace ductwork::sql
