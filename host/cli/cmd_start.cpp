@@ -29,6 +29,7 @@
 #include "process/started_log.h"
 #include "process/host_runtime.h"
 #include "process/process_hooks.h"
+#include "process/pruner.h"
 #include "process/sd_notify.h"
 #include "process/spawn.h"
 #include "process/supervisor.h"
@@ -173,6 +174,12 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
   runtime.set_notice(refused_notice(refused));
   runtime.start();
+  // A threaded host reaps for itself, and prunes too (retention:).
+  std::unique_ptr<Pruner> pruner;
+  if (!role.supervised && boot.config().retention.enabled()) {
+    pruner = std::make_unique<Pruner>(boot.config(), stores, boot.logger());
+    pruner->start();
+  }
   if (systemd) systemd->notify("READY=1\nSTATUS=Running " + std::to_string(pipelines.size()) + " pipelines in threads");
   std::unique_ptr<ProgressLine> progress;
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger(), boot.stores().clock());
@@ -200,6 +207,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   });
   progress.reset();
   if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
+  if (pruner) pruner->stop();
   runtime.stop();
   hooks.stop(runtime.abandoned_running());
   if (drained) log_drained(boot.logger(), *drained);

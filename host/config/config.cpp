@@ -36,7 +36,8 @@ constexpr long long kMaxCount = 1000;
 constexpr long long kMaxBatch = 1024;
 
 const std::vector<std::string> kTopLevelKeys = {"database", "plugins", "definitions", "pipelines", "job_worker",
-                                                "pipeline_advancer", "supervisor", "logger", "forking", "role", "http"};
+                                                "pipeline_advancer", "supervisor", "logger", "forking", "role", "http",
+                                                "retention"};
 
 // The sections of a ductwork.yml, each read with YamlReader's typed readers.
 class Parser : public config_internal::YamlReader {
@@ -99,6 +100,7 @@ class Parser : public config_internal::YamlReader {
     if (auto sup = root["supervisor"]) parse_supervisor(sup, &config);
     if (auto logger = root["logger"]) parse_logger(logger, &config);
     if (auto http = root["http"]) parse_http(http, &config);
+    if (auto retention = root["retention"]) parse_retention(retention, &config);
     // Sections are parsed key by key; report names in the order they were written.
     std::stable_sort(config.scoped_names.begin(), config.scoped_names.end(),
                      [](const ScopedName& a, const ScopedName& b) { return a.line < b.line; });
@@ -229,6 +231,33 @@ class Parser : public config_internal::YamlReader {
       // -1 = unlimited; per pipeline and per pipeline+step (the step that fans out).
       if (steps["max_depth"]) {
         scoped_int(steps["max_depth"], "pipeline_advancer.steps.max_depth", -1, INT_MAX, true, &c.max_depth, config);
+      }
+    }
+  }
+
+  // An age per finished status, under `key` ("retention" or
+  // "retention.pipelines.NAME").
+  void parse_retention_ages(const YAML::Node& node, const std::string& key, RetentionAges* ages) const {
+    for (auto [name, slot] : {std::pair{"completed", &ages->completed}, std::pair{"halted", &ages->halted},
+                              std::pair{"cancelled", &ages->cancelled}}) {
+      if (node[name]) *slot = seconds(node[name], key + "." + name);
+    }
+  }
+
+  void parse_retention(const YAML::Node& node, Config* config) const {
+    only_keys(node, "retention", {"completed", "halted", "cancelled", "interval", "pipelines"});
+    RetentionConfig& c = config->retention;
+    parse_retention_ages(node, "retention", &c.ages);
+    if (node["interval"]) c.interval = seconds(node["interval"], "retention.interval", kMinPollingSeconds);
+    if (auto pipelines = node["pipelines"]) {
+      if (!pipelines.IsMap()) expected("retention.pipelines", "a map of pipeline names to {completed, halted, cancelled}", pipelines);
+      for (const auto& entry : pipelines) {
+        const std::string name = entry.first.Scalar();
+        const std::string key = "retention.pipelines." + name;
+        if (!entry.second.IsMap()) expected(key, "a map with completed, halted and/or cancelled ages", entry.second);
+        only_keys(entry.second, key, {"completed", "halted", "cancelled"});
+        parse_retention_ages(entry.second, key, &c.pipelines[name]);
+        remember(config, entry.first, "retention.pipelines", name);
       }
     }
   }
@@ -390,6 +419,15 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::string& base_dir,
                     const Environment& env) {
   return config_internal::parse_document(yaml_text, source, base_dir, /*pipelines_required=*/true, env);
+}
+
+bool RetentionConfig::enabled() const {
+  auto any = [](const RetentionAges& a) { return a.completed || a.halted || a.cancelled; };
+  if (any(ages)) return true;
+  for (const auto& [name, override_ages] : pipelines) {
+    if (any(override_ages)) return true;
+  }
+  return false;
 }
 
 }  // namespace ductwork

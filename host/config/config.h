@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -138,6 +139,21 @@ struct PipelineAdvancerConfig {
   double polling_timeout_for(const std::vector<std::string>& pipelines) const;
 };
 
+// SPEC §16: how long finished pipelines are kept (docs/configuration.md,
+// "Retention"). A status without an age is kept forever: the default keeps
+// everything, so an upgrade never deletes anything by surprise.
+struct RetentionAges {
+  std::optional<double> completed, halted, cancelled;  // seconds after the pipeline finished
+};
+struct RetentionConfig {
+  RetentionAges ages;
+  double interval = 60;  // seconds between pruner passes
+  // Per pipeline name; a status it leaves out takes `ages`'.
+  std::map<std::string, RetentionAges> pipelines;
+  // Whether any pipeline has an age at all (else no pruner runs).
+  bool enabled() const;
+};
+
 struct SupervisorConfig {
   double polling_timeout = 1.0;
   double reaper_timeout = 300.0;
@@ -196,6 +212,7 @@ struct Config {
   PipelineAdvancerConfig pipeline_advancer;
   SupervisorConfig supervisor;
   HttpConfig http;
+  RetentionConfig retention;
   LogLevel log_level = LogLevel::kInfo;
   // logger.format: json (one object per line, the default) or text (one
   // human-readable line, for terminals).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "store/store_tx.h"
+#include "util/fault.h"
 
 namespace ductwork {
 
@@ -25,6 +26,7 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
   if (request.older_than_seconds < 0) throw PruneRefused("the age to prune from cannot be negative");
   query.older_than_seconds = request.older_than_seconds;
   query.pipeline = request.pipeline;
+  query.excluded = request.excluded;
   query.limit = std::max<size_t>(batch, 1);
   PruneReport report;
   while (true) {
@@ -33,23 +35,70 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
     // Found and deleted in one write transaction: a pipeline revived
     // meanwhile is no longer finished, and is not found. (A body run again
     // after a failed attempt starts over.)
+    bool turn = true;
     store.transact([&](StoreTx& tx) {
       rows = 0;
+      found.clear();
+      turn = tx.take_pruner_turn();
+      if (!turn) return;
       found = tx.prunable_pipelines(query);
       if (found.empty() || request.dry_run) return;
       std::vector<std::string> ids;
       for (const auto& p : found) ids.push_back(p.id);
       rows = tx.delete_pipelines(ids);
+      // Durability suite: a kill here, with the batch's rows deleted and
+      // not committed, must leave each of them whole.
+      fault_point("inside_prune_batch");
     });
     report.rows += rows;
+    if (!turn) {
+      report.other_host_pruning = true;
+      break;
+    }
     for (const auto& p : found) {
       if (on_each) on_each(p);
     }
     report.pipelines += static_cast<int64_t>(found.size());
     if (found.size() < query.limit) break;
     query.after_id = found.back().id;
+    if (request.keep_going && !request.keep_going()) break;
   }
   return report;
+}
+
+PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
+                            const std::function<void(const PrunablePipeline&)>& on_each) {
+  PruneReport total;
+  auto add = [&](const PruneReport& r) {
+    total.pipelines += r.pipelines;
+    total.rows += r.rows;
+    total.other_host_pruning = total.other_host_pruning || r.other_host_pruning;
+  };
+  using Field = std::optional<double> RetentionAges::*;
+  for (auto [status, field] : {std::pair<const char*, Field>{"completed", &RetentionAges::completed},
+                               std::pair<const char*, Field>{"halted", &RetentionAges::halted},
+                               std::pair<const char*, Field>{"cancelled", &RetentionAges::cancelled}}) {
+    PruneRequest request;
+    request.statuses = {status};
+    request.keep_going = keep_going;
+    // Pipelines with an age of their own for this status go by it.
+    for (const auto& [name, ages] : retention.pipelines) {
+      if (!(ages.*field)) continue;
+      request.excluded.push_back(name);
+      PruneRequest own = request;
+      own.excluded.clear();
+      own.pipeline = name;
+      own.older_than_seconds = *(ages.*field);
+      add(prune_pipelines(store, own, on_each));
+      if (total.other_host_pruning || (keep_going && !keep_going())) return total;
+    }
+    if (retention.ages.*field) {
+      request.older_than_seconds = *(retention.ages.*field);
+      add(prune_pipelines(store, request, on_each));
+      if (total.other_host_pruning || (keep_going && !keep_going())) return total;
+    }
+  }
+  return total;
 }
 
 }  // namespace ductwork

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "store/store.h"
 #include "store/store_types.h"
 
@@ -26,12 +27,18 @@ struct PruneRequest {
   std::vector<std::string> statuses;
   double older_than_seconds = 0;
   std::optional<std::string> pipeline;
+  std::vector<std::string> excluded;  // pipeline names left out
   bool dry_run = false;  // find them, delete nothing
+  // Asked between batches (a pruner pauses there, so workers get the
+  // write lock); false ends the prune.
+  std::function<bool()> keep_going;
 };
 
 struct PruneReport {
   int64_t pipelines = 0;
   int64_t rows = 0;  // rows deleted, every table
+  // Another host's pruner held the turn: this one did nothing more.
+  bool other_host_pruning = false;
 };
 
 // The statuses a prune may remove: the finished ones.
@@ -44,5 +51,12 @@ const std::vector<std::string>& prunable_statuses();
 // a status that is not a finished one.
 PruneReport prune_pipelines(Store& store, const PruneRequest& request,
                             const std::function<void(const PrunablePipeline&)>& on_each, size_t batch = 50);
+
+// One pass of the retention policy (ductwork.yml `retention:`): for each
+// finished status with an age, the pipelines past it, each pipeline name by
+// its own age when retention.pipelines gives one. `keep_going` as for
+// PruneRequest. Returns the totals.
+PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
+                            const std::function<void(const PrunablePipeline&)>& on_each);
 
 }  // namespace ductwork

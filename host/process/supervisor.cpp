@@ -388,6 +388,10 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
                                                    {"pipelines", Json::Array(pipelines_.begin(), pipelines_.end())},
                                                    {"host_role", config_.role}}));
   Reaper reaper(*store_, config_, logger_, nullptr);
+  if (config_.retention.enabled()) {
+    pruner_ = std::make_unique<Pruner>(config_, stores_, logger_);
+    pruner_->start();
+  }
   std::string results_cursor;
   auto next_tick = stores_.clock().monotonic();
   check_children(false, false);
@@ -491,6 +495,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
     }
   }
   if (systemd) systemd->notify("STOPPING=1");
+  if (pruner_) pruner_->stop();
   if (reprobe_.valid()) {
     stop_reprobe_.store(true);
     reprobe_.wait();

@@ -20,6 +20,7 @@
 #include "plugin/plugin_registry.h"
 #include "process/crash_report.h"
 #include "process/host_runtime.h"
+#include "process/pruner.h"
 #include "store/store.h"
 #include "store/store_types.h"
 #include "util/logger.h"
@@ -148,6 +149,8 @@ class Supervisor {
   // (child_exit.h); at kUnusableExitsToStop the supervisor stops, exit 1.
   int unusable_exits_ = 0;
   std::string published_problem_;  // problem() as the process row has it
+  // The retention policy's passes (retention:), when it has any age.
+  std::unique_ptr<Pruner> pruner_;
   // Where children leave their crash reports (crash_report.h): a private
   // folder made at construction, removed with the supervisor.
   struct CrashFolder {

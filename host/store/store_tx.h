@@ -226,6 +226,10 @@ class StoreTx {
   // Deletes the pipelines `ids` name, every row of every table that belongs
   // to them (children first); returns the number of rows deleted.
   virtual int64_t delete_pipelines(const std::vector<std::string>& ids) = 0;
+  // Whether this transaction may prune: false while another host's prune
+  // transaction runs (PostgreSQL: an advisory lock held to the end of the
+  // transaction; SQLite: always, its write lock already serialises).
+  virtual bool take_pruner_turn() = 0;
 };
 
 }  // namespace ductwork

@@ -429,6 +429,7 @@ struct PruneQuery {
   std::vector<std::string> statuses;   // terminal ones: completed, halted, cancelled
   double older_than_seconds = 0;        // finished at least this long ago (database clock)
   std::optional<std::string> pipeline;  // one pipeline name, or every one
+  std::vector<std::string> excluded;    // pipeline names left out (they have ages of their own)
   std::string after_id;                 // a cursor: ids greater than this
   size_t limit = 50;
 };

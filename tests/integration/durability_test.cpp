@@ -124,3 +124,53 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+// Rows of any table that no longer belong to a pipeline (what a prune cut
+// short halfway would leave).
+std::string orphans(const Workspace& ws) {
+  return ws.sql(
+      "SELECT (SELECT COUNT(*) FROM runs WHERE pipeline_id NOT IN (SELECT id FROM pipelines)) + "
+      "(SELECT COUNT(*) FROM branches WHERE run_id NOT IN (SELECT id FROM runs)) + "
+      "(SELECT COUNT(*) FROM steps WHERE run_id NOT IN (SELECT id FROM runs)) + "
+      "(SELECT COUNT(*) FROM jobs WHERE step_id NOT IN (SELECT id FROM steps)) + "
+      "(SELECT COUNT(*) FROM executions WHERE job_id NOT IN (SELECT id FROM jobs)) + "
+      "(SELECT COUNT(*) FROM results WHERE execution_id NOT IN (SELECT id FROM executions)) + "
+      "(SELECT COUNT(*) FROM transitions WHERE branch_id NOT IN (SELECT id FROM branches))");
+}
+
+// issue 37 item 3: a prune killed inside a batch (its rows deleted, not
+// committed) leaves every pipeline whole or gone, and the next prune
+// finishes the job.
+TEST(PruneDurabilityTest, AKillInsideAPruneBatchLeavesEveryPipelineWholeOrGone) {
+  Workspace ws;
+  ws.define("chain.yml", chain_definition("Chain2", {"Inc", "Inc"}));
+  std::string lines;
+  for (int i = 0; i < 120; ++i) lines += "[" + std::to_string(i) + "]\n";
+  ws.write("many.jsonl", lines);
+  ProcessResult triggered = ws.run({"trigger", "Chain2", "--from", ws.file("many.jsonl")});
+  ASSERT_EQ(triggered.exit_code, 0) << triggered.describe();
+  ws.drain(60);
+
+  auto run = ws.process_options(60);
+  run.env = {{"DUCTWORK_FAULT", "inside_prune_batch:kill:2"}};  // the second batch of 50
+  ProcessResult killed = testsupport::run_process(ws.command({"prune"}), run);
+  EXPECT_NE(killed.exit_code, 0) << killed.describe();
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM pipelines"), "70\n") << "the first batch committed, the second did not";
+  EXPECT_EQ(orphans(ws), "0\n");
+  // Every pipeline left is whole: its run, two completed steps, their jobs.
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM runs"), "70\n");
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM steps WHERE status = 'completed'"), "140\n");
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM jobs"), "140\n");
+
+  ProcessResult rest = ws.run({"prune"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.describe();
+  EXPECT_NE(rest.out.find("70 pipeline(s) pruned"), std::string::npos) << rest.out;
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM pipelines"), "0\n");
+  EXPECT_EQ(orphans(ws), "0\n");
+}
+
+}  // namespace
+}  // namespace ductwork::it

@@ -15,15 +15,24 @@ std::vector<PrunablePipeline> SqlStoreTx::prunable_pipelines(const PruneQuery& q
       "WHEN 'cancelled' THEN p.cancelled_at END";
   auto stmt = conn_.prepare("SELECT p.id, p.klass, p.status, " + finished + " FROM pipelines p WHERE p.status IN (" +
                             conn_.dialect().json_text_list("?1") + ") AND " + finished +
-                            " < dw_now(?2) AND (?3 = '' OR p.klass = ?3) AND p.id > ?4 ORDER BY p.id LIMIT ?5");
+                            " < dw_now(?2) AND (?3 = '' OR p.klass = ?3) AND p.klass NOT IN (" +
+                            conn_.dialect().json_text_list("?6") + ") AND p.id > ?4 ORDER BY p.id LIMIT ?5");
   stmt.bind(1, json_string_list(query.statuses))
       .bind(2, -query.older_than_seconds)
       .bind(3, query.pipeline.value_or(""))
       .bind(4, query.after_id)
-      .bind(5, static_cast<int64_t>(query.limit));
+      .bind(5, static_cast<int64_t>(query.limit))
+      .bind(6, json_string_list(query.excluded));
   std::vector<PrunablePipeline> out;
   while (stmt.step()) out.push_back(PrunablePipeline{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
   return out;
+}
+
+bool SqlStoreTx::take_pruner_turn() {
+  if (conn_.dialect().name != "postgresql") return true;
+  // One fixed key: the pruners of every host sharing the database.
+  auto stmt = conn_.prepare("SELECT CASE WHEN pg_try_advisory_xact_lock(7420037) THEN 1 ELSE 0 END");
+  return stmt.step() && stmt.int64(0) == 1;
 }
 
 int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {

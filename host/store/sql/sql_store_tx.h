@@ -87,6 +87,7 @@ class SqlStoreTx final : public StoreTx {
   void abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) override;
   std::vector<PrunablePipeline> prunable_pipelines(const PruneQuery& query) override;
   int64_t delete_pipelines(const std::vector<std::string>& ids) override;
+  bool take_pruner_turn() override;
 
  private:
   void set_step_status(const ClaimedJob& job, const char* status);

@@ -1,0 +1,63 @@
+#include "process/pruner.h"
+
+#include <chrono>
+
+#include "engine/error_info.h"
+#include "engine/retention.h"
+
+namespace ductwork {
+namespace {
+
+// Between two batches: the loops' transactions get the write lock.
+constexpr auto kPauseBetweenBatches = std::chrono::milliseconds(20);
+
+}  // namespace
+
+Pruner::Pruner(const Config& config, StoreFactory& stores, Logger& logger)
+    : config_(config), stores_(stores), logger_(logger) {}
+
+Pruner::~Pruner() { stop(); }
+
+void Pruner::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Pruner::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Pruner::run() {
+  const auto interval = std::chrono::duration<double>(config_.retention.interval);
+  std::unique_ptr<Store> store;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (wake_.wait_for(lock, interval, [this] { return stopping_; })) return;
+    }
+    auto keep_going = [this] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      return !wake_.wait_for(lock, kPauseBetweenBatches, [this] { return stopping_; });
+    };
+    try {
+      if (!store) store = stores_.open();
+      PruneReport report = apply_retention(*store, config_.retention, keep_going, nullptr);
+      if (report.pipelines > 0) {
+        logger_.info("Pruned finished pipelines", Json::object({{"pipelines", report.pipelines}, {"rows", report.rows}}));
+      }
+    } catch (const std::exception& e) {
+      // Tried again at the next interval (a database out of reach, a lock
+      // that outlasted the busy timeout); the host goes on either way.
+      store.reset();
+      logger_.warn("Pruning failed; trying again at the next interval",
+                   Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));
+    }
+  }
+}
+
+}  // namespace ductwork
