@@ -14,7 +14,8 @@
 //
 //   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A] [--batch B]
 //                  [--database-url postgresql://USER@HOST:PORT/DB] [--scrape-every SECONDS]
-//                  [--binary PATH]   (--batch: job_worker.batch; --binary: the `ductwork` of the forking runs)
+//                  [--binary PATH] [--pruning 1]   (--batch: job_worker.batch; --binary: the `ductwork` of
+//                  the forking runs; --pruning 1: also forking drains while the retention policy prunes)
 // With --database-url every run gets a fresh database on that PostgreSQL
 // server (created and dropped through the URL's database); without, a
 // fresh SQLite file.
@@ -73,6 +74,10 @@ struct Options {
   // > 0: also run the forking workload with /metrics scraped this often
   // (seconds), interleaved with the unscraped runs, and report the ratio.
   double scrape_every = 0;
+  // Also time the forking drain with the retention policy pruning
+  // (retention: {completed: 0}) against the same drain without, in
+  // interleaved pairs; each starts with --chains finished pipelines to prune.
+  bool pruning = false;
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -212,6 +217,28 @@ std::string write_host_files(const Options& o, const fs::path& dir, const BenchD
     std::fclose(d);
   }
   return config_path;
+}
+
+// The forking drain of --chains chains on a database that already holds as
+// many finished ones; with `prune`, the retention policy deletes every
+// finished pipeline (those, and each new one as it finishes) while the
+// workers run. Returns steps/s of the timed drain (0 on failure).
+double pruning_run(const Options& o, const fs::path& dir, bool prune) {
+  BenchDatabase db(o.database_url, dir, prune ? "pruned" : "kept");
+  std::string config_path =
+      write_host_files(o, dir, db, prune ? "retention: {completed: 0, interval: 0.2}\n" : "");
+  auto factory = make_store_factory(db.config());
+  auto store = factory->open();
+  store->migrate();
+  Definition def = chain_definition(o.length);
+  const std::string command = o.binary + " start --drain -c " + config_path + " > /dev/null";
+  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
+  if (std::system(command.c_str()) != 0) return 0;  // the finished pipelines to prune
+  for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
+  auto start = std::chrono::steady_clock::now();
+  if (std::system(command.c_str()) != 0) return 0;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return static_cast<double>(o.chains) * o.length / seconds;
 }
 
 // A loopback port free right now (the host binds it a moment later).
@@ -362,7 +389,7 @@ std::vector<double> hosts_light_run(const Options& o, const fs::path& dir, const
 constexpr const char* kUsage =
     "usage: ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A] [--batch B]\n"
     "                      [--light-chains C] [--database-url postgresql://USER@HOST:PORT/DB]\n"
-    "                      [--scrape-every SECONDS] [--binary PATH]\n";
+    "                      [--scrape-every SECONDS] [--binary PATH] [--pruning 1]\n";
 
 int main(int argc, char** argv) {
   Options o;
@@ -379,6 +406,7 @@ int main(int argc, char** argv) {
     else if (k == "--binary") o.binary = v;
     else if (k == "--database-url") o.database_url = v;
     else if (k == "--scrape-every") o.scrape_every = ductwork::bench::seconds(kUsage, k, v);
+    else if (k == "--pruning") o.pruning = ductwork::bench::whole_number(kUsage, k, v, 0, 1) == 1;
     else return false;
     return true;
   });
@@ -438,6 +466,21 @@ int main(int argc, char** argv) {
       std::printf("  forking run %d scraping /metrics every %.2f s: %.0f steps/s, %zu scrapes\n", r + 1,
                   o.scrape_every, scraped.steps_per_second, scrapes.size());
     }
+  }
+  std::vector<double> kept_rates, pruned_rates;
+  for (int r = 0; o.pruning && r < o.repeat; ++r) {
+    for (bool prune : {false, true}) {
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      double rate = pruning_run(o, dir, prune);
+      (prune ? pruned_rates : kept_rates).push_back(rate);
+      std::printf("  forking run %d %s: %.0f steps/s\n", r + 1, prune ? "while pruning" : "without pruning", rate);
+    }
+  }
+  if (o.pruning) {
+    std::printf("forking host while the retention policy prunes (median of %d pairs): %.0f steps/s, without %.0f "
+                "steps/s, ratio %.3f\n",
+                o.repeat, median(pruned_rates), median(kept_rates), median(pruned_rates) / median(kept_rates));
   }
   fs::remove_all(dir);
   if (o.scrape_every > 0) {
