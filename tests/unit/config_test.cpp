@@ -620,7 +620,7 @@ TEST(ConfigSections, APlainFileIsReadAsBefore) {
   // else it holds: an environment-looking key is an unknown key there.
   EXPECT_EQ(env_section_error("pipelines: '*'\nproduction: {role: worker}\n", {{"DUCTWORK_ENV", "production"}}),
             "test.yml:2: production: unknown key (expected one of: database, definitions, forking, http, job_worker, "
-            "logger, pipeline_advancer, pipelines, plugins, role, supervisor)");
+            "logger, pipeline_advancer, pipelines, plugins, retention, role, supervisor)");
   // A misspelt scalar key is not mistaken for a section.
   EXPECT_NE(error_of("pipeline: '*'\n").find("test.yml:1: pipeline: unknown key, did you mean 'pipelines'?"),
             std::string::npos);
