@@ -16,7 +16,7 @@
 namespace ductwork::it {
 namespace {
 
-enum class Fault { kOverwritten, kReplaced, kWalDeleted };
+enum class Fault { kOverwritten, kReplaced, kWalDeleted, kWalRecreated };
 
 void damage(const Workspace& ws, Fault fault) {
   const std::string db = ws.db_path();
@@ -36,6 +36,17 @@ void damage(const Workspace& ws, Fault fault) {
     case Fault::kWalDeleted:
       std::filesystem::remove(db + "-wal");
       break;
+    case Fault::kWalRecreated: {
+      // Deleted, then another process opens the path and makes a new -wal
+      // (as a child restarting at that moment did): the name is back, the
+      // file the host's connections write to is not. The opener's own
+      // outcome does not matter.
+      std::filesystem::remove(db + "-wal");
+      static const std::string sqlite3 = find_on_path("sqlite3");
+      testsupport::run_process({sqlite3, "-batch", db, "SELECT COUNT(*) FROM pipelines"});
+      EXPECT_TRUE(testsupport::file_exists(db + "-wal")) << "the opener made no new -wal";
+      break;
+    }
   }
 }
 
@@ -84,7 +95,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"ReplacedThreaded", Fault::kReplaced, false, "the file was replaced"},
                       Case{"ReplacedForking", Fault::kReplaced, true, "the file was replaced"},
                       Case{"WalDeletedThreaded", Fault::kWalDeleted, false, "its -wal file was deleted"},
-                      Case{"WalDeletedForking", Fault::kWalDeleted, true, "its -wal file was deleted"}),
+                      Case{"WalDeletedForking", Fault::kWalDeleted, true, "its -wal file was deleted"},
+                      Case{"WalRecreatedThreaded", Fault::kWalRecreated, false, "its -wal file was deleted"},
+                      Case{"WalRecreatedForking", Fault::kWalRecreated, true, "its -wal file was deleted"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -351,6 +351,18 @@ void Connection::throw_if_storage_changed() const {
     throw StoreError("database " + path_ + ": its -wal file was deleted while this process had it open",
                      StoreFault::kUnusable);
   }
+  // Deleted, then made anew by a process that opened the path since (a
+  // restarting child): the name is back, the file this connection writes
+  // to is not.
+  if (wal_) {
+    if (wal_inode_ == 0) {
+      wal_device_ = st.st_dev;
+      wal_inode_ = st.st_ino;
+    } else if (st.st_dev != wal_device_ || st.st_ino != wal_inode_) {
+      throw StoreError("database " + path_ + ": its -wal file was deleted while this process had it open",
+                       StoreFault::kUnusable);
+    }
+  }
 }
 
 std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sql, Planning /*planning*/) {

@@ -73,6 +73,11 @@ class Connection final : public sql::Connection {
   // The database file this connection opened (0/0 for ":memory:" and URIs).
   dev_t device_ = 0;
   ino_t inode_ = 0;
+  // The -wal file this connection found at its first storage check: a file
+  // of that name with another inode later means the one it writes to was
+  // deleted (another process opening the path made a new one).
+  mutable dev_t wal_device_ = 0;
+  mutable ino_t wal_inode_ = 0;
   bool wal_ = false;  // the file is in WAL mode (it has a -wal while open)
   Clock::Instant busy_since_;  // the busy handler's first try
   std::unique_ptr<Poco::Data::Session> session_;
