@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "plugin/host_api.h"
+#include "util/clock.h"
 
 namespace ductwork {
 namespace {
@@ -66,7 +67,8 @@ std::optional<HookFailure> HookRunner::run(uint32_t event, const std::string& ro
                                            const std::vector<std::string>& pipelines, double timeout_seconds) {
   const char* event_name = hook_event_name(event);
   const bool start = event == DW_ON_SUPERVISOR_START || event == DW_ON_ADVANCER_START || event == DW_ON_WORKER_START;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const Clock& clock = Clock::system();  // the one clock (util/clock.h)
+  const auto deadline = clock.after(timeout_seconds);
   std::optional<HookFailure> first;
   for (const auto& plugin : plugins_.plugins()) {
     for (const auto& hook : plugin->hooks) {
@@ -86,7 +88,7 @@ std::optional<HookFailure> HookRunner::run(uint32_t event, const std::string& ro
       call->info.host_handle = &call->scope;
       call->out.struct_size = sizeof call->out;
       const std::string label = "hook " + std::string(event_name) + " " + hook.name + " (plugin " + plugin->name + ")";
-      const auto began = std::chrono::steady_clock::now();
+      const auto began = clock.monotonic();
       std::thread thread([call, run = hook.abi->run, label, mark = on_hook_thread_] {
         if (mark) mark(label);
         int rc = run(&call->info, &call->out);
@@ -121,7 +123,7 @@ std::optional<HookFailure> HookRunner::run(uint32_t event, const std::string& ro
         return first;  // its thread may still touch anything: run nothing more
       }
       thread.join();
-      fields["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      fields["seconds"] = std::chrono::duration<double>(clock.monotonic() - began).count();
       auto release = [&](char* s) {
         if (s) plugin->table->free_string(s);
       };
