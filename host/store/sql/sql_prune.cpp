@@ -9,14 +9,16 @@
 namespace ductwork::sql {
 
 std::vector<PrunablePipeline> SqlStoreTx::prunable_pipelines(const PruneQuery& query) {
-  // When each status's pipeline finished.
+  // When each status's pipeline finished: the expression of
+  // index_pipelines_finished (migration 018), written the same way so the
+  // search reads the pipelines past their age, not every finished one.
   const std::string finished =
-      "CASE p.status WHEN 'completed' THEN p.completed_at WHEN 'halted' THEN p.halted_at "
-      "WHEN 'cancelled' THEN p.cancelled_at END";
-  auto stmt = conn_.prepare("SELECT p.id, p.klass, p.status, " + finished + " FROM pipelines p WHERE p.status IN (" +
+      "CASE status WHEN 'completed' THEN completed_at WHEN 'halted' THEN halted_at "
+      "WHEN 'cancelled' THEN cancelled_at END";
+  auto stmt = conn_.prepare("SELECT id, klass, status, " + finished + " FROM pipelines WHERE status IN (" +
                             conn_.dialect().json_text_list("?1") + ") AND " + finished +
-                            " < dw_now(?2) AND (?3 = '' OR p.klass = ?3) AND p.klass NOT IN (" +
-                            conn_.dialect().json_text_list("?6") + ") AND p.id > ?4 ORDER BY p.id LIMIT ?5");
+                            " < dw_now(?2) AND (?3 = '' OR klass = ?3) AND klass NOT IN (" +
+                            conn_.dialect().json_text_list("?6") + ") AND id > ?4 ORDER BY id LIMIT ?5");
   stmt.bind(1, json_string_list(query.statuses))
       .bind(2, -query.older_than_seconds)
       .bind(3, query.pipeline.value_or(""))
