@@ -141,6 +141,18 @@ void RowWriter::add_owned(Table t, const std::vector<BatchInsert::Value>& values
 
 void RowWriter::pipeline(const PipelineRow& r) { add(kPipelines, cells_of(r)); }
 
+void RowWriter::definition_unless_exists(const std::string& sha1, const std::string& pipeline,
+                                         const std::string& text, const std::string& now) {
+  conn_.prepare(
+           "INSERT INTO definitions (sha1, pipeline_klass, definition, created_at) VALUES (?1, ?2, ?3, ?4) "
+           "ON CONFLICT (sha1) DO NOTHING")
+      .bind(1, sha1)
+      .bind(2, pipeline)
+      .bind(3, text)
+      .bind(4, now)
+      .exec();
+}
+
 bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
   static const std::string sql =
       table_sql(kPipelines).head + table_sql(kPipelines).row + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";

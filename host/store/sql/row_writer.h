@@ -114,6 +114,10 @@ class RowWriter {
   // with that key exists (the unique index decides, also against a
   // concurrent transaction). True when this row was written.
   bool pipeline_unless_key_exists(const PipelineRow& row);
+  // A definition snapshot (migration 017), written at once unless one with
+  // that SHA-1 exists: one row per definition version, runs refer to it.
+  void definition_unless_exists(const std::string& sha1, const std::string& pipeline, const std::string& text,
+                                const std::string& now);
   void run(const RunRow& row);
   void branch(const BranchRow& row);
   void branch_link(const BranchLinkRow& row);

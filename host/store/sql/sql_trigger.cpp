@@ -26,19 +26,6 @@ void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std
   rows.branch(started_branch(branch_id, made.run_id, request.pipeline, now));
 }
 
-// The definition snapshot a run refers to, stored once per SHA-1: a later
-// run of the same definition version inserts nothing.
-void store_definition(Connection& conn, const NewPipeline& request, const std::string& now) {
-  conn.prepare(
-          "INSERT INTO definitions (sha1, pipeline_klass, definition, created_at) VALUES (?1, ?2, ?3, ?4) "
-          "ON CONFLICT (sha1) DO NOTHING")
-      .bind(1, request.definition_sha1)
-      .bind(2, request.pipeline)
-      .bind(3, request.definition_json)
-      .bind(4, now)
-      .exec();
-}
-
 }  // namespace
 
 TriggeredPipeline SqlStoreTx::insert_pipeline(const NewPipeline& request) {
@@ -66,7 +53,7 @@ TriggeredPipeline SqlStoreTx::insert_pipeline(const NewPipeline& request) {
   } else {
     rows.pipeline(pipeline);
   }
-  store_definition(conn_, request, now);
+  rows.definition_unless_exists(request.definition_sha1, request.pipeline, request.definition_json, now);
   queue_started_run(rows, out, branch_id, request, now);
   StepInserts steps(rows);
   steps.add(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
@@ -84,11 +71,13 @@ std::vector<TriggeredPipeline> SqlStoreTx::insert_pipelines(const std::vector<Ne
   const std::string& now = now_;
   // The rows insert_pipeline writes, seven multi-row statements per 1,000
   // pipelines instead of seven statements per pipeline.
-  std::set<std::string> definitions;
-  for (const NewPipeline& request : requests) {
-    if (definitions.insert(request.definition_sha1).second) store_definition(conn_, request, now);
-  }
   RowWriter rows(conn_);
+  std::set<std::string> definitions;  // each version's snapshot once per batch
+  for (const NewPipeline& request : requests) {
+    if (definitions.insert(request.definition_sha1).second) {
+      rows.definition_unless_exists(request.definition_sha1, request.pipeline, request.definition_json, now);
+    }
+  }
   StepInserts steps(rows);
   for (const NewPipeline& request : requests) {
     TriggeredPipeline& made = out.emplace_back(
