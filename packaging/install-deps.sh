@@ -7,10 +7,10 @@
 set -euo pipefail
 
 # The host (Poco with its SQLite and PostgreSQL connectors, Boost.DLL,
-# yaml-cpp), the plugins, and the demo's jq.
+# yaml-cpp, zlib for the prune archive), the plugins, and the demo's jq.
 packages=(
   build-essential cmake g++
-  libpoco-dev libboost-dev libyaml-cpp-dev
+  libpoco-dev libboost-dev libyaml-cpp-dev zlib1g-dev
   libsqlite3-dev sqlite3 libpq-dev
   jq
 )

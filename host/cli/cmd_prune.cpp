@@ -1,5 +1,7 @@
-// `ductwork prune [--older-than SECONDS] [--status S] [--pipeline P] [--dry-run]`:
-// deletes finished pipelines, whole (engine/retention.h).
+// `ductwork prune [--older-than SECONDS] [--status S] [--pipeline P]
+// [--dry-run] [--archive DIR]`: deletes finished pipelines, whole
+// (engine/retention.h), archiving them first when asked to (or when
+// ductwork.yml's retention.archive says so).
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -13,7 +15,7 @@ namespace ductwork::cli {
 int cmd_prune(const Args& args) {
   constexpr const char* kUsage =
       "usage: ductwork prune [--older-than SECONDS] [--status completed|halted|cancelled] [--pipeline NAME] "
-      "[--dry-run]";
+      "[--dry-run] [--archive DIR]";
   if (!args.positionals.empty()) throw BadInput(kUsage);
   PruneRequest request;
   request.dry_run = args.flag("dry-run");
@@ -29,6 +31,18 @@ int cmd_prune(const Args& args) {
   if (const std::string* status = args.option("status")) request.statuses = {*status};
   if (const std::string* pipeline = args.option("pipeline")) request.pipeline = *pipeline;
   Bootstrap boot(args, stderr, LogLevel::kWarn);
+  std::unique_ptr<PruneArchive> archive;
+  const std::string* folder = args.option("archive");
+  if (folder && folder->empty()) throw BadInput("--archive: expected a folder");
+  const std::optional<std::string>& configured = boot.config().retention.archive;
+  if (!request.dry_run && (folder || configured)) {
+    try {
+      archive = std::make_unique<PruneArchive>(folder ? *folder : *configured);
+    } catch (const ArchiveError& e) {
+      throw BadInput(e.what());
+    }
+    request.archive = archive.get();
+  }
   auto store = boot.open_store();
   const char* verb = request.dry_run ? "would prune" : "pruned";
   PruneReport report;
@@ -44,6 +58,7 @@ int cmd_prune(const Args& args) {
   } else {
     std::printf("%lld pipeline(s) pruned, %lld row(s) deleted\n", static_cast<long long>(report.pipelines),
                 static_cast<long long>(report.rows));
+    if (archive && report.pipelines > 0) std::printf("archived in %s\n", archive->directory().c_str());
   }
   return kExitOk;
 }

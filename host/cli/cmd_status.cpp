@@ -5,6 +5,7 @@
 #include "cli/bootstrap.h"
 #include "engine/api_documents.h"
 #include "engine/pipeline_summary.h"
+#include "engine/prune_archive.h"
 #include "engine/status_document.h"
 
 namespace ductwork::cli {
@@ -96,8 +97,27 @@ void print_summary(const Json& doc) {
 }  // namespace
 
 int cmd_status(const Args& args) {
-  if (args.positionals.size() != 1) throw BadInput("usage: ductwork status PIPELINE_ID [--summary] [--json]");
+  if (args.positionals.size() != 1) {
+    throw BadInput("usage: ductwork status PIPELINE_ID [--summary | --archive DIR] [--json]");
+  }
   const std::string& id = args.positionals[0];
+  if (const std::string* folder = args.option("archive")) {
+    // A pruned pipeline, as its prune archived it (no database needed).
+    if (args.flag("summary")) throw BadInput("--summary and --archive cannot be used together");
+    std::optional<Json> archived;
+    try {
+      archived = find_archived(*folder, id);
+    } catch (const ArchiveError& e) {
+      throw BadInput(e.what());
+    }
+    if (!archived) throw BadInput("pipeline id '" + id + "' is not in the archive " + *folder);
+    if (args.flag("json")) {
+      std::printf("%s\n", archived->dump().c_str());
+    } else {
+      print_text(*archived);
+    }
+    return kExitOk;
+  }
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   // A read must not create the database as a side effect.
   if (!boot.database_exists()) throw BadInput("unknown pipeline id '" + id + "' (no database at " + database_name(boot.config().database) + ")");

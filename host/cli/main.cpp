@@ -29,6 +29,7 @@ const char* kUsage =
     "                                       arguments; prints the ids in input order\n"
     "  status PIPELINE_ID [--json]          show a pipeline, its runs, branches and steps\n"
     "  status PIPELINE_ID --summary [--json]  its runs and the latest run's counts, however wide\n"
+    "  status PIPELINE_ID --archive DIR [--json]   a pruned pipeline, as archived in DIR\n"
     "  list [--json] [--status S] [--pipeline P] [--limit N]   newest first, at most N (default 1000)\n"
     "  plugins [--json]                     list loaded plugins and their steps\n"
     "  validate [--json]                    check every definition against the loaded steps\n"
@@ -39,8 +40,9 @@ const char* kUsage =
     "  cancel PIPELINE_ID                   stop a pipeline: withdraw its queued jobs, advance nothing more\n"
     "  resume PIPELINE_ID [VALUE_JSON] [--node NODE]   run the step after each dampened branch with\n"
     "                                       [previous output, VALUE_JSON]\n"
-    "  prune [--older-than SECONDS] [--status S] [--pipeline P] [--dry-run]   delete finished pipelines,\n"
-    "                                       every row of each (S: completed, halted or cancelled)\n"
+    "  prune [--older-than SECONDS] [--status S] [--pipeline P] [--dry-run] [--archive DIR]   delete\n"
+    "                                       finished pipelines, every row of each (S: completed, halted or\n"
+    "                                       cancelled), archived first in DIR (or retention.archive)\n"
     "  health [-p PID] [-V]                 exit 0 when the supervisor(s) heartbeat, 1 with a report if not\n"
     "  new-plugin NAME [DIR]                write a buildable step plugin folder (default ./NAME)\n"
     "\n"
@@ -72,12 +74,12 @@ int main(int argc, char** argv) {
                                              }});
     }
     if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {"from", "idempotency-key"}));
-    if (command == "status") return cmd_status(parse_args(argc, argv, {"json", "summary"}, {}));
+    if (command == "status") return cmd_status(parse_args(argc, argv, {"json", "summary"}, {"archive"}));
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));
     if (command == "validate") return cmd_validate(parse_args(argc, argv, {"json"}, {}));
     if (command == "revive") return cmd_revive(parse_args(argc, argv, {"duplicate-context"}, {"context-from"}));
-    if (command == "prune") return cmd_prune(parse_args(argc, argv, {"dry-run"}, {"older-than", "status", "pipeline"}));
+    if (command == "prune") return cmd_prune(parse_args(argc, argv, {"dry-run"}, {"older-than", "status", "pipeline", "archive"}));
     if (command == "context") return cmd_context(parse_args(argc, argv, {"json"}, {"run"}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));

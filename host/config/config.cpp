@@ -245,10 +245,11 @@ class Parser : public config_internal::YamlReader {
   }
 
   void parse_retention(const YAML::Node& node, Config* config) const {
-    only_keys(node, "retention", {"completed", "halted", "cancelled", "interval", "pipelines"});
+    only_keys(node, "retention", {"completed", "halted", "cancelled", "interval", "pipelines", "archive"});
     RetentionConfig& c = config->retention;
     parse_retention_ages(node, "retention", &c.ages);
     if (node["interval"]) c.interval = seconds(node["interval"], "retention.interval", kMinPollingSeconds);
+    if (node["archive"]) c.archive = path(node["archive"], "retention.archive");
     if (auto pipelines = node["pipelines"]) {
       if (!pipelines.IsMap()) expected("retention.pipelines", "a map of pipeline names to {completed, halted, cancelled}", pipelines);
       for (const auto& entry : pipelines) {

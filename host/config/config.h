@@ -150,6 +150,9 @@ struct RetentionConfig {
   double interval = 60;  // seconds between pruner passes
   // Per pipeline name; a status it leaves out takes `ages`'.
   std::map<std::string, RetentionAges> pipelines;
+  // A folder: each pruned pipeline's status document is appended there
+  // before its rows go (engine/prune_archive.h); relative to the file.
+  std::optional<std::string> archive;
   // Whether any pipeline has an age at all (else no pruner runs).
   bool enabled() const;
 };

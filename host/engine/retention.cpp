@@ -2,10 +2,18 @@
 
 #include <algorithm>
 
+#include "engine/status_document.h"
 #include "store/store_tx.h"
 #include "util/fault.h"
 
 namespace ductwork {
+namespace {
+
+// A batch's status documents are read and written to the archive inside
+// its write transaction: fewer per batch keeps the write lock short.
+constexpr size_t kArchivedBatch = 10;
+
+}  // namespace
 
 const std::vector<std::string>& prunable_statuses() {
   static const std::vector<std::string> statuses = {"completed", "halted", "cancelled"};
@@ -27,7 +35,7 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
   query.older_than_seconds = request.older_than_seconds;
   query.pipeline = request.pipeline;
   query.excluded = request.excluded;
-  query.limit = std::max<size_t>(batch, 1);
+  query.limit = std::max<size_t>(request.archive ? std::min(batch, kArchivedBatch) : batch, 1);
   PruneReport report;
   while (true) {
     std::vector<PrunablePipeline> found;
@@ -45,6 +53,15 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
       if (found.empty() || request.dry_run) return;
       std::vector<std::string> ids;
       for (const auto& p : found) ids.push_back(p.id);
+      if (request.archive) {
+        // Written and synced before the delete commits: a pruned pipeline
+        // is always in the archive (a throw rolls the delete back).
+        std::vector<Json> documents;
+        for (const auto& id : ids) {
+          if (auto record = tx.pipeline_record(id)) documents.push_back(status_document(*record));
+        }
+        request.archive->append(documents);
+      }
       rows = tx.delete_pipelines(ids);
       // Durability suite: a kill here, with the batch's rows deleted and
       // not committed, must leave each of them whole.
@@ -67,7 +84,7 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
 }
 
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
-                            const std::function<void(const PrunablePipeline&)>& on_each) {
+                            const std::function<void(const PrunablePipeline&)>& on_each, PruneArchive* archive) {
   PruneReport total;
   auto add = [&](const PruneReport& r) {
     total.pipelines += r.pipelines;
@@ -81,6 +98,7 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
     PruneRequest request;
     request.statuses = {status};
     request.keep_going = keep_going;
+    request.archive = archive;
     // Pipelines with an age of their own for this status go by it.
     for (const auto& [name, ages] : retention.pipelines) {
       if (!(ages.*field)) continue;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/prune_archive.h"
 #include "store/store.h"
 #include "store/store_types.h"
 
@@ -29,6 +30,9 @@ struct PruneRequest {
   std::optional<std::string> pipeline;
   std::vector<std::string> excluded;  // pipeline names left out
   bool dry_run = false;  // find them, delete nothing
+  // When set, each batch's status documents are appended to it, synced,
+  // before the batch's delete commits (not owned).
+  PruneArchive* archive = nullptr;
   // Asked between batches (a pruner pauses there, so workers get the
   // write lock); false ends the prune.
   std::function<bool()> keep_going;
@@ -48,15 +52,17 @@ const std::vector<std::string>& prunable_statuses();
 // at most `batch` pipelines each (a pipeline is either all there or all
 // gone, whenever the process dies); `on_each` hears of each one once its
 // batch committed (dry: once it was found). Throws PruneRefused for
-// a status that is not a finished one.
+// a status that is not a finished one, ArchiveError when the archive could
+// not be written (that batch is not deleted).
 PruneReport prune_pipelines(Store& store, const PruneRequest& request,
                             const std::function<void(const PrunablePipeline&)>& on_each, size_t batch = 50);
 
 // One pass of the retention policy (ductwork.yml `retention:`): for each
 // finished status with an age, the pipelines past it, each pipeline name by
 // its own age when retention.pipelines gives one. `keep_going` as for
-// PruneRequest. Returns the totals.
+// PruneRequest; `archive` (may be null) as PruneRequest::archive. Returns
+// the totals.
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
-                            const std::function<void(const PrunablePipeline&)>& on_each);
+                            const std::function<void(const PrunablePipeline&)>& on_each, PruneArchive* archive);
 
 }  // namespace ductwork

@@ -35,6 +35,7 @@ void Pruner::stop() {
 void Pruner::run() {
   const auto interval = std::chrono::duration<double>(config_.retention.interval);
   std::unique_ptr<Store> store;
+  std::unique_ptr<PruneArchive> archive;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -46,13 +47,15 @@ void Pruner::run() {
     };
     try {
       if (!store) store = stores_.open();
-      PruneReport report = apply_retention(*store, config_.retention, keep_going, nullptr);
+      if (config_.retention.archive && !archive) archive = std::make_unique<PruneArchive>(*config_.retention.archive);
+      PruneReport report = apply_retention(*store, config_.retention, keep_going, nullptr, archive.get());
       if (report.pipelines > 0) {
         logger_.info("Pruned finished pipelines", Json::object({{"pipelines", report.pipelines}, {"rows", report.rows}}));
       }
     } catch (const std::exception& e) {
       // Tried again at the next interval (a database out of reach, a lock
-      // that outlasted the busy timeout); the host goes on either way.
+      // that outlasted the busy timeout, an archive that cannot be
+      // written: nothing was deleted unarchived); the host goes on either way.
       store.reset();
       logger_.warn("Pruning failed; trying again at the next interval",
                    Json::object({{"error_klass", demangled_type_name(e)}, {"error_message", e.what()}}));

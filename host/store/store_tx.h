@@ -230,6 +230,9 @@ class StoreTx {
   // transaction runs (PostgreSQL: an advisory lock held to the end of the
   // transaction; SQLite: always, its write lock already serialises).
   virtual bool take_pruner_turn() = 0;
+  // What the status document of `pipeline_id` shows, as this transaction
+  // sees it (the archive of a prune is written from it before the delete).
+  virtual std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) = 0;
 };
 
 }  // namespace ductwork

@@ -172,5 +172,47 @@ TEST(PruneDurabilityTest, AKillInsideAPruneBatchLeavesEveryPipelineWholeOrGone) 
   EXPECT_EQ(orphans(ws), "0\n");
 }
 
+// issue 37 item 4: with an archive, a batch is archived before its delete
+// commits. A kill after the archive was synced and before the commit
+// leaves the batch whole and archived (again when it is pruned later); a
+// kill in the middle of an append leaves a damaged member that readers
+// skip. Either way every pruned pipeline ends up readable in the archive.
+TEST(PruneDurabilityTest, AKillWhileArchivingLeavesNoPrunedPipelineOutOfTheArchive) {
+  Workspace ws;
+  ws.define("chain.yml", chain_definition("Chain2", {"Inc", "Inc"}));
+  std::string lines;
+  for (int i = 0; i < 30; ++i) lines += "[" + std::to_string(i) + "]\n";
+  ws.write("many.jsonl", lines);
+  ProcessResult triggered = ws.run({"trigger", "Chain2", "--from", ws.file("many.jsonl")});
+  ASSERT_EQ(triggered.exit_code, 0) << triggered.describe();
+  ws.drain(60);
+  std::vector<std::string> ids;
+  for (const auto& p : ws.list()) ids.push_back(p["id"].get<std::string>());
+  ASSERT_EQ(ids.size(), 30u);
+  const std::string archive = ws.file("archive");
+
+  auto run = ws.process_options(60);
+  run.env = {{"DUCTWORK_FAULT", "inside_prune_batch:kill:2"}};  // batches of 10 when archiving
+  ProcessResult killed = testsupport::run_process(ws.command({"prune", "--archive", archive}), run);
+  EXPECT_NE(killed.exit_code, 0) << killed.describe();
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM pipelines"), "20\n") << "the first batch committed, the second did not";
+  EXPECT_EQ(orphans(ws), "0\n");
+
+  run.env = {{"DUCTWORK_FAULT", "inside_archive_append:kill:1"}};
+  killed = testsupport::run_process(ws.command({"prune", "--archive", archive}), run);
+  EXPECT_NE(killed.exit_code, 0) << killed.describe();
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM pipelines"), "20\n") << "killed before the delete: nothing went";
+
+  ProcessResult rest = ws.run({"prune", "--archive", archive});
+  ASSERT_EQ(rest.exit_code, 0) << rest.describe();
+  EXPECT_NE(rest.out.find("20 pipeline(s) pruned"), std::string::npos) << rest.out;
+  EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM pipelines"), "0\n");
+  for (const std::string& id : ids) {
+    ProcessResult read = ws.run({"status", id, "--archive", archive, "--json"});
+    ASSERT_EQ(read.exit_code, 0) << id << " " << read.describe();
+    EXPECT_EQ(json::parse(read.out)["status"], "completed");
+  }
+}
+
 }  // namespace
 }  // namespace ductwork::it

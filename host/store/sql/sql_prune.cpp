@@ -37,6 +37,10 @@ bool SqlStoreTx::take_pruner_turn() {
   return stmt.step() && stmt.int64(0) == 1;
 }
 
+std::optional<PipelineRecord> SqlStoreTx::pipeline_record(const std::string& pipeline_id) {
+  return read_pipeline_record(conn_, pipeline_id);
+}
+
 int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   if (ids.empty()) return 0;
   const std::string list = conn_.dialect().json_text_list("?1");

@@ -159,21 +159,19 @@ StepPage SqlStore::steps_after(const std::string& run_id,
   return out;
 }
 
-std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipeline_id) {
-  auto held = lock();
-  ReadTransaction tx(conn_);
+std::optional<PipelineRecord> read_pipeline_record(Connection& conn, const std::string& pipeline_id) {
   PipelineRecord pipeline;
-  if (!read_pipeline_and_runs(conn_, pipeline_id, &pipeline)) return std::nullopt;
+  if (!read_pipeline_and_runs(conn, pipeline_id, &pipeline)) return std::nullopt;
   for (RunRecord& run : pipeline.runs) {
     {
-      auto l = conn_.prepare(
+      auto l = conn.prepare(
           "SELECT l.child_branch_id, l.parent_branch_id FROM branch_links l JOIN branches b ON b.id = l.child_branch_id "
           "WHERE b.run_id = ? ORDER BY l.created_at, l.id");
       l.bind(1, run.id);
       while (l.step()) run.links.push_back(BranchLinkRecord{l.text(0), l.text(1)});
     }
     {
-      auto b = conn_.prepare(
+      auto b = conn.prepare(
           "SELECT id, status, halt_reason, fanout_index FROM branches WHERE run_id = ? ORDER BY started_at, id");
       b.bind(1, run.id);
       while (b.step()) {
@@ -182,10 +180,16 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
         run.branches.push_back(std::move(branch));
       }
     }
-    run.executions = read_executions(conn_, "s.run_id = ?", [&](Statement& e) { e.bind(1, run.id); });
-    run.steps = read_steps(conn_, run.id, 0, INT64_MAX);
+    run.executions = read_executions(conn, "s.run_id = ?", [&](Statement& e) { e.bind(1, run.id); });
+    run.steps = read_steps(conn, run.id, 0, INT64_MAX);
   }
   return pipeline;
+}
+
+std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipeline_id) {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  return read_pipeline_record(conn_, pipeline_id);
 }
 
 std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) {

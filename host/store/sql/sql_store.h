@@ -155,4 +155,8 @@ class SqlStore final : public Store, public StoreReader {
   Connection& conn_;
 };
 
+// Everything the status document of `pipeline_id` shows, read on `conn`
+// inside whatever transaction the caller holds (sql_reports.cpp).
+std::optional<PipelineRecord> read_pipeline_record(Connection& conn, const std::string& pipeline_id);
+
 }  // namespace ductwork::sql

@@ -88,6 +88,7 @@ class SqlStoreTx final : public StoreTx {
   std::vector<PrunablePipeline> prunable_pipelines(const PruneQuery& query) override;
   int64_t delete_pipelines(const std::vector<std::string>& ids) override;
   bool take_pruner_turn() override;
+  std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
 
  private:
   void set_step_status(const ClaimedJob& job, const char* status);
