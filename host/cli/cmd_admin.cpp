@@ -30,18 +30,31 @@ std::vector<std::string> exported_pipeline_names(const LoadedPlugin& plugin) {
 }  // namespace
 
 int cmd_migrate(const Args& args) {
-  if (!args.positionals.empty()) throw BadInput("usage: ductwork migrate [-c CONFIG]");
+  if (!args.positionals.empty()) throw BadInput("usage: ductwork migrate [--vacuum] [-c CONFIG]");
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   std::vector<std::string> applied;
+  std::unique_ptr<Store> store;
   try {
-    applied = make_store_factory(boot.config().database)->open()->migrate();
+    store = make_store_factory(boot.config().database)->open();
+    applied = store->migrate();
   } catch (const StoreError& e) {
     throw BadInput(e.what());
   }
-  if (applied.empty()) {
-    std::printf("database %s is up to date\n", database_name(boot.config().database).c_str());
-  }
+  const std::string name = database_name(boot.config().database);
+  if (applied.empty()) std::printf("database %s is up to date\n", name.c_str());
   for (const auto& version : applied) std::printf("applied %s\n", version.c_str());
+  if (args.flag("vacuum")) {
+    // SQLite: rewritten in incremental auto-vacuum mode, so the space
+    // prunes free goes back to the file system from now on.
+    const DatabaseSpace before = store->reads().database_space();
+    if (store->vacuum()) {
+      const DatabaseSpace after = store->reads().database_space();
+      std::printf("database %s vacuumed: %lld bytes before, %lld after; freed space now goes back to the file system\n",
+                  name.c_str(), static_cast<long long>(before.bytes), static_cast<long long>(after.bytes));
+    } else {
+      std::printf("database %s: nothing to vacuum (PostgreSQL's autovacuum keeps the space reusable)\n", name.c_str());
+    }
+  }
   return kExitOk;
 }
 

@@ -11,6 +11,30 @@
 #include "engine/retention.h"
 
 namespace ductwork::cli {
+namespace {
+
+// What the prune did to the database's size: the freed pages handed back
+// to the file system where they can be (SQLite in incremental auto-vacuum
+// mode), else what becomes of them.
+void print_space(Store& store, const DatabaseSpace& before) {
+  release_free_space(store, nullptr);
+  // SQLite: the file shrinks when the log is copied back into it.
+  store.compact_journal();
+  const DatabaseSpace after = store.reads().database_space();
+  const auto bytes = [](int64_t n) { return static_cast<long long>(n); };
+  std::printf("database %lld bytes before, %lld after", bytes(before.bytes), bytes(after.bytes));
+  if (after.autovacuum) {
+    std::printf(" (autovacuum makes the deleted rows' space reusable)\n");
+  } else if (after.free_bytes > 0 && !after.can_release) {
+    std::printf(" (%lld bytes free inside the file for new rows; `ductwork migrate --vacuum`, with every host "
+                "stopped, lets the file shrink)\n",
+                bytes(after.free_bytes));
+  } else {
+    std::printf("\n");
+  }
+}
+
+}  // namespace
 
 int cmd_prune(const Args& args) {
   constexpr const char* kUsage =
@@ -44,6 +68,7 @@ int cmd_prune(const Args& args) {
     request.archive = archive.get();
   }
   auto store = boot.open_store();
+  const DatabaseSpace before = request.dry_run ? DatabaseSpace{} : store->reads().database_space();
   const char* verb = request.dry_run ? "would prune" : "pruned";
   PruneReport report;
   try {
@@ -59,6 +84,7 @@ int cmd_prune(const Args& args) {
     std::printf("%lld pipeline(s) pruned, %lld row(s) deleted\n", static_cast<long long>(report.pipelines),
                 static_cast<long long>(report.rows));
     if (archive && report.pipelines > 0) std::printf("archived in %s\n", archive->directory().c_str());
+    print_space(*store, before);
   }
   return kExitOk;
 }

@@ -19,7 +19,8 @@ const char* kUsage =
     "usage: ductwork <command> [-c CONFIG] [options]\n"
     "\n"
     "commands:\n"
-    "  migrate                              apply pending schema migrations\n"
+    "  migrate [--vacuum]                   apply pending schema migrations; --vacuum (SQLite, hosts stopped)\n"
+    "                                       rewrites the file so pruned space goes back to the file system\n"
     "  start [--drain] [--pidfile PATH]    run the host; --drain exits 0 once no run is in progress; with\n"
     "                                       http.listen set it serves the HTTP API too\n"
     "  serve [--pidfile PATH]               serve the HTTP API alone on http.listen (default 127.0.0.1:7420)\n"
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
     return ductwork::run_plugin_probe(argv[2], std::atoi(argv[3]), std::atol(argv[4]));
   }
   try {
-    if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {}, {}));
+    if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {"vacuum"}, {}));
     if (command == "start") {
       return run_server_command(argc, argv, {{"drain"}, {"child", "crash-folder", "plugins-checked"}, [](const Args& args, auto&) {
                                                return cmd_start(args);

@@ -12,6 +12,22 @@ namespace {
 // A batch's status documents are read and written to the archive inside
 // its write transaction: fewer per batch keeps the write lock short.
 constexpr size_t kArchivedBatch = 10;
+// Pages handed back per transaction (4 MB of 4 KB pages).
+constexpr int64_t kPagesPerRelease = 1024;
+
+// Deletes `ids` in `tx`, every row; with an archive, their status
+// documents are appended and synced first, so a pruned pipeline is always
+// in the archive (a throw rolls the delete back).
+int64_t archive_and_delete(StoreTx& tx, const std::vector<std::string>& ids, PruneArchive* archive) {
+  if (archive) {
+    std::vector<Json> documents;
+    for (const auto& id : ids) {
+      if (auto record = tx.pipeline_record(id)) documents.push_back(status_document(*record));
+    }
+    archive->append(documents);
+  }
+  return tx.delete_pipelines(ids);
+}
 
 }  // namespace
 
@@ -53,16 +69,7 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
       if (found.empty() || request.dry_run) return;
       std::vector<std::string> ids;
       for (const auto& p : found) ids.push_back(p.id);
-      if (request.archive) {
-        // Written and synced before the delete commits: a pruned pipeline
-        // is always in the archive (a throw rolls the delete back).
-        std::vector<Json> documents;
-        for (const auto& id : ids) {
-          if (auto record = tx.pipeline_record(id)) documents.push_back(status_document(*record));
-        }
-        request.archive->append(documents);
-      }
-      rows = tx.delete_pipelines(ids);
+      rows = archive_and_delete(tx, ids, request.archive);
       // Durability suite: a kill here, with the batch's rows deleted and
       // not committed, must leave each of them whole.
       fault_point("inside_prune_batch");
@@ -117,6 +124,31 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
     }
   }
   return total;
+}
+
+int64_t delete_pipeline(Store& store, const std::string& pipeline_id, PruneArchive* archive) {
+  int64_t rows = 0;
+  store.transact([&](StoreTx& tx) {
+    const std::optional<std::string> status = tx.lock_pipeline(pipeline_id);
+    if (!status) throw ControlRefused("unknown pipeline id '" + pipeline_id + "'", true);
+    const auto& finished = prunable_statuses();
+    if (std::find(finished.begin(), finished.end(), *status) == finished.end()) {
+      throw ControlRefused("pipeline " + pipeline_id + " is " + *status +
+                           ": only a finished pipeline (completed, halted or cancelled) can be deleted");
+    }
+    rows = archive_and_delete(tx, {pipeline_id}, archive);
+  });
+  return rows;
+}
+
+int64_t release_free_space(Store& store, const std::function<bool()>& keep_going) {
+  int64_t released = 0;
+  while (true) {
+    int64_t now = 0;
+    store.transact([&](StoreTx& tx) { now = tx.release_free_pages(kPagesPerRelease); });
+    released += now;
+    if (now < kPagesPerRelease || (keep_going && !keep_going())) return released;
+  }
 }
 
 }  // namespace ductwork

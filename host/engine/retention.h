@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "engine/prune_archive.h"
 #include "store/store.h"
+#include "store/store_error.h"
 #include "store/store_types.h"
 
 namespace ductwork {
@@ -64,5 +65,17 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
 // the totals.
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
                             const std::function<void(const PrunablePipeline&)>& on_each, PruneArchive* archive);
+
+// Deletes one finished pipeline on demand (`DELETE /api/v1/pipelines/{id}`,
+// the dashboard's Delete), whole, archived first when `archive` is set
+// (not owned). Throws ControlRefused (nothing deleted) for an unknown id
+// (unknown()) or a pipeline that is not finished. Returns the rows deleted.
+int64_t delete_pipeline(Store& store, const std::string& pipeline_id, PruneArchive* archive);
+
+// Hands the pages prunes freed back to the file system, in transactions of
+// a few megabytes (SQLite in incremental auto-vacuum mode; elsewhere it
+// does nothing), asking `keep_going` (may be empty) between them. Returns
+// the pages released.
+int64_t release_free_space(Store& store, const std::function<bool()>& keep_going);
 
 }  // namespace ductwork

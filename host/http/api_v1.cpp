@@ -9,6 +9,7 @@
 #include "engine/control.h"
 #include "engine/run_context.h"
 #include "engine/pipeline_summary.h"
+#include "engine/retention.h"
 #include "engine/run_policy.h"
 #include "engine/status_document.h"
 #include "engine/trigger.h"
@@ -145,6 +146,7 @@ Response ApiV1::handle(const Request& request) {
       return list_pipelines(request);
     }
     if (what == "pipelines" && s.size() == 4) {
+      if (request.method == "DELETE") return remove(s[3]);
       need_method(request, "GET");
       return pipeline(s[3]);
     }
@@ -349,6 +351,21 @@ Response ApiV1::cancel(const std::string& id, const Request& request) {
                                             {"jobs_withdrawn", result.withdrawn}}));
   } catch (const ControlRefused& e) {
     refused(e, "cancel");
+  }
+}
+
+Response ApiV1::remove(const std::string& id) {
+  // Archived first when ductwork.yml names an archive (retention.archive).
+  std::unique_ptr<PruneArchive> archive;
+  try {
+    if (context_.config.retention.archive) archive = std::make_unique<PruneArchive>(*context_.config.retention.archive);
+    const int64_t rows = delete_pipeline(*context_.stores.take(), id, archive.get());
+    return json_response(200, Json::object({{"id", id}, {"deleted", true}, {"rows", rows},
+                                            {"archived", archive ? Json(archive->directory()) : Json()}}));
+  } catch (const ControlRefused& e) {
+    refused(e, "delete");
+  } catch (const ArchiveError& e) {
+    throw HttpError(500, "archive_failed", std::string("nothing was deleted: ") + e.what());
   }
 }
 

@@ -45,6 +45,7 @@ class ApiV1 {
   Response context(const std::string& id, const Request& request);
   Response cancel(const std::string& id, const Request& request);
   Response resume(const std::string& id, const Request& request);
+  Response remove(const std::string& id);
   Response processes();
   Response metrics_text();
 

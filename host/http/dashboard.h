@@ -32,6 +32,8 @@ class Dashboard {
   Response errors(const Request& request);
   Response processes(const Request& request);
   Response action(const std::string& id, const std::string& verb, const Request& request);
+  // The Delete form of a finished pipeline (DELETE /api/v1/pipelines/{id}).
+  Response remove(const std::string& id, std::map<std::string, std::string>& fields);
   Response trigger(const Request& request);
   // /ui/live.js (dashboard_script.cpp).
   Response live_script() const;

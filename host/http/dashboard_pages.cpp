@@ -129,6 +129,13 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
     body += "<form class=\"inline\" method=\"post\" action=\"" + self + "/cancel\">" + csrf_field() +
             "<button type=\"submit\">Cancel</button></form>";
   }
+  if (st == "completed" || st == "halted" || st == "cancelled") {
+    // Asked for twice: the box must be ticked (the browser refuses the
+    // form without it, the server too).
+    body += "<form class=\"inline\" method=\"post\" action=\"" + self + "/delete\">" + csrf_field() +
+            "<label><input type=\"checkbox\" name=\"confirm\" value=\"yes\" required> delete for good</label> "
+            "<button type=\"submit\">Delete</button></form>";
+  }
   if (st == "dampened") {
     body += "<form class=\"inline\" method=\"post\" action=\"" + self + "/resume\">" + csrf_field() +
             "value (JSON) <input name=\"value\" value=\"null\"> node <input name=\"node\" placeholder=\"any\"> "
@@ -281,8 +288,11 @@ Response Dashboard::processes(const Request& request) {
 }
 
 Response Dashboard::action(const std::string& id, const std::string& verb, const Request& request) {
-  if (verb != "revive" && verb != "cancel" && verb != "resume") throw HttpError(404, "not_found", "no such action");
+  if (verb != "revive" && verb != "cancel" && verb != "resume" && verb != "delete") {
+    throw HttpError(404, "not_found", "no such action");
+  }
   auto fields = parse_form(request.body);
+  if (verb == "delete") return remove(id, fields);
   Json api_body = Json::object();
   if (verb == "revive" && fields.count("duplicate_context")) api_body["duplicate_context"] = true;
   const std::string self = "/ui/pipelines/" + url_encoded(id);
@@ -303,6 +313,21 @@ Response Dashboard::action(const std::string& id, const std::string& verb, const
     return redirect(self + "?notice=" + url_encoded(verb == "revive" ? "revived: a new run started"
                                                     : verb == "cancel" ? "cancelled"
                                                                        : "resumed"));
+  } catch (const HttpError& e) {
+    if (e.status() == 404) throw;
+    return redirect(self + "?error=" + url_encoded(e.message()));
+  }
+}
+
+Response Dashboard::remove(const std::string& id, std::map<std::string, std::string>& fields) {
+  const std::string self = "/ui/pipelines/" + url_encoded(id);
+  if (!param(fields, "confirm")) return redirect(self + "?error=" + url_encoded("tick the box to delete for good"));
+  Request api;
+  api.method = "DELETE";
+  api.segments = {"api", "v1", "pipelines", id};
+  try {
+    api_.handle(api);
+    return redirect("/ui?notice=" + url_encoded("deleted pipeline " + id));
   } catch (const HttpError& e) {
     if (e.status() == 404) throw;
     return redirect(self + "?error=" + url_encoded(e.message()));

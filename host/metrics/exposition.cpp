@@ -103,6 +103,7 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
   // host's), and this host knows some never triggered: both get series.
   std::set<std::string> pipelines = known_pipelines;
   for (const auto& [pipeline, _] : gauges.pipelines_triggered) pipelines.insert(pipeline);
+  for (const auto& [pipeline, _] : gauges.pipelines_pruned) pipelines.insert(pipeline);
   std::string out;
   for (const FamilyInfo& info : kFamilies) {
     header(&out, info.name, info.type, info.help);
@@ -129,6 +130,9 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
   }
   gauge(&out, "ductwork_pipelines_triggered_total", "Pipelines ever triggered (database-wide).", "pipeline",
         with_zeros(gauges.pipelines_triggered, pipelines), "counter");
+  gauge(&out, "ductwork_pruned_pipelines_total",
+        "Finished pipelines deleted by retention or a prune (database-wide).", "pipeline",
+        with_zeros(gauges.pipelines_pruned, pipelines), "counter");
   gauge(&out, "ductwork_jobs_ready", "Jobs due and not claimed (database-wide).", "pipeline",
         with_zeros(gauges.jobs_ready, pipelines));
   gauge(&out, "ductwork_jobs_running", "Jobs claimed and without a result yet (database-wide).", "pipeline",
@@ -136,6 +140,9 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
   gauge(&out, "ductwork_branches_advanceable", "Branches waiting for an advancer (database-wide).", "pipeline",
         with_zeros(gauges.branches_advanceable, pipelines));
   gauge(&out, "ductwork_processes", "Registered processes (database-wide), by role.", "role", gauges.processes);
+  header(&out, "ductwork_database_bytes", "gauge",
+         "The database's size: SQLite's pages (free ones included), PostgreSQL's pg_database_size.");
+  out += "ductwork_database_bytes " + std::to_string(gauges.database_bytes) + "\n";
   header(&out, "ductwork_build_info", "gauge", "The ductwork build serving these metrics.");
   out += "ductwork_build_info{version=\"" DUCTWORK_VERSION "\",abi=\"" + std::to_string(DUCTWORK_ABI_VERSION) + "\"} 1\n";
   return out;

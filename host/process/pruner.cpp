@@ -50,7 +50,12 @@ void Pruner::run() {
       if (config_.retention.archive && !archive) archive = std::make_unique<PruneArchive>(*config_.retention.archive);
       PruneReport report = apply_retention(*store, config_.retention, keep_going, nullptr, archive.get());
       if (report.pipelines > 0) {
-        logger_.info("Pruned finished pipelines", Json::object({{"pipelines", report.pipelines}, {"rows", report.rows}}));
+        // The pages the deletes freed go back to the file system (SQLite
+        // in incremental auto-vacuum mode), a few megabytes at a time.
+        const int64_t pages = release_free_space(*store, keep_going);
+        logger_.info("Pruned finished pipelines", Json::object({{"pipelines", report.pipelines},
+                                                                {"rows", report.rows},
+                                                                {"pages_released", pages}}));
       }
     } catch (const std::exception& e) {
       // Tried again at the next interval (a database out of reach, a lock

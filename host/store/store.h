@@ -190,6 +190,11 @@ class Store {
   // was left after a drain of 30,000 steps). A no-op where the database
   // server manages its own log.
   virtual void compact_journal() = 0;
+  // `migrate --vacuum`: rewrites the database so that what prunes free can
+  // go back to the file system (SQLite: incremental auto-vacuum mode and a
+  // VACUUM, which holds the write lock from start to end). False where
+  // there is nothing to do (PostgreSQL: autovacuum keeps the space).
+  virtual bool vacuum() = 0;
 
   // ---- job worker (succeeded! is engine/job_success.h on the write port)
   // Claims the oldest open availability of `pipeline` due now and records the

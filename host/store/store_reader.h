@@ -38,6 +38,8 @@ class StoreReader {
   virtual Progress progress(const std::vector<std::string>& pipelines) = 0;
   // The gauges of /metrics, in one read transaction.
   virtual MetricGauges metric_gauges() = 0;
+  // How big the database is and how much of it is free.
+  virtual DatabaseSpace database_space() = 0;
 
   // ---- dashboard (dashboard_types.h): aggregates and pages
   // The pipeline and its runs, without branches, steps or executions.

@@ -412,8 +412,24 @@ struct MetricGauges {
   std::map<std::string, int64_t> jobs_ready;            // due, not claimed
   std::map<std::string, int64_t> jobs_running;          // claimed, no result yet
   std::map<std::string, int64_t> branches_advanceable;  // waiting for an advancer
-  std::map<std::string, int64_t> pipelines_triggered;   // every pipeline ever triggered
+  std::map<std::string, int64_t> pipelines_triggered;   // every pipeline ever triggered, pruned ones too
+  std::map<std::string, int64_t> pipelines_pruned;      // every pipeline ever pruned
   std::map<std::string, int64_t> processes;             // registered processes by role
+  int64_t database_bytes = 0;                           // DatabaseSpace::bytes
+};
+
+// How big the database is (Store reads, `prune`, /metrics).
+struct DatabaseSpace {
+  // SQLite: the main file's pages; PostgreSQL: pg_database_size.
+  int64_t bytes = 0;
+  // SQLite: pages inside the file that hold nothing (freed by deletes, for
+  // new rows); PostgreSQL: 0 (autovacuum makes dead rows' space reusable).
+  int64_t free_bytes = 0;
+  // SQLite in incremental auto-vacuum mode: free pages can be handed back
+  // to the file system (StoreTx::release_free_pages).
+  bool can_release = false;
+  // PostgreSQL: autovacuum makes deleted rows' space reusable.
+  bool autovacuum = false;
 };
 
 // Totals the drain mode and the progress line watch.

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -294,6 +295,16 @@ bool HeadlessBrowser::type(const std::string& selector, const std::string& text)
     return false;
   }
   return !call("Input.insertText", {{"text", text}}).is_null();
+}
+
+void keep_screenshot(HeadlessBrowser& browser, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(DUCTWORK_TEST_ARTIFACTS_DIR) / "dashboard";
+  fs::create_directories(dir);
+  const fs::path png = dir / (std::string(testsupport::on_postgresql() ? "pg-" : "") + name + ".png");
+  fs::remove(png);  // a check of this run's file, never of the last run's
+  EXPECT_TRUE(browser.screenshot(png.string()));
+  EXPECT_TRUE(fs::exists(png) && fs::file_size(png) > 10000) << "no screenshot at " << png;
 }
 
 }  // namespace ductwork::it

@@ -84,4 +84,8 @@ class HeadlessBrowser {
   std::string frame_url_;
 };
 
+// A screenshot kept as a test artefact: test-artifacts/dashboard/NAME.png
+// (pg-NAME.png on PostgreSQL), this run's, checked to be a real image.
+void keep_screenshot(HeadlessBrowser& browser, const std::string& name);
+
 }  // namespace ductwork::it

@@ -41,6 +41,22 @@ std::optional<PipelineRecord> SqlStoreTx::pipeline_record(const std::string& pip
   return read_pipeline_record(conn_, pipeline_id);
 }
 
+int64_t SqlStoreTx::release_free_pages(int64_t max_pages) {
+  if (conn_.dialect().name == "postgresql" || max_pages <= 0) return 0;
+  auto number = [&](const char* sql) {
+    auto stmt = conn_.prepare(sql);
+    return stmt.step() ? stmt.int64(0) : 0;
+  };
+  if (number("PRAGMA auto_vacuum") != 2) return 0;  // not incremental
+  const int64_t before = number("PRAGMA freelist_count");
+  if (before == 0) return 0;
+  // Returns a row per page it frees: step through them all.
+  auto release = conn_.prepare("PRAGMA incremental_vacuum(" + std::to_string(max_pages) + ")");
+  while (release.step()) {
+  }
+  return before - number("PRAGMA freelist_count");
+}
+
 int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   if (ids.empty()) return 0;
   const std::string list = conn_.dialect().json_text_list("?1");
@@ -70,6 +86,12 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
       "DELETE FROM runs WHERE pipeline_id IN (" + list + ")",
       "DELETE FROM pipelines WHERE id IN (" + list + ")"};
   const std::string id_list = json_string_list(ids);
+  // Counted before they go, in the same transaction (the metrics' totals).
+  conn_
+      .prepare("INSERT INTO pruned_pipelines (klass, pruned) SELECT klass, COUNT(*) FROM pipelines WHERE id IN (" +
+               list + ") GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned")
+      .bind(1, id_list)
+      .exec();
   int64_t deleted = 0;
   for (const std::string& sql : statements) deleted += conn_.prepare(sql).bind(1, id_list).exec();
   return deleted;

@@ -104,6 +104,24 @@ std::vector<ExecutionRecord> read_executions(Connection& conn, const std::string
 
 }  // namespace
 
+DatabaseSpace read_database_space(Connection& conn) {
+  DatabaseSpace space;
+  auto number = [&](const char* sql) {
+    auto stmt = conn.prepare(sql);
+    return stmt.step() ? stmt.int64(0) : 0;
+  };
+  if (conn.dialect().name == "postgresql") {
+    space.bytes = number("SELECT pg_database_size(current_database())");
+    space.autovacuum = true;
+    return space;
+  }
+  const int64_t page = number("PRAGMA page_size");
+  space.bytes = number("PRAGMA page_count") * page;
+  space.free_bytes = number("PRAGMA freelist_count") * page;
+  space.can_release = number("PRAGMA auto_vacuum") == 2;  // incremental
+  return space;
+}
+
 std::optional<PipelineRecord> SqlStore::pipeline_header(const std::string& pipeline_id) {
   auto held = lock();
   ReadTransaction tx(conn_);
@@ -244,6 +262,13 @@ void SqlStore::compact_journal() {
   conn_.compact_journal();
 }
 
+bool SqlStore::vacuum() {
+  auto held = lock();
+  if (conn_.dialect().name == "postgresql") return false;
+  conn_.exec_script("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;");
+  return true;
+}
+
 int64_t SqlStore::data_version() {
   auto held = lock();
   return conn_.data_version();
@@ -306,8 +331,18 @@ MetricGauges SqlStore::metric_gauges() {
        "AND advanceable = 1 GROUP BY pipeline_klass",
        &out.branches_advanceable);
   read("SELECT klass, COUNT(*) FROM pipelines GROUP BY klass", &out.pipelines_triggered);
+  // Pruned ones were triggered too: the total stays a counter.
+  read("SELECT klass, pruned FROM pruned_pipelines", &out.pipelines_pruned);
+  for (const auto& [klass, pruned] : out.pipelines_pruned) out.pipelines_triggered[klass] += pruned;
   read("SELECT role, COUNT(*) FROM processes GROUP BY role", &out.processes);
+  out.database_bytes = read_database_space(conn_).bytes;
   return out;
+}
+
+DatabaseSpace SqlStore::database_space() {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  return read_database_space(conn_);
 }
 
 }  // namespace ductwork::sql

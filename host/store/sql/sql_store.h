@@ -61,6 +61,7 @@ class SqlStore final : public Store, public StoreReader {
   int64_t data_version() override;
   void check_storage() override;
   void compact_journal() override;
+  bool vacuum() override;
   std::vector<ProcessInfo> processes() override;
   int64_t successes_since(std::string* cursor) override;
 
@@ -86,6 +87,7 @@ class SqlStore final : public Store, public StoreReader {
   std::vector<PipelineSummary> list_pipelines(const ListFilter& filter) override;
   Progress progress(const std::vector<std::string>& pipelines) override;
   MetricGauges metric_gauges() override;
+  DatabaseSpace database_space() override;
   std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) override;
   std::vector<NodeStatusCount> node_counts(const std::string& run_id, bool attempt_times) override;
   std::vector<BranchStatusCount> branch_counts(const std::string& run_id) override;
@@ -158,5 +160,7 @@ class SqlStore final : public Store, public StoreReader {
 // Everything the status document of `pipeline_id` shows, read on `conn`
 // inside whatever transaction the caller holds (sql_reports.cpp).
 std::optional<PipelineRecord> read_pipeline_record(Connection& conn, const std::string& pipeline_id);
+// How big the database on `conn` is (sql_reports.cpp).
+DatabaseSpace read_database_space(Connection& conn);
 
 }  // namespace ductwork::sql

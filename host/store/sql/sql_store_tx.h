@@ -89,6 +89,7 @@ class SqlStoreTx final : public StoreTx {
   int64_t delete_pipelines(const std::vector<std::string>& ids) override;
   bool take_pruner_turn() override;
   std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
+  int64_t release_free_pages(int64_t max_pages) override;
 
  private:
   void set_step_status(const ClaimedJob& job, const char* status);
