@@ -231,24 +231,26 @@ Connection::Connection(std::string path, std::shared_ptr<const Clock> clock)
   void* clock_data = const_cast<Clock*>(clock_.get());
   sqlite3_create_function(db_, "dw_now", 0, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
   sqlite3_create_function(db_, "dw_now", 1, SQLITE_UTF8, clock_data, dw_now, nullptr, nullptr);
-  // These are the first statements to read the file, so a path that is not
-  // a SQLite database fails here with a message naming it.
+  // journal_mode is the first statement to read an existing file, so a path
+  // that is not a SQLite database fails here with a message naming it.
   // journal_size_limit: whenever the WAL starts over after a checkpoint, a
   // -wal file longer than 64 MB is cut back to that, so a burst (a wide
   // fan-out) does not leave its size on the disk until the next clean stop.
-  // auto_vacuum=INCREMENTAL takes effect in a new file (set before
-  // journal_mode writes its first page): the pages a prune frees can then go back to the file system
-  // (StoreTx::release_free_pages). An older file keeps its mode until
-  // `ductwork migrate --vacuum` (Store::vacuum).
+  // auto_vacuum=INCREMENTAL, set in a new (empty) file before journal_mode
+  // writes its first page, takes effect: the pages a prune frees can then
+  // go back to the file system (StoreTx::release_free_pages). An older file
+  // keeps its mode until `ductwork migrate --vacuum` (Store::vacuum).
   // Switching a fresh file to WAL takes its exclusive lock, and SQLite
   // answers SQLITE_BUSY at once, without the busy handler, while another
   // process opening the same fresh file holds it: wait as the busy handler
   // would (a `migrate` racing a `start` and a `trigger` met it).
+  struct stat before {};
+  const bool fresh = is_plain_file_path(path_) && (::stat(path_.c_str(), &before) != 0 || before.st_size == 0);
   for (int tries = 0;; ++tries) {
     try {
-      exec_script(
-          "PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-          "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536; PRAGMA journal_size_limit=67108864;");
+      exec_script(std::string(fresh ? "PRAGMA auto_vacuum=INCREMENTAL; " : "") +
+                  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                  "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-65536; PRAGMA journal_size_limit=67108864;");
       break;
     } catch (const StoreError&) {
       if ((sqlite3_errcode(db_) & 0xff) != SQLITE_BUSY || wait_for_lock(&busy_since_, tries) == 0) throw;
