@@ -1,10 +1,16 @@
 // Upgrades keep data, and a host never runs against a schema newer than it
-// knows (issue 37 item 6): a database migrated by a newer ductwork (here: a
-// migration this binary has never heard of, recorded in schema_migrations)
-// is refused by every command that would write, exit 1, naming both
-// versions, with nothing written; reading commands still read it.
+// knows (issue 37 item 6): a database written by an earlier release
+// (tests/fixtures/upgrade, made by make_previous.sh with that release's
+// binary) migrates to today's schema with every status document as that
+// release gave it, and each of its pipelines goes on (runs finish, a
+// dampened one resumes, halted and cancelled ones revive). A database
+// migrated by a newer ductwork (here: a migration this binary has never
+// heard of, recorded in schema_migrations) is refused by every command
+// that would write, exit 1, naming both versions, with nothing written;
+// reading commands still read it.
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "harness.h"
 
@@ -77,6 +83,100 @@ TEST(UpgradeTest, DefinitionSnapshotsMoveToOneRowPerSha1AndEveryRunReadsAsBefore
   json last = ws.status(ids.back());
   EXPECT_EQ(last["status"], "completed") << last.dump(2);
   EXPECT_EQ(last["runs"][0]["steps"][1]["output"], 6);
+}
+
+// Whether `now` still says everything `before` said: each member with the
+// same value (a member added since is allowed: the document's contract is
+// extended, never broken), arrays element by element.
+::testing::AssertionResult says_what_it_said(const json& before, const json& now, const std::string& at = "") {
+  if (before.is_object() && now.is_object()) {
+    for (const auto& [key, value] : before.items()) {
+      if (!now.contains(key)) return ::testing::AssertionFailure() << at << "/" << key << " is gone";
+      auto inner = says_what_it_said(value, now[key], at + "/" + key);
+      if (!inner) return inner;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  if (before.is_array() && now.is_array()) {
+    if (before.size() != now.size()) {
+      return ::testing::AssertionFailure() << at << " had " << before.size() << " entries, now " << now.size();
+    }
+    for (size_t i = 0; i < before.size(); ++i) {
+      auto inner = says_what_it_said(before[i], now[i], at + "/" + std::to_string(i));
+      if (!inner) return inner;
+    }
+    return ::testing::AssertionSuccess();
+  }
+  if (before != now) return ::testing::AssertionFailure() << at << " was " << before.dump() << ", now " << now.dump();
+  return ::testing::AssertionSuccess();
+}
+
+TEST(UpgradeTest, APreviousReleasesDatabaseMigratesWithEveryDocumentUnchangedAndEveryPipelineGoesOn) {
+  namespace fs = std::filesystem;
+  const fs::path fixture = fs::path(DUCTWORK_SOURCE_DIR) / "tests/fixtures/upgrade";
+  Workspace ws;
+  fs::create_directories(ws.definitions_dir());
+  for (const auto& entry : fs::directory_iterator(fixture / "pipelines")) {
+    fs::copy_file(entry.path(), fs::path(ws.definitions_dir()) / entry.path().filename());
+  }
+  const std::string dialect = ws.pg() ? "postgresql" : "sqlite";
+  const std::string dump = (fixture / (dialect + ".sql")).string();
+  if (ws.pg()) {
+    ws.sql(testsupport::read_file(dump));  // plain INSERTs (pg_dump --inserts)
+  } else {
+    ProcessResult loaded = testsupport::run_process({find_on_path("sqlite3"), ws.db_path(), ".read " + dump});
+    ASSERT_EQ(loaded.exit_code, 0) << loaded.describe();
+  }
+  EXPECT_EQ(ws.sql("SELECT MAX(version) FROM schema_migrations"), "016_on_halt_calls\n") << "the fixture's schema";
+
+  std::map<std::string, std::vector<std::string>> by_state;
+  std::map<std::string, json> before;
+  std::ifstream lines(fixture / (dialect + ".status.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const json entry = json::parse(line);
+    const std::string id = entry["document"]["id"];
+    by_state[entry["state"]].push_back(id);
+    before[id] = entry["document"];
+  }
+  ASSERT_EQ(before.size(), 6u);
+  for (const char* state : {"completed", "halted", "cancelled", "dampened", "in_progress"}) {
+    ASSERT_FALSE(by_state[state].empty()) << state;
+  }
+
+  ProcessResult migrated = ws.run({"migrate"});
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.describe();
+  for (const char* version : {"017_definitions", "018_pipelines_finished_index", "019_pruned_pipelines"}) {
+    EXPECT_NE(migrated.out.find(std::string("applied ") + version + "\n"), std::string::npos) << migrated.out;
+  }
+  for (const auto& [id, document] : before) EXPECT_TRUE(says_what_it_said(document, ws.status(id), id));
+
+  // Each goes on: the open one finishes, the dampened one resumes, the
+  // halted and cancelled ones revive into a new run.
+  const std::string dampened = by_state["dampened"][0], halted = by_state["halted"][0];
+  const std::string cancelled = by_state["cancelled"][0], running = by_state["in_progress"][0];
+  ProcessResult resumed = ws.run({"resume", dampened, "10"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
+  for (const std::string& id : {halted, cancelled}) {
+    ProcessResult revived = ws.run({"revive", id});
+    ASSERT_EQ(revived.exit_code, 0) << id << " " << revived.describe();
+  }
+  ws.drain();
+  EXPECT_EQ(ws.status(running)["status"], "completed");
+  EXPECT_EQ(ws.status(running)["runs"][0]["steps"][1]["output"], 5) << "3 + 1 + 1";
+  EXPECT_EQ(ws.status(dampened)["status"], "completed");
+  EXPECT_EQ(ws.status(cancelled)["status"], "completed");
+  EXPECT_EQ(ws.status(cancelled)["runs"].size(), 2u);
+  json revived_halt = ws.status(halted);
+  EXPECT_EQ(revived_halt["runs"].size(), 2u);
+  EXPECT_EQ(revived_halt["runs"][1]["status"], "halted") << "FailPermanently fails again, as it should";
+  for (const std::string& id : by_state["completed"]) EXPECT_TRUE(says_what_it_said(before[id], ws.status(id), id));
+  // And they can be pruned, archived as they read now.
+  ProcessResult pruned = ws.run({"prune", "--archive", ws.file("archive")});
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.describe();
+  EXPECT_NE(pruned.out.find("6 pipeline(s) pruned"), std::string::npos) << pruned.out;
+  ProcessResult archived = ws.run({"status", by_state["completed"][0], "--archive", ws.file("archive"), "--json"});
+  ASSERT_EQ(archived.exit_code, 0) << archived.describe();
+  EXPECT_TRUE(says_what_it_said(before[by_state["completed"][0]], json::parse(archived.out)));
 }
 
 }  // namespace
