@@ -5,10 +5,10 @@
 # than 10,000 are open — with or without a retention of SECONDS (completed
 # pipelines pruned that long after they finished, a pass every 5 s). After
 # each batch it prints a sample of the size curve, then the run's rate:
-#   sample PIPELINES_TRIGGERED PIPELINES_KEPT DATABASE_BYTES SECONDS
+#   sample PIPELINES_TRIGGERED PIPELINES_KEPT DATABASE_BYTES LOG_BYTES SECONDS
 #   total  PIPELINES STEPS_PER_S SECONDS
 #   bench/soak.sh BINARY PIPELINES [RETENTION_SECONDS|none] [POSTGRESQL_URL]
-# SQLite's bytes are the file and its -wal; PostgreSQL's pg_database_size.
+# SQLite: the file and its -wal; PostgreSQL: pg_database_size and 0.
 # With a URL the run empties that database's public schema first (use a
 # throw-away server: tests/support/pg_cluster.sh start DIR).
 set -euo pipefail
@@ -30,11 +30,11 @@ if [[ -n $url ]]; then
   psql "$url" -qc 'DROP SCHEMA public CASCADE; CREATE SCHEMA public;' >/dev/null 2>&1
   database="{adapter: postgresql, url: \"$url\"}"
   query() { psql "$url" -Atqc "$1"; }
-  bytes() { query "SELECT pg_database_size(current_database())"; }
+  bytes() { echo "$(query "SELECT pg_database_size(current_database())") 0"; }
 else
   database="{path: $d/db.sqlite3}"
   query() { sqlite3 "$d/db.sqlite3" "$1"; }
-  bytes() { stat -c %s "$d/db.sqlite3" "$d/db.sqlite3-wal" 2>/dev/null | awk '{s += $1} END {print s}'; }
+  bytes() { echo "$(stat -c %s "$d/db.sqlite3") $(stat -c %s "$d/db.sqlite3-wal" 2>/dev/null || echo 0)"; }
 fi
 retention_yaml=
 if [[ $retention != none ]]; then retention_yaml="retention: {completed: $retention, interval: 5}"; fi

@@ -12,6 +12,9 @@ namespace {
 // A batch's status documents are read and written to the archive inside
 // its write transaction: fewer per batch keeps the write lock short.
 constexpr size_t kArchivedBatch = 10;
+// The retention policy's batches: about this long each, within these sizes.
+constexpr double kRetentionBatchSeconds = 0.05;
+constexpr size_t kMinAdaptiveBatch = 1, kMaxAdaptiveBatch = 1000;
 // Pages handed back per transaction (4 MB of 4 KB pages).
 constexpr int64_t kPagesPerRelease = 1024;
 
@@ -38,9 +41,8 @@ const std::vector<std::string>& prunable_statuses() {
 
 PruneReport prune_pipelines(Store& store, const PruneRequest& request,
                             const std::function<void(const PrunablePipeline&)>& on_each, size_t batch) {
-  PruneQuery query;
-  query.statuses = request.statuses.empty() ? prunable_statuses() : request.statuses;
-  for (const std::string& status : query.statuses) {
+  const std::vector<std::string>& statuses = request.statuses.empty() ? prunable_statuses() : request.statuses;
+  for (const std::string& status : statuses) {
     const auto& allowed = prunable_statuses();
     if (std::find(allowed.begin(), allowed.end(), status) == allowed.end()) {
       throw PruneRefused("status '" + status +
@@ -48,44 +50,63 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
     }
   }
   if (request.older_than_seconds < 0) throw PruneRefused("the age to prune from cannot be negative");
-  query.older_than_seconds = request.older_than_seconds;
-  query.pipeline = request.pipeline;
-  query.excluded = request.excluded;
-  query.limit = std::max<size_t>(request.archive ? std::min(batch, kArchivedBatch) : batch, 1);
   PruneReport report;
-  while (true) {
-    std::vector<PrunablePipeline> found;
-    int64_t rows = 0;
-    // Found and deleted in one write transaction: a pipeline revived
-    // meanwhile is no longer finished, and is not found. (A body run again
-    // after a failed attempt starts over.)
-    bool turn = true;
-    store.transact([&](StoreTx& tx) {
-      rows = 0;
-      found.clear();
-      turn = tx.take_pruner_turn();
-      if (!turn) return;
-      found = tx.prunable_pipelines(query);
-      if (found.empty() || request.dry_run) return;
-      std::vector<std::string> ids;
-      for (const auto& p : found) ids.push_back(p.id);
-      rows = archive_and_delete(tx, ids, request.archive);
-      // Durability suite: a kill here, with the batch's rows deleted and
-      // not committed, must leave each of them whole.
-      fault_point("inside_prune_batch");
-    });
-    report.rows += rows;
-    if (!turn) {
-      report.other_host_pruning = true;
-      break;
+  size_t limit = std::max<size_t>(request.archive ? std::min(batch, kArchivedBatch) : batch, 1);
+  // One status at a time: its pipelines in the order they finished, an
+  // index range read from the oldest (store/sql/sql_prune.cpp).
+  for (const std::string& status : statuses) {
+    PruneQuery query;
+    query.status = status;
+    query.older_than_seconds = request.older_than_seconds;
+    query.pipeline = request.pipeline;
+    query.excluded = request.excluded;
+    while (true) {
+      query.limit = limit;
+      std::vector<PrunablePipeline> found;
+      int64_t rows = 0;
+      // Found and deleted in one write transaction: a pipeline revived
+      // meanwhile is no longer finished, and is not found. (A body run
+      // again after a failed attempt starts over.)
+      bool turn = true;
+      Clock::Instant began;
+      store.transact([&](StoreTx& tx) {
+        began = store.clock().monotonic();  // the write lock is held from here
+        rows = 0;
+        found.clear();
+        turn = tx.take_pruner_turn();
+        if (!turn) return;
+        found = tx.prunable_pipelines(query);
+        if (found.empty() || request.dry_run) return;
+        std::vector<std::string> ids;
+        for (const auto& p : found) ids.push_back(p.id);
+        rows = archive_and_delete(tx, ids, request.archive);
+        // Durability suite: a kill here, with the batch's rows deleted and
+        // not committed, must leave each of them whole.
+        fault_point("inside_prune_batch");
+      });
+      report.rows += rows;
+      if (!turn) {
+        report.other_host_pruning = true;
+        return report;
+      }
+      for (const auto& p : found) {
+        if (on_each) on_each(p);
+      }
+      report.pipelines += static_cast<int64_t>(found.size());
+      if (found.size() < query.limit) break;
+      query.after = std::make_pair(found.back().finished_at, found.back().id);
+      if (request.batch_seconds > 0) {
+        // Twice as many while a batch holds the lock under half its time,
+        // half as many once one holds it longer (the commit included).
+        const double took = seconds_between(began, store.clock().monotonic());
+        if (took < request.batch_seconds / 2) {
+          limit = std::min(limit * 2, kMaxAdaptiveBatch);
+        } else if (took > request.batch_seconds) {
+          limit = std::max(limit / 2, kMinAdaptiveBatch);
+        }
+      }
+      if (request.keep_going && !request.keep_going()) return report;
     }
-    for (const auto& p : found) {
-      if (on_each) on_each(p);
-    }
-    report.pipelines += static_cast<int64_t>(found.size());
-    if (found.size() < query.limit) break;
-    query.after_id = found.back().id;
-    if (request.keep_going && !request.keep_going()) break;
   }
   return report;
 }
@@ -106,6 +127,7 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
     request.statuses = {status};
     request.keep_going = keep_going;
     request.archive = archive;
+    request.batch_seconds = kRetentionBatchSeconds;
     // Pipelines with an age of their own for this status go by it.
     for (const auto& [name, ages] : retention.pipelines) {
       if (!(ages.*field)) continue;

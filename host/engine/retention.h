@@ -34,6 +34,9 @@ struct PruneRequest {
   // When set, each batch's status documents are appended to it, synced,
   // before the batch's delete commits (not owned).
   PruneArchive* archive = nullptr;
+  // More than 0: each batch's size adapts (1 to 1,000 pipelines) so that
+  // its transaction holds the write lock about this many seconds.
+  double batch_seconds = 0;
   // Asked between batches (a pruner pauses there, so workers get the
   // write lock); false ends the prune.
   std::function<bool()> keep_going;
@@ -61,8 +64,8 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
 // One pass of the retention policy (ductwork.yml `retention:`): for each
 // finished status with an age, the pipelines past it, each pipeline name by
 // its own age when retention.pipelines gives one. `keep_going` as for
-// PruneRequest; `archive` (may be null) as PruneRequest::archive. Returns
-// the totals.
+// PruneRequest; `archive` (may be null) as PruneRequest::archive. Batches
+// adapt to hold the write lock about 50 ms each. Returns the totals.
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
                             const std::function<void(const PrunablePipeline&)>& on_each, PruneArchive* archive);
 

@@ -220,8 +220,9 @@ class StoreTx {
   virtual void abandon_advancement(const OpenAdvancement& advancement, const ErrorInfo& cause) = 0;
 
   // ---- retention (issue 37, engine/retention.h)
-  // Up to query.limit pipelines of the query's statuses, finished before
-  // now less older_than_seconds, ids after query.after_id, in id order.
+  // Up to query.limit pipelines of the query's status, finished before now
+  // less older_than_seconds, after query.after, in the order they finished
+  // (then by id): an index range, however many finished pipelines are kept.
   virtual std::vector<PrunablePipeline> prunable_pipelines(const PruneQuery& query) = 0;
   // Deletes the pipelines `ids` name, every row of every table that belongs
   // to them (children first); returns the number of rows deleted.

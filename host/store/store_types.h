@@ -442,11 +442,12 @@ struct Progress {
 // Which finished pipelines a prune looks at (engine/retention.h decides
 // which statuses may be named).
 struct PruneQuery {
-  std::vector<std::string> statuses;   // terminal ones: completed, halted, cancelled
+  std::string status;                   // a terminal one: completed, halted or cancelled
   double older_than_seconds = 0;        // finished at least this long ago (database clock)
   std::optional<std::string> pipeline;  // one pipeline name, or every one
   std::vector<std::string> excluded;    // pipeline names left out (they have ages of their own)
-  std::string after_id;                 // a cursor: ids greater than this
+  // A cursor: only pipelines after this (finished_at, id) in that order.
+  std::optional<std::pair<std::string, std::string>> after;
   size_t limit = 50;
 };
 

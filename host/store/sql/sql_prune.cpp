@@ -10,21 +10,23 @@ namespace ductwork::sql {
 
 std::vector<PrunablePipeline> SqlStoreTx::prunable_pipelines(const PruneQuery& query) {
   // When each status's pipeline finished: the expression of
-  // index_pipelines_finished (migration 018), written the same way so the
-  // search reads the pipelines past their age, not every finished one.
+  // index_pipelines_finished (migration 018), written the same way, so
+  // that the search and its order are a range of that index from the
+  // oldest, not a read of every finished pipeline kept.
   const std::string finished =
       "CASE status WHEN 'completed' THEN completed_at WHEN 'halted' THEN halted_at "
       "WHEN 'cancelled' THEN cancelled_at END";
-  auto stmt = conn_.prepare("SELECT id, klass, status, " + finished + " FROM pipelines WHERE status IN (" +
-                            conn_.dialect().json_text_list("?1") + ") AND " + finished +
-                            " < dw_now(?2) AND (?3 = '' OR klass = ?3) AND klass NOT IN (" +
-                            conn_.dialect().json_text_list("?6") + ") AND id > ?4 ORDER BY id LIMIT ?5");
-  stmt.bind(1, json_string_list(query.statuses))
+  auto stmt = conn_.prepare("SELECT id, klass, status, " + finished + " FROM pipelines WHERE status = ?1 AND " +
+                            finished + " < dw_now(?2) AND (?3 = '' OR klass = ?3) AND klass NOT IN (" +
+                            conn_.dialect().json_text_list("?6") + ") AND (" + finished + " > ?4 OR (" + finished +
+                            " = ?4 AND id > ?7)) ORDER BY " + finished + ", id LIMIT ?5");
+  stmt.bind(1, query.status)
       .bind(2, -query.older_than_seconds)
       .bind(3, query.pipeline.value_or(""))
-      .bind(4, query.after_id)
+      .bind(4, query.after ? query.after->first : std::string())
       .bind(5, static_cast<int64_t>(query.limit))
-      .bind(6, json_string_list(query.excluded));
+      .bind(6, json_string_list(query.excluded))
+      .bind(7, query.after ? query.after->second : std::string());
   std::vector<PrunablePipeline> out;
   while (stmt.step()) out.push_back(PrunablePipeline{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
   return out;
@@ -67,18 +69,21 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   const std::string executions = "SELECT e.id FROM executions e WHERE e.job_id IN (" + jobs + ")";
   const std::string transitions = "SELECT t.id FROM transitions t WHERE t.branch_id IN (" + branches + ")";
   // Children before parents: every row a later statement deletes is
-  // referred to only by rows an earlier one deleted.
-  const std::array<std::string, 15> statements = {
+  // referred to only by rows an earlier one deleted. One indexed column per
+  // statement (an OR of two columns read the whole table on SQLite).
+  const std::array<std::string, 16> statements = {
       "DELETE FROM advancements WHERE transition_id IN (" + transitions + ")",
-      "DELETE FROM fan_in_arrivals WHERE barrier_branch_id IN (" + branches + ") OR branch_id IN (" + branches + ")",
+      // An arrival's barrier and arriving branch are of one run: by the
+      // barrier (indexed) finds them all.
+      "DELETE FROM fan_in_arrivals WHERE barrier_branch_id IN (" + branches + ")",
       "DELETE FROM results WHERE execution_id IN (" + executions + ")",
       "DELETE FROM attempts WHERE execution_id IN (" + executions + ")",
       "DELETE FROM availabilities WHERE execution_id IN (" + executions + ")",
       "DELETE FROM executions WHERE job_id IN (" + jobs + ")",
       "DELETE FROM jobs WHERE step_id IN (" + steps + ")",
       "DELETE FROM transitions WHERE branch_id IN (" + branches + ")",
-      "DELETE FROM branch_links WHERE parent_branch_id IN (" + branches + ") OR child_branch_id IN (" + branches +
-          ")",
+      "DELETE FROM branch_links WHERE parent_branch_id IN (" + branches + ")",
+      "DELETE FROM branch_links WHERE child_branch_id IN (" + branches + ")",
       "DELETE FROM tuples WHERE run_id IN (" + runs + ")",
       "DELETE FROM on_halt_calls WHERE run_id IN (" + runs + ")",
       "DELETE FROM steps WHERE run_id IN (" + runs + ")",
