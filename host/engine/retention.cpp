@@ -85,6 +85,7 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
         fault_point("inside_prune_batch");
       });
       report.rows += rows;
+      ++report.transactions;
       if (!turn) {
         report.other_host_pruning = true;
         return report;
@@ -117,6 +118,7 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
   auto add = [&](const PruneReport& r) {
     total.pipelines += r.pipelines;
     total.rows += r.rows;
+    total.transactions += r.transactions;
     total.other_host_pruning = total.other_host_pruning || r.other_host_pruning;
   };
   using Field = std::optional<double> RetentionAges::*;

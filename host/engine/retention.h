@@ -45,6 +45,7 @@ struct PruneRequest {
 struct PruneReport {
   int64_t pipelines = 0;
   int64_t rows = 0;  // rows deleted, every table
+  int64_t transactions = 0;  // batches run, the last (short or empty) one included
   // Another host's pruner held the turn: this one did nothing more.
   bool other_host_pruning = false;
 };

@@ -19,7 +19,8 @@ std::vector<PrunablePipeline> SqlStoreTx::prunable_pipelines(const PruneQuery& q
   auto stmt = conn_.prepare("SELECT id, klass, status, " + finished + " FROM pipelines WHERE status = ?1 AND " +
                             finished + " < dw_now(?2) AND (?3 = '' OR klass = ?3) AND klass NOT IN (" +
                             conn_.dialect().json_text_list("?6") + ") AND (" + finished + " > ?4 OR (" + finished +
-                            " = ?4 AND id > ?7)) ORDER BY " + finished + ", id LIMIT ?5");
+                            " = ?4 AND id > ?7)) ORDER BY " + finished + ", id LIMIT ?5",
+                            Connection::Planning::kEachRun);
   stmt.bind(1, query.status)
       .bind(2, -query.older_than_seconds)
       .bind(3, query.pipeline.value_or(""))
@@ -94,11 +95,16 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   // Counted before they go, in the same transaction (the metrics' totals).
   conn_
       .prepare("INSERT INTO pruned_pipelines (klass, pruned) SELECT klass, COUNT(*) FROM pipelines WHERE id IN (" +
-               list + ") GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned")
+               list + ") GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned",
+               Connection::Planning::kEachRun)
       .bind(1, id_list)
       .exec();
   int64_t deleted = 0;
-  for (const std::string& sql : statements) deleted += conn_.prepare(sql).bind(1, id_list).exec();
+  // Planned for each batch's lists (a generic plan of a JSON list reads
+  // whole tables on PostgreSQL).
+  for (const std::string& sql : statements) {
+    deleted += conn_.prepare(sql, Connection::Planning::kEachRun).bind(1, id_list).exec();
+  }
   return deleted;
 }
 
