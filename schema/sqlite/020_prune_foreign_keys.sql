@@ -1,0 +1,3 @@
+-- PostgreSQL drops three foreign keys whose referring columns have no index
+-- (see schema/postgresql/020_prune_foreign_keys.sql); SQLite never enforced
+-- foreign keys, so there is nothing to change here.
