@@ -12,8 +12,12 @@ namespace {
 // A batch's status documents are read and written to the archive inside
 // its write transaction: fewer per batch keeps the write lock short.
 constexpr size_t kArchivedBatch = 10;
-// The retention policy's batches: about this long each, within these sizes.
-constexpr double kRetentionBatchSeconds = 0.05;
+// The retention policy's batches: about this long each, within these
+// sizes. Where a write transaction stops every other writer (SQLite), a
+// batch holds it ~50 ms; where it locks only the rows it deletes
+// (PostgreSQL), a batch is longer, so each statement's round trip and the
+// commit are paid for many pipelines.
+constexpr double kRetentionBatchSeconds = 0.05, kRetentionRowLockBatchSeconds = 0.5;
 constexpr size_t kMinAdaptiveBatch = 1, kMaxAdaptiveBatch = 1000;
 // Pages handed back per transaction (4 MB of 4 KB pages).
 constexpr int64_t kPagesPerRelease = 1024;
@@ -129,7 +133,7 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
     request.statuses = {status};
     request.keep_going = keep_going;
     request.archive = archive;
-    request.batch_seconds = kRetentionBatchSeconds;
+    request.batch_seconds = store.one_writer_at_a_time() ? kRetentionBatchSeconds : kRetentionRowLockBatchSeconds;
     // Pipelines with an age of their own for this status go by it.
     for (const auto& [name, ages] : retention.pipelines) {
       if (!(ages.*field)) continue;

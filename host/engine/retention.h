@@ -66,7 +66,9 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
 // finished status with an age, the pipelines past it, each pipeline name by
 // its own age when retention.pipelines gives one. `keep_going` as for
 // PruneRequest; `archive` (may be null) as PruneRequest::archive. Batches
-// adapt to hold the write lock about 50 ms each. Returns the totals.
+// adapt to hold the write lock about 50 ms each where one writer stops the
+// others (SQLite), about 500 ms where writes lock rows (PostgreSQL).
+// Returns the totals.
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
                             const std::function<void(const PrunablePipeline&)>& on_each, PruneArchive* archive);
 

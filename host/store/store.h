@@ -195,6 +195,10 @@ class Store {
   // VACUUM, which holds the write lock from start to end). False where
   // there is nothing to do (PostgreSQL: autovacuum keeps the space).
   virtual bool vacuum() = 0;
+  // Whether a write transaction holds the whole database (SQLite's one
+  // writer) rather than only the rows it touches (PostgreSQL): the pruner
+  // keeps its transactions short where they stop everyone else.
+  virtual bool one_writer_at_a_time() const = 0;
 
   // ---- job worker (succeeded! is engine/job_success.h on the write port)
   // Claims the oldest open availability of `pipeline` due now and records the

@@ -269,6 +269,8 @@ bool SqlStore::vacuum() {
   return true;
 }
 
+bool SqlStore::one_writer_at_a_time() const { return conn_.dialect().name != "postgresql"; }
+
 int64_t SqlStore::data_version() {
   auto held = lock();
   return conn_.data_version();

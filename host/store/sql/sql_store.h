@@ -62,6 +62,7 @@ class SqlStore final : public Store, public StoreReader {
   void check_storage() override;
   void compact_journal() override;
   bool vacuum() override;
+  bool one_writer_at_a_time() const override;
   std::vector<ProcessInfo> processes() override;
   int64_t successes_since(std::string* cursor) override;
 
