@@ -1,0 +1,3 @@
+-- PostgreSQL vacuums the tables a pruner empties sooner (see
+-- schema/postgresql/021_autovacuum.sql); SQLite has no autovacuum daemon:
+-- its pages are reused, or handed back by incremental auto-vacuum.
