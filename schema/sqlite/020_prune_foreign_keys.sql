@@ -1,3 +1,4 @@
--- PostgreSQL drops three foreign keys whose referring columns have no index
--- (see schema/postgresql/020_prune_foreign_keys.sql); SQLite never enforced
--- foreign keys, so there is nothing to change here.
+-- Nothing to do on SQLite, which never enforced foreign keys. On
+-- PostgreSQL this migration drops three whose referring columns have no
+-- index (see schema/postgresql/020_prune_foreign_keys.sql): every row a
+-- prune deleted read a whole table to check them.

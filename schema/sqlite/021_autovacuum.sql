@@ -1,3 +1,4 @@
--- PostgreSQL vacuums the tables a pruner empties sooner (see
--- schema/postgresql/021_autovacuum.sql); SQLite has no autovacuum daemon:
--- its pages are reused, or handed back by incremental auto-vacuum.
+-- Nothing to do on SQLite, which has no autovacuum daemon (its freed pages
+-- are reused, or handed back by incremental auto-vacuum). On PostgreSQL
+-- this migration has autovacuum vacuum the tables a pruner empties sooner
+-- (see schema/postgresql/021_autovacuum.sql).

@@ -102,9 +102,9 @@ TEST_F(MigrationUpgradeTest, ADatabaseOfThePreviousNumberingUpgradesWithoutRunni
   for (const Migration& m : migrations) {
     if (m.version > "017") exec("INSERT INTO schema_migrations (version, applied_at) VALUES ('" + m.version + "', dw_now())");
   }
-  std::vector<std::string> only_comments;  // the files this dialect did not have
+  std::vector<std::string> only_comments;  // the files this dialect did not have, of the renumbered ones
   for (const Migration& m : migrations) {
-    if (!has_statements(m.sql)) only_comments.push_back(m.version);
+    if (!has_statements(m.sql) && m.version < "017") only_comments.push_back(m.version);
   }
   EXPECT_EQ(store->pending_migrations(), only_comments)
       << "a file recorded under its earlier name is not pending";
