@@ -2,7 +2,8 @@
 // finished pipelines are old enough, and the deletion of every row of a
 // set of pipelines, children before parents (PostgreSQL enforces the
 // foreign keys; SQLite would keep orphans).
-#include <array>
+#include <utility>
+#include <vector>
 
 #include "store/sql/sql_store_tx.h"
 
@@ -62,49 +63,68 @@ int64_t SqlStoreTx::release_free_pages(int64_t max_pages) {
 
 int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   if (ids.empty()) return 0;
-  const std::string list = conn_.dialect().json_text_list("?1");
-  const std::string runs = "SELECT r.id FROM runs r WHERE r.pipeline_id IN (" + list + ")";
-  const std::string branches = "SELECT b.id FROM branches b WHERE b.run_id IN (" + runs + ")";
-  const std::string steps = "SELECT s.id FROM steps s WHERE s.run_id IN (" + runs + ")";
-  const std::string jobs = "SELECT j.id FROM jobs j WHERE j.step_id IN (" + steps + ")";
-  const std::string executions = "SELECT e.id FROM executions e WHERE e.job_id IN (" + jobs + ")";
-  const std::string transitions = "SELECT t.id FROM transitions t WHERE t.branch_id IN (" + branches + ")";
-  // Children before parents: every row a later statement deletes is
-  // referred to only by rows an earlier one deleted. One indexed column per
-  // statement (an OR of two columns read the whole table on SQLite).
-  const std::array<std::string, 16> statements = {
-      "DELETE FROM advancements WHERE transition_id IN (" + transitions + ")",
-      // An arrival's barrier and arriving branch are of one run: by the
-      // barrier (indexed) finds them all.
-      "DELETE FROM fan_in_arrivals WHERE barrier_branch_id IN (" + branches + ")",
-      "DELETE FROM results WHERE execution_id IN (" + executions + ")",
-      "DELETE FROM attempts WHERE execution_id IN (" + executions + ")",
-      "DELETE FROM availabilities WHERE execution_id IN (" + executions + ")",
-      "DELETE FROM executions WHERE job_id IN (" + jobs + ")",
-      "DELETE FROM jobs WHERE step_id IN (" + steps + ")",
-      "DELETE FROM transitions WHERE branch_id IN (" + branches + ")",
-      "DELETE FROM branch_links WHERE parent_branch_id IN (" + branches + ")",
-      "DELETE FROM branch_links WHERE child_branch_id IN (" + branches + ")",
-      "DELETE FROM tuples WHERE run_id IN (" + runs + ")",
-      "DELETE FROM on_halt_calls WHERE run_id IN (" + runs + ")",
-      "DELETE FROM steps WHERE run_id IN (" + runs + ")",
-      "DELETE FROM branches WHERE run_id IN (" + runs + ")",
-      "DELETE FROM runs WHERE pipeline_id IN (" + list + ")",
-      "DELETE FROM pipelines WHERE id IN (" + list + ")"};
-  const std::string id_list = json_string_list(ids);
+  // Every statement is planned for its batch, and tests an indexed column
+  // against a bound list (`id_in`: on PostgreSQL `= ANY(ARRAY(...))`, an
+  // index condition; nested IN-subqueries were planned as scans of whole
+  // tables once they held millions of rows).
+  const auto plan = Connection::Planning::kEachRun;
+  const std::string in = conn_.dialect().id_in("?1");
+  // The ids below the pipelines, read level by level, each an index range
+  // of the level above.
+  auto read_ids = [&](const std::string& sql, const std::string& list, std::vector<std::string>* a,
+                      std::vector<std::string>* b = nullptr) {
+    auto stmt = conn_.prepare(sql, plan);
+    stmt.bind(1, list);
+    while (stmt.step()) {
+      a->push_back(stmt.text(0));
+      if (b && !stmt.is_null(1)) b->push_back(stmt.text(1));
+    }
+  };
+  const std::string pipelines = json_string_list(ids);
+  std::vector<std::string> run_ids, branch_ids, step_ids, job_ids, execution_ids, transition_ids;
+  read_ids("SELECT id FROM runs WHERE pipeline_id" + in, pipelines, &run_ids);
+  const std::string runs = json_string_list(run_ids);
+  read_ids("SELECT id FROM branches WHERE run_id" + in, runs, &branch_ids);
+  read_ids("SELECT s.id, j.id FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id" + in, runs, &step_ids,
+           &job_ids);
+  const std::string branches = json_string_list(branch_ids);
+  const std::string jobs = json_string_list(job_ids);
+  read_ids("SELECT id FROM executions WHERE job_id" + in, jobs, &execution_ids);
+  read_ids("SELECT id FROM transitions WHERE branch_id" + in, branches, &transition_ids);
+  const std::string executions = json_string_list(execution_ids);
+  const std::string transitions = json_string_list(transition_ids);
+  const std::string steps = json_string_list(step_ids);
+
   // Counted before they go, in the same transaction (the metrics' totals).
   conn_
-      .prepare("INSERT INTO pruned_pipelines (klass, pruned) SELECT klass, COUNT(*) FROM pipelines WHERE id IN (" +
-               list + ") GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned",
-               Connection::Planning::kEachRun)
-      .bind(1, id_list)
+      .prepare("INSERT INTO pruned_pipelines (klass, pruned) SELECT klass, COUNT(*) FROM pipelines WHERE id" + in +
+                   " GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned",
+               plan)
+      .bind(1, pipelines)
       .exec();
+  // Children before parents: every row a later statement deletes is
+  // referred to only by rows an earlier one deleted. One indexed column per
+  // statement (an OR of two columns reads the whole table). An arrival's
+  // barrier and arriving branch are of one run: by the barrier finds all.
+  const std::vector<std::pair<std::string, const std::string*>> statements = {
+      {"DELETE FROM advancements WHERE transition_id" + in, &transitions},
+      {"DELETE FROM fan_in_arrivals WHERE barrier_branch_id" + in, &branches},
+      {"DELETE FROM results WHERE execution_id" + in, &executions},
+      {"DELETE FROM attempts WHERE execution_id" + in, &executions},
+      {"DELETE FROM availabilities WHERE execution_id" + in, &executions},
+      {"DELETE FROM executions WHERE id" + in, &executions},
+      {"DELETE FROM jobs WHERE id" + in, &jobs},
+      {"DELETE FROM transitions WHERE id" + in, &transitions},
+      {"DELETE FROM branch_links WHERE parent_branch_id" + in, &branches},
+      {"DELETE FROM branch_links WHERE child_branch_id" + in, &branches},
+      {"DELETE FROM tuples WHERE run_id" + in, &runs},
+      {"DELETE FROM on_halt_calls WHERE run_id" + in, &runs},
+      {"DELETE FROM steps WHERE id" + in, &steps},
+      {"DELETE FROM branches WHERE id" + in, &branches},
+      {"DELETE FROM runs WHERE id" + in, &runs},
+      {"DELETE FROM pipelines WHERE id" + in, &pipelines}};
   int64_t deleted = 0;
-  // Planned for each batch's lists (a generic plan of a JSON list reads
-  // whole tables on PostgreSQL).
-  for (const std::string& sql : statements) {
-    deleted += conn_.prepare(sql, Connection::Planning::kEachRun).bind(1, id_list).exec();
-  }
+  for (const auto& [sql, list] : statements) deleted += conn_.prepare(sql, plan).bind(1, *list).exec();
   return deleted;
 }
 
