@@ -86,6 +86,10 @@ int cmd_prune(const Args& args) {
     if (archive && report.pipelines > 0) std::printf("archived in %s\n", archive->directory().c_str());
     print_space(*store, before);
   }
+  if (report.other_host_pruning) {
+    std::fprintf(stderr, "ductwork prune: another host's pruner holds the turn (PostgreSQL); this prune stopped "
+                         "there: run it again once that pass is over\n");
+  }
   return kExitOk;
 }
 

@@ -123,5 +123,38 @@ TEST_F(PruneTest, WhatRetentionNeverRemovesAndBadNumbersAreRefusedWithNothingDel
   EXPECT_EQ(ws_.snapshot(), before);
 }
 
+// PostgreSQL: hosts sharing a database prune one at a time (an advisory
+// lock held for each prune transaction). A prune that finds the turn taken
+// deletes nothing and says so. SQLite's one writer needs no turn.
+TEST(PruneTurnTest, APruneThatFindsAnotherHostPruningSaysSoAndDeletesNothing) {
+  Workspace ws;
+  if (!ws.pg()) GTEST_SKIP() << "SQLite serialises writers by itself: there is no turn to take";
+  ws.define("done.yml", chain_definition("Done", {"Inc"}));
+  const std::string id = ws.trigger("Done", {"1"});
+  ws.drain();
+  // Another host's pruner, as far as the database can tell: a session
+  // holding the pruners' lock.
+  testsupport::Subprocess holder(
+      {find_on_path("psql"), ws.database_name(), "-c", "SELECT pg_advisory_lock(7420037), pg_sleep(60)"});
+  ASSERT_TRUE(eventually(10, [&] {
+    return ws.sql("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7420037 AND granted") == "1\n";
+  }));
+  ProcessResult r = ws.run({"prune"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("0 pipeline(s) pruned"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("another host's pruner holds the turn (PostgreSQL); this prune stopped there"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ws.status(id)["status"], "completed");
+  // That host's pass ends: its session goes, and the lock with it.
+  ws.sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7420037");
+  holder.wait(10);
+  ASSERT_TRUE(eventually(10, [&] {
+    return ws.sql("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7420037") == "0\n";
+  }));
+  ProcessResult again = ws.run({"prune"});
+  EXPECT_NE(again.out.find("1 pipeline(s) pruned"), std::string::npos) << again.out;
+}
+
 }  // namespace
 }  // namespace ductwork::it
