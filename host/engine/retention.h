@@ -84,4 +84,10 @@ int64_t delete_pipeline(Store& store, const std::string& pipeline_id, PruneArchi
 // the pages released.
 int64_t release_free_space(Store& store, const std::function<bool()>& keep_going);
 
+// The retention policy's rule for space: release_free_space once free
+// pages are more than a quarter of the database (the load fell, or an age
+// was shortened); below that, new rows reuse them. Returns the pages
+// released.
+int64_t release_space_when_mostly_free(Store& store, const std::function<bool()>& keep_going);
+
 }  // namespace ductwork

@@ -10,10 +10,7 @@ namespace {
 
 // Between two batches: the loops' transactions get the write lock.
 constexpr auto kPauseBetweenBatches = std::chrono::milliseconds(10);
-// Free pages are handed back to the file system once they are more than
-// this share of the file; below it, new rows reuse them (a steady
-// retention frees about as much as new pipelines take).
-constexpr double kReleaseFreeShare = 0.25;
+
 
 }  // namespace
 
@@ -54,15 +51,9 @@ void Pruner::run() {
       if (config_.retention.archive && !archive) archive = std::make_unique<PruneArchive>(*config_.retention.archive);
       PruneReport report = apply_retention(*store, config_.retention, keep_going, nullptr, archive.get());
       if (report.pipelines > 0) {
-        // The pages the deletes freed go back to the file system (SQLite
-        // in incremental auto-vacuum mode), a few megabytes at a time, once
-        // the file is mostly not needed (the load fell, or retention was
-        // shortened).
-        const DatabaseSpace space = store->reads().database_space();
-        const int64_t pages = space.can_release && static_cast<double>(space.free_bytes) >
-                                                       kReleaseFreeShare * static_cast<double>(space.bytes)
-                                  ? release_free_space(*store, keep_going)
-                                  : 0;
+        // The pages the deletes freed go back to the file system once the
+        // file is mostly not needed (engine/retention.h).
+        const int64_t pages = release_space_when_mostly_free(*store, keep_going);
         logger_.info("Pruned finished pipelines", Json::object({{"pipelines", report.pipelines},
                                                                 {"rows", report.rows},
                                                                 {"pages_released", pages}}));

@@ -104,12 +104,14 @@ TEST(DeletePipelineDashboardTest, ClickingDeleteOnAFinishedPipelineRemovesIt) {
       << "a dampened pipeline offers no Delete";
   const std::string page = "http://" + serve.address() + "/ui/pipelines/" + done;
   ASSERT_TRUE(browser.open(page));
-  // Without the box ticked the browser does not send the form.
+  // Without the box ticked the browser does not send the form: the form
+  // is invalid as the browser judges it, and a click leaves the page as it is.
+  EXPECT_EQ(browser.evaluate("document.querySelector('form[action$=\"/delete\"]').checkValidity()"), false);
   ASSERT_TRUE(browser.click("form[action$=\"/delete\"] button[type=submit]"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(browser.url(), page);
   EXPECT_EQ(ws.status(done)["status"], "completed");
   ASSERT_TRUE(browser.click("form[action$=\"/delete\"] input[name=confirm]"));
+  EXPECT_EQ(browser.evaluate("document.querySelector('form[action$=\"/delete\"]').checkValidity()"), true);
   keep_screenshot(browser, "delete-before");
   ASSERT_TRUE(browser.click("form[action$=\"/delete\"] button[type=submit]"));
   ASSERT_TRUE(browser.wait_for_load("notice="));

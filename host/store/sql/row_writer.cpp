@@ -153,6 +153,16 @@ void RowWriter::definition_unless_exists(const std::string& sha1, const std::str
       .exec();
 }
 
+void RowWriter::pruned_pipelines(const std::string& pipeline_ids) {
+  conn_
+      .prepare("INSERT INTO pruned_pipelines (klass, pruned) SELECT klass, COUNT(*) FROM pipelines WHERE id" +
+                   conn_.dialect().id_in("?1") +
+                   " GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned",
+               Connection::Planning::kEachRun)
+      .bind(1, pipeline_ids)
+      .exec();
+}
+
 bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
   static const std::string sql =
       table_sql(kPipelines).head + table_sql(kPipelines).row + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";

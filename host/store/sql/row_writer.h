@@ -118,6 +118,9 @@ class RowWriter {
   // that SHA-1 exists: one row per definition version, runs refer to it.
   void definition_unless_exists(const std::string& sha1, const std::string& pipeline, const std::string& text,
                                 const std::string& now);
+  // Adds to the count of pruned pipelines of each name the pipelines of the
+  // JSON list `pipeline_ids` (before their rows go; the metrics' totals).
+  void pruned_pipelines(const std::string& pipeline_ids);
   void run(const RunRow& row);
   void branch(const BranchRow& row);
   void branch_link(const BranchLinkRow& row);

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "store/sql/row_writer.h"
 #include "store/sql/sql_store_tx.h"
 
 namespace ductwork::sql {
@@ -96,12 +97,7 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   const std::string steps = json_string_list(step_ids);
 
   // Counted before they go, in the same transaction (the metrics' totals).
-  conn_
-      .prepare("INSERT INTO pruned_pipelines (klass, pruned) SELECT klass, COUNT(*) FROM pipelines WHERE id" + in +
-                   " GROUP BY klass ON CONFLICT (klass) DO UPDATE SET pruned = pruned_pipelines.pruned + excluded.pruned",
-               plan)
-      .bind(1, pipelines)
-      .exec();
+  RowWriter(conn_).pruned_pipelines(pipelines);
   // Children before parents: every row a later statement deletes is
   // referred to only by rows an earlier one deleted. One indexed column per
   // statement (an OR of two columns reads the whole table). An arrival's
