@@ -1,5 +1,6 @@
-// `ductwork cancel PIPELINE_ID` and
-// `ductwork resume PIPELINE_ID [VALUE_JSON] [--node NODE]` (SPEC §13).
+// `ductwork cancel PIPELINE_ID`,
+// `ductwork resume PIPELINE_ID [VALUE_JSON] [--node NODE]` (SPEC §13) and
+// `ductwork pause PIPELINE` / `ductwork unpause PIPELINE` (issue 38).
 #include <cstdio>
 
 #include "cli/bootstrap.h"
@@ -48,6 +49,28 @@ int cmd_resume(const Args& args) {
   }
   std::printf("resumed %s (%lld branch%s)\n", args.positionals[0].c_str(), static_cast<long long>(result.resumed),
               result.resumed == 1 ? "" : "es");
+  return kExitOk;
+}
+
+int cmd_pause(const Args& args, bool paused) {
+  const char* verb = paused ? "pause" : "unpause";
+  if (args.positionals.size() != 1) throw BadInput(std::string("usage: ductwork ") + verb + " PIPELINE");
+  const std::string& name = args.positionals[0];
+  Bootstrap boot(args, stderr, LogLevel::kWarn);
+  boot.tolerate_broken_definitions();
+  auto store = boot.open_store();
+  // A name no longer defined can still be unpaused (its row is all that is left).
+  if (!boot.definitions().find(name) && (paused || store->reads().paused_pipelines().count(name) == 0)) {
+    throw BadInput("cannot " + std::string(verb) + ": no pipeline named '" + name + "' is defined");
+  }
+  const bool changed = set_pipeline_paused(*store, name, paused);
+  if (paused) {
+    std::printf(changed ? "paused %s: no new attempt of its jobs starts until `ductwork unpause %s`\n"
+                        : "%s was already paused (`ductwork unpause %s` restarts it)\n",
+                name.c_str(), name.c_str());
+  } else {
+    std::printf(changed ? "unpaused %s\n" : "%s was not paused\n", name.c_str());
+  }
   return kExitOk;
 }
 

@@ -196,7 +196,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
         progress->update(totals.pipelines_total - totals.pipelines_open, totals.pipelines_total,
                          runtime.stats().steps_succeeded.load());
       }
-      if (drain && totals.pipelines_open == 0) {
+      if (drain && totals.drained()) {
         drained = totals;
         return false;
       }

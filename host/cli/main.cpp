@@ -41,6 +41,8 @@ const char* kUsage =
     "  cancel PIPELINE_ID                   stop a pipeline: withdraw its queued jobs, advance nothing more\n"
     "  resume PIPELINE_ID [VALUE_JSON] [--node NODE]   run the step after each dampened branch with\n"
     "                                       [previous output, VALUE_JSON]\n"
+    "  pause PIPELINE / unpause PIPELINE  stop / restart new attempts of a pipeline's jobs on every host\n"
+    "                                       (running ones finish; triggers are still accepted)\n"
     "  prune [--older-than SECONDS] [--status S] [--pipeline P] [--dry-run] [--archive DIR]   delete\n"
     "                                       finished pipelines, every row of each (S: completed, halted or\n"
     "                                       cancelled), archived first in DIR (or retention.archive)\n"
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
     if (command == "context") return cmd_context(parse_args(argc, argv, {"json"}, {"run"}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
+    if (command == "pause" || command == "unpause") return cmd_pause(parse_args(argc, argv, {}, {}), command == "pause");
     if (command == "serve") {
       return run_server_command(argc, argv, {{"child"}, {"metrics-folder"}, [](const Args& args, auto& wait) {
                                                return cmd_serve(args, wait);

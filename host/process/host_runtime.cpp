@@ -27,15 +27,19 @@ constexpr double kErrorBackoffSeconds = 0.5;
 }  // namespace
 
 void log_drained(Logger& logger, const Progress& totals) {
-  Json fields =
-      Json::object({{"pipelines_total", totals.pipelines_total}, {"pipelines_dampened", totals.pipelines_dampened}});
+  Json fields = Json::object({{"pipelines_total", totals.pipelines_total},
+                              {"pipelines_dampened", totals.pipelines_dampened},
+                              {"pipelines_paused", totals.pipelines_paused}});
+  std::string parked;
   if (totals.pipelines_dampened > 0) {
-    logger.info("Drained: no run in progress; " + std::to_string(totals.pipelines_dampened) +
-                    " dampened pipeline(s) parked until `ductwork resume`",
-                fields);
-  } else {
-    logger.info("Drained: no run in progress", fields);
+    parked += "; " + std::to_string(totals.pipelines_dampened) +
+              " dampened pipeline(s) parked until `ductwork resume`";
   }
+  if (totals.pipelines_paused > 0) {
+    parked += "; " + std::to_string(totals.pipelines_paused) +
+              " pipeline(s) of a paused name parked until `ductwork unpause`";
+  }
+  logger.info("Drained: no run in progress" + parked, fields);
 }
 
 HostRuntime::HostRuntime(const Config& config, StoreFactory& stores, const PluginRegistry& plugins, Logger& logger,

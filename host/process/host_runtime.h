@@ -36,7 +36,8 @@ struct RuntimeRole {
 };
 
 // The last line of `start --drain`: nothing runs any more; pipelines parked
-// dampened (SPEC §13) do not keep a drain waiting, and are named as such.
+// dampened (SPEC §13) or of a paused name (issue 38) do not keep a drain
+// waiting, and are named as such.
 void log_drained(Logger& logger, const Progress& totals);
 
 class HostRuntime {

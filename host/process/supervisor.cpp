@@ -472,7 +472,7 @@ int Supervisor::run(const sigset_t& signals, const std::function<void(const Prog
           progress_wait_ns = std::clamp<long>(10 * took.count(), 20'000'000L, 999'999'999L);
         }
         if (on_progress) on_progress(totals, store_->reads().successes_since(&results_cursor));
-        if (options_.drain && totals.pipelines_open == 0) {
+        if (options_.drain && totals.drained()) {
           drained = totals;
           break;
         }

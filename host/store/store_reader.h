@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +41,9 @@ class StoreReader {
   virtual MetricGauges metric_gauges() = 0;
   // How big the database is and how much of it is free.
   virtual DatabaseSpace database_space() = 0;
+  // Every paused pipeline name (issue 38) with when it was paused
+  // (database clock), by name.
+  virtual std::map<std::string, std::string> paused_pipelines() = 0;
 
   // ---- dashboard (dashboard_types.h): aggregates and pages
   // The pipeline and its runs, without branches, steps or executions.

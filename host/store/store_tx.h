@@ -238,6 +238,13 @@ class StoreTx {
   // system (SQLite in incremental auto-vacuum mode; elsewhere nothing);
   // returns how many it handed back.
   virtual int64_t release_free_pages(int64_t max_pages) = 0;
+
+  // ---- flow control (issue 38)
+  // Pauses (`paused`) or unpauses the pipeline named `pipeline`: while
+  // paused no claim takes its jobs. Returns whether this changed anything
+  // (false: it already was so). Unpausing wakes the hosts' idle workers
+  // once the transaction commits.
+  virtual bool set_paused(const std::string& pipeline, bool paused) = 0;
 };
 
 }  // namespace ductwork

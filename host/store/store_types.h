@@ -437,6 +437,12 @@ struct Progress {
   int64_t pipelines_total = 0;     // pipelines this host runs, any status
   int64_t pipelines_open = 0;      // pending / in_progress / advancing / waiting
   int64_t pipelines_dampened = 0;  // parked until a resume (SPEC §13)
+  // Open pipelines of a paused pipeline name with nothing of theirs running
+  // or advancing (issue 38): parked until an unpause.
+  int64_t pipelines_paused = 0;
+  // Nothing runs any more but what waits for an operator: what `start
+  // --drain` waits for.
+  bool drained() const { return pipelines_open <= pipelines_paused; }
 };
 
 // Which finished pipelines a prune looks at (engine/retention.h decides

@@ -115,6 +115,9 @@ struct BatchReads {
   std::unordered_map<std::string, int64_t> fanout_index_of;  // branch → its fanout_index, when it has one
   std::unordered_map<std::string, bool> ran_nodes;            // parent + '\n' + nodes JSON → ran one of them
   ClaimRows claim_rows;  // not a read: the claims' rows, written when the batch ends
+  // The pipeline of a worker's own branches is paused (issue 38): their new
+  // steps wait in the queue instead of being taken in the same transaction.
+  bool pipeline_paused = false;
 };
 
 class SqlBranchTx final : public BranchTx {

@@ -173,7 +173,8 @@ std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
           ", (SELECT COUNT(*) FROM transitions t WHERE t.branch_id = b.id AND t.in_step_id = " + latest_step +
           " AND t.completed_at IS NULL), (SELECT r.status FROM runs r WHERE r.id = b.run_id), "
           "b.fanout_index, CASE WHEN b.fanout_index IS NOT NULL THEN (SELECT l.parent_branch_id "
-          "FROM branch_links l WHERE l.child_branch_id = b.id LIMIT 1) END "
+          "FROM branch_links l WHERE l.child_branch_id = b.id LIMIT 1) END, "
+          "(SELECT COUNT(*) FROM paused_pipelines WHERE klass = ?2) "
           "FROM branches b WHERE b.id" +
           branches.test(conn_.dialect(), "?1") +
           " AND b.pipeline_klass = ?2 AND b.status = 'in_progress' AND b.claim_token IS NULL" +
@@ -181,6 +182,7 @@ std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
       branches.planning());
   lock.bind(1, branches.value()).bind(2, jobs.front()->pipeline);
   while (lock.step()) {
+    reads.pipeline_paused = lock.int64(6) > 0;
     auto job = by_branch.find(lock.text(0));
     if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {
       continue;  // not as its job left it: an advancer sorts it out
@@ -294,11 +296,13 @@ void SqlStoreTx::hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) {
 }
 
 int SqlStoreTx::takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) {
+  if (reads_.pipeline_paused) return 0;
   return SqlStore::takeable_new_steps(own_batch_, runs);
 }
 
 std::vector<ClaimedJob> SqlStoreTx::take_new_steps(const std::unordered_map<std::string, std::string>& runs,
                                                    const std::string& process_id, int max) {
+  if (reads_.pipeline_paused) return {};
   return store_.take_new_steps(own_batch_, runs, process_id, now_, max);
 }
 

@@ -14,6 +14,15 @@
 
 namespace ductwork::sql {
 
+namespace {
+
+// A claim's pick passes over a paused pipeline's jobs (issue 38): one probe
+// of a table that is empty unless an operator paused something; `?1` is
+// the pipeline.
+const std::string kNotPaused = "NOT EXISTS (SELECT 1 FROM paused_pipelines WHERE klass = ?1)";
+
+}  // namespace
+
 std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const std::string& process_id, int max) {
   auto held = lock();
   {
@@ -21,8 +30,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
     // process's commit mostly find nothing due, and must not queue up as
     // writers to learn that. The claim below re-asserts the predicate.
     auto due = conn_.prepare(
-        "SELECT 1 FROM availabilities WHERE pipeline_klass = ? AND completed_at IS NULL AND started_at <= dw_now() "
-        "LIMIT 1");
+        "SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= dw_now() "
+        "AND " + kNotPaused + " LIMIT 1");
     due.bind(1, pipeline);
     if (!due.step()) return {};
   }
@@ -40,8 +49,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   {
     auto pick = conn_.prepare(
         "SELECT id FROM availabilities "
-        "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 "
-        "ORDER BY started_at LIMIT ?3" + conn_.dialect().skip_locked);
+        "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused +
+        " ORDER BY started_at LIMIT ?3" + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
     while (pick.step()) availability_ids.push_back(pick.text(0));
   }
@@ -230,7 +239,7 @@ std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeli
   auto held = lock();
   auto stmt = conn_.prepare(
       "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
-      "WHERE pipeline_klass = ? AND completed_at IS NULL");
+      "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused);
   stmt.bind(1, pipeline);
   if (!stmt.step() || stmt.is_null(0)) return std::nullopt;
   return stmt.real(0);

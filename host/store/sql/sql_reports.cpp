@@ -297,6 +297,28 @@ int64_t SqlStore::successes_since(std::string* cursor) {
   return count;
 }
 
+namespace {
+
+// Whether `pipeline` is paused and nothing of it moves any more: no claimed
+// execution still running, no branch waiting for or held by an advancer
+// (each through a partial index of open rows). Its open pipelines then wait
+// for an unpause, as dampened ones wait for a resume.
+bool paused_and_idle(Connection& conn, const std::string& pipeline) {
+  auto stmt = conn.prepare(
+      "SELECT CASE WHEN EXISTS (SELECT 1 FROM paused_pipelines WHERE klass = ?1) "
+      "AND NOT EXISTS (SELECT 1 FROM executions e JOIN availabilities a ON a.execution_id = e.id "
+      "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND a.pipeline_klass = ?1) "
+      "AND NOT EXISTS (SELECT 1 FROM branches WHERE pipeline_klass = ?1 AND status = 'in_progress' "
+      "AND claim_token IS NULL AND advanceable = 1) "
+      "AND NOT EXISTS (SELECT 1 FROM advancements v JOIN transitions t ON t.id = v.transition_id "
+      "JOIN branches b ON b.id = t.branch_id WHERE v.completed_at IS NULL AND v.process_id IS NOT NULL "
+      "AND b.pipeline_klass = ?1) THEN 1 ELSE 0 END");
+  stmt.bind(1, pipeline);
+  return stmt.step() && stmt.int64(0) != 0;
+}
+
+}  // namespace
+
 Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   auto held = lock();
   Progress total;
@@ -310,6 +332,7 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
     total.pipelines_total += p.int64(0);
     total.pipelines_open += p.int64(1);
     total.pipelines_dampened += p.int64(2);
+    if (p.int64(1) > 0 && paused_and_idle(conn_, pipeline)) total.pipelines_paused += p.int64(1);
   }
   return total;
 }

@@ -37,7 +37,8 @@ struct SharedConnection {
 // sql_branch_tx.cpp and sql_fanout.cpp (what an advance writes),
 // sql_recovery.cpp (process rows), sql_revive.cpp (a revive's copy),
 // sql_on_halt.cpp, sql_context.cpp, sql_reports.cpp and sql_dashboard.cpp
-// (the StoreReader's queries), sql_control.cpp (cancelled runs).
+// (the StoreReader's queries), sql_control.cpp (cancelled runs),
+// sql_flow.cpp (flow control: pause).
 class SqlStore final : public Store, public StoreReader {
  public:
   StoreReader& reads() override { return *this; }
@@ -89,6 +90,7 @@ class SqlStore final : public Store, public StoreReader {
   Progress progress(const std::vector<std::string>& pipelines) override;
   MetricGauges metric_gauges() override;
   DatabaseSpace database_space() override;
+  std::map<std::string, std::string> paused_pipelines() override;  // sql_flow.cpp
   std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) override;
   std::vector<NodeStatusCount> node_counts(const std::string& run_id, bool attempt_times) override;
   std::vector<BranchStatusCount> branch_counts(const std::string& run_id) override;
