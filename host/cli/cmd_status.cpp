@@ -21,9 +21,16 @@ std::string brief(const Json& value) {
 
 std::string or_dash(const Json& v) { return v.is_string() ? v.as_string() : std::string("-"); }
 
+// "  (paused)" when the document says its pipeline name is paused (an
+// archived document may not say).
+const char* paused_mark(const Json& doc) {
+  const Json* paused = doc.find("paused");
+  return paused && paused->is_bool() && paused->as_bool() ? "  (paused)" : "";
+}
+
 void print_text(const Json& doc) {
-  std::printf("pipeline %s  %s  %s\n", doc["id"].as_string().c_str(),
-              doc["pipeline"].as_string().c_str(), doc["status"].as_string().c_str());
+  std::printf("pipeline %s  %s  %s%s\n", doc["id"].as_string().c_str(), doc["pipeline"].as_string().c_str(),
+              doc["status"].as_string().c_str(), paused_mark(doc));
   for (const Json& run : doc["runs"].as_array()) {
     std::printf("  run %s  %s  started %s  finished %s\n", run["id"].as_string().c_str(),
                 run["status"].as_string().c_str(), or_dash(run["started_at"]).c_str(),
@@ -61,8 +68,8 @@ void print_text(const Json& doc) {
 // `status ID --summary`: the pipeline, its runs, and the counts of the
 // latest run (engine/pipeline_summary.h), however wide it is.
 void print_summary(const Json& doc) {
-  std::printf("pipeline %s  %s  %s\n", doc["id"].as_string().c_str(), doc["pipeline"].as_string().c_str(),
-              doc["status"].as_string().c_str());
+  std::printf("pipeline %s  %s  %s%s\n", doc["id"].as_string().c_str(), doc["pipeline"].as_string().c_str(),
+              doc["status"].as_string().c_str(), paused_mark(doc));
   for (const Json& run : doc["runs"].as_array()) {
     std::printf("  run %s  %s  started %s  finished %s\n", run["id"].as_string().c_str(),
                 run["status"].as_string().c_str(), or_dash(run["started_at"]).c_str(),
@@ -172,7 +179,8 @@ int cmd_list(const Args& args) {
     std::printf("%s\n", out.dump().c_str());
   } else {
     for (const auto& r : rows) {
-      std::printf("%s  %-24s %-12s %s\n", r.id.c_str(), r.pipeline.c_str(), r.status.c_str(), r.triggered_at.c_str());
+      std::printf("%s  %-24s %-12s %s%s\n", r.id.c_str(), r.pipeline.c_str(), r.status.c_str(), r.triggered_at.c_str(),
+                  r.paused ? "  (paused)" : "");
     }
   }
   return kExitOk;

@@ -12,7 +12,11 @@ std::string pipeline_statuses_text() {
 }
 
 Json summary_document(const PipelineSummary& r) {
-  return Json::object({{"id", r.id}, {"pipeline", r.pipeline}, {"status", r.status}, {"triggered_at", r.triggered_at}});
+  return Json::object({{"id", r.id},
+                       {"pipeline", r.pipeline},
+                       {"status", r.status},
+                       {"triggered_at", r.triggered_at},
+                       {"paused", r.paused}});
 }
 
 Json plugins_document(const std::string& directory, const PluginRegistry& plugins) {

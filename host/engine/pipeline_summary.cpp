@@ -83,6 +83,7 @@ std::optional<Json> pipeline_summary(Store& store, const std::string& pipeline_i
                        {"completed_at", text_or_null(header->completed_at)},
                        {"halted_at", text_or_null(header->halted_at)},
                        {"cancelled_at", text_or_null(header->cancelled_at)},
+                       {"paused", header->paused},
                        {"runs", std::move(runs)},
                        {"run", run ? run_counts(store, *run) : Json()}});
 }

@@ -98,6 +98,7 @@ Json status_document(const PipelineRecord& pipeline) {
                        {"completed_at", text_or_null(pipeline.completed_at)},
                        {"halted_at", text_or_null(pipeline.halted_at)},
                        {"cancelled_at", text_or_null(pipeline.cancelled_at)},
+                       {"paused", pipeline.paused},
                        {"runs", std::move(runs)}});
 }
 

@@ -164,6 +164,7 @@ Response ApiV1::handle(const Request& request) {
       if (s[4] == "revive") return revive(s[3], request);
       if (s[4] == "cancel") return cancel(s[3], request);
       if (s[4] == "resume") return resume(s[3], request);
+      if (s[4] == "pause" || s[4] == "unpause") return pause(s[3], request, s[4] == "pause");
     }
     if (s.size() == 3 && what == "definitions") {
       need_method(request, "GET");
@@ -390,6 +391,17 @@ Response ApiV1::resume(const std::string& id, const Request& request) {
   } catch (const ControlRefused& e) {
     refused(e, "resume");
   }
+}
+
+Response ApiV1::pause(const std::string& name, const Request& request, bool paused) {
+  body_object(request, {});
+  auto store = context_.stores.take();
+  // A name no longer defined can still be unpaused (its row is all that is left).
+  if (!context_.definitions.find(name) && (paused || store->reads().paused_pipelines().count(name) == 0)) {
+    throw HttpError(404, "not_found", "no pipeline named '" + name + "' is defined");
+  }
+  const bool changed = set_pipeline_paused(*store, name, paused);
+  return json_response(200, Json::object({{"pipeline", name}, {"paused", paused}, {"changed", changed}}));
 }
 
 Response ApiV1::processes() {

@@ -46,6 +46,7 @@ class ApiV1 {
   Response cancel(const std::string& id, const Request& request);
   Response resume(const std::string& id, const Request& request);
   Response remove(const std::string& id);
+  Response pause(const std::string& name, const Request& request, bool paused);
   Response processes();
   Response metrics_text();
 

@@ -28,7 +28,7 @@ const char* kStyle =
     "th{background:#eef0f4;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}"
     ".badge{display:inline-block;padding:1px 8px;border-radius:9px;font-size:12px;color:#fff;background:#8a93a6}"
     ".completed{background:#2e8b57}.failed,.halted{background:#c0392b}.cancelled{background:#5a6170}"
-    ".running,.in_progress,.pending,.advancing,.waiting{background:#2f6fd0}.dampened{background:#c98a12}"
+    ".running,.in_progress,.pending,.advancing,.waiting{background:#2f6fd0}.dampened,.paused{background:#c98a12}"
     "pre{white-space:pre-wrap;margin:4px 0;font-size:12px;background:#fafbfc;padding:6px;border:1px solid #e3e6ec}"
     "code{font-size:12px}td code,summary code{word-break:break-all}td.json{max-width:420px}.notice{padding:8px 12px;background:#e6f4ea;border:1px solid #9ccfab;margin-bottom:12px}"
     ".error{padding:8px 12px;background:#fdecea;border:1px solid #f0a8a0;margin-bottom:12px}"
@@ -105,6 +105,7 @@ Response Dashboard::handle(const Request& request) {
       throw HttpError(403, "forbidden", "the form's CSRF token is missing or stale; reload the page");
     }
     if (s.size() == 2 && s[1] == "trigger") return trigger(request);
+    if (s.size() == 2 && (s[1] == "pause" || s[1] == "unpause")) return pause(request, s[1] == "pause");
     if (s.size() == 4 && s[1] == "pipelines") return action(s[2], s[3], request);
     throw HttpError(404, "not_found", "no such form");
   }
@@ -118,6 +119,13 @@ Response Dashboard::handle(const Request& request) {
   throw HttpError(404, "not_found", "no such page");
 }
 
+std::string Dashboard::pause_form(const std::string& name, bool paused) const {
+  // A paused name's jobs wait (issue 38): the badge says so, the button undoes it.
+  return (paused ? badge("paused") + " " : std::string()) + "<form class=\"inline\" method=\"post\" action=\"/ui/" +
+         (paused ? "unpause" : "pause") + "\">" + csrf_field() + "<input type=\"hidden\" name=\"pipeline\" value=\"" +
+         escape_html(name) + "\"><button type=\"submit\">" + (paused ? "Unpause" : "Pause") + "</button></form>";
+}
+
 Response Dashboard::overview(const Request& request) {
   auto store = context_.stores.take();
   std::vector<StatusCount> counts = store->reads().pipeline_status_counts();
@@ -128,9 +136,10 @@ Response Dashboard::overview(const Request& request) {
   for (const auto& [name, _] : context_.definitions.pipelines) by_pipeline[name];
   Body page_body;
   page_body += flash(request) + "<h1>Overview</h1>";
+  const std::map<std::string, std::string> paused = store->reads().paused_pipelines();
   std::string body = "<table><tr><th>pipeline</th>";
   for (const auto& c : columns) body += "<th>" + badge(c) + "</th>";
-  body += "<th>total</th></tr>";
+  body += "<th>total</th><th>new attempts</th></tr>";
   for (const auto& [name, statuses] : by_pipeline) {
     int64_t total = 0;
     for (const auto& [_, n] : statuses) total += n;
@@ -143,7 +152,7 @@ Response Dashboard::overview(const Request& request) {
                  : std::string("0")) +
               "</td>";
     }
-    body += "<td class=\"n\">" + grouped(total) + "</td></tr>";
+    body += "<td class=\"n\">" + grouped(total) + "</td><td>" + pause_form(name, paused.count(name) > 0) + "</td></tr>";
   }
   body += "</table>";
 

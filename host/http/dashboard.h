@@ -35,6 +35,10 @@ class Dashboard {
   // The Delete form of a finished pipeline (DELETE /api/v1/pipelines/{id}).
   Response remove(const std::string& id, std::map<std::string, std::string>& fields);
   Response trigger(const Request& request);
+  // The overview's Pause / Unpause buttons (issue 38).
+  Response pause(const Request& request, bool paused);
+  // The button that pauses `name` or, when `paused`, unpauses it.
+  std::string pause_form(const std::string& name, bool paused) const;
   // /ui/live.js (dashboard_script.cpp).
   Response live_script() const;
 

@@ -82,7 +82,8 @@ Response Dashboard::pipelines(const Request& request) {
   for (const Json& p : doc["pipelines"].as_array()) {
     const std::string id = p["id"].as_string();
     body += "<tr><td><a href=\"/ui/pipelines/" + url_encoded(id) + "\"><code>" + escape_html(id) + "</code></a></td><td>" +
-            escape_html(p["pipeline"].as_string()) + "</td><td>" + badge(p["status"].as_string()) + "</td><td>" +
+            escape_html(p["pipeline"].as_string()) + "</td><td>" + badge(p["status"].as_string()) +
+            (p["paused"].is_bool() && p["paused"].as_bool() ? " " + badge("paused") : std::string()) + "</td><td>" +
             escape_html(p["triggered_at"].as_string()) + "</td></tr>";
   }
   body += "</table>";
@@ -113,7 +114,8 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
   const std::string self = "/ui/pipelines/" + url_encoded(id);
   Body page_body;
   page_body += flash(request);
-  std::string body = "<h1>" + escape_html(header->klass) + " " + badge(header->status) + "</h1><p><code>" +
+  std::string body = "<h1>" + escape_html(header->klass) + " " + badge(header->status) +
+                     (header->paused ? " " + badge("paused") : std::string()) + "</h1><p><code>" +
                      escape_html(id) + "</code> triggered " + escape_html(header->triggered_at) +
                      (header->completed_at ? ", completed " + escape_html(*header->completed_at) : "") +
                      (header->halted_at ? ", halted " + escape_html(*header->halted_at) : "") +
@@ -348,6 +350,22 @@ Response Dashboard::trigger(const Request& request) {
   try {
     Json reply = parse_json(api_.handle(api).body);
     return redirect("/ui/pipelines/" + url_encoded(reply["id"].as_string()) + "?notice=triggered");
+  } catch (const HttpError& e) {
+    return redirect("/ui?error=" + url_encoded(e.message()));
+  }
+}
+
+Response Dashboard::pause(const Request& request, bool paused) {
+  auto fields = parse_form(request.body);
+  const std::string* name = param(fields, "pipeline");
+  if (!name) return redirect("/ui?error=" + url_encoded("choose a pipeline"));
+  Request api;
+  api.method = "POST";
+  api.segments = {"api", "v1", "pipelines", *name, paused ? "pause" : "unpause"};
+  api.content_type = "application/json";
+  try {
+    api_.handle(api);
+    return redirect("/ui?notice=" + url_encoded((paused ? "paused " : "unpaused ") + *name));
   } catch (const HttpError& e) {
     return redirect("/ui?error=" + url_encoded(e.message()));
   }

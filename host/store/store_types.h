@@ -355,6 +355,7 @@ struct PipelineRecord {
   std::string id, klass, status, triggered_at;
   std::optional<std::string> completed_at, halted_at, cancelled_at;
   std::vector<RunRecord> runs;
+  bool paused = false;  // its pipeline name is paused (issue 38)
 };
 
 // A page of a run's steps (Store::steps_after) with the executions of
@@ -369,6 +370,7 @@ struct PipelineSummary {
   std::string pipeline;
   std::string status;
   std::string triggered_at;
+  bool paused = false;  // its pipeline name is paused (issue 38)
 };
 
 // Newest first (triggered_at, then id, both descending).

@@ -10,6 +10,13 @@ namespace ductwork::sql {
 
 namespace {
 
+// 1 when the pipeline name `klass` (an SQL expression) is paused (issue 38),
+// else 0; always 0 on a database not yet migrated to 022.
+std::string paused_of(Connection& conn, const std::string& klass) {
+  if (!conn.has_column("paused_pipelines", "klass")) return "0";
+  return "CASE WHEN EXISTS (SELECT 1 FROM paused_pipelines pp WHERE pp.klass = " + klass + ") THEN 1 ELSE 0 END";
+}
+
 // The pipeline row and its runs (no branches, steps or executions); false
 // when no pipeline has that id.
 bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, PipelineRecord* out) {
@@ -18,8 +25,8 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
   // `migrate`) has no cancelled_at: it reads as null.
   const std::string cancelled_at = conn.has_column("runs", "cancelled_at") ? "cancelled_at" : "NULL";
   {
-    auto p = conn.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at, " + cancelled_at +
-                          " FROM pipelines WHERE id = ?");
+    auto p = conn.prepare("SELECT id, klass, status, triggered_at, completed_at, halted_at, " + cancelled_at + ", " +
+                          paused_of(conn, "pipelines.klass") + " FROM pipelines WHERE id = ?");
     p.bind(1, pipeline_id);
     if (!p.step()) return false;
     pipeline.id = p.text(0);
@@ -29,6 +36,7 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     pipeline.completed_at = p.optional_text(4);
     pipeline.halted_at = p.optional_text(5);
     pipeline.cancelled_at = p.optional_text(6);
+    pipeline.paused = p.int64(7) != 0;
   }
   // Likewise before 014: no on_halt call is recorded.
   const bool has_on_halt_calls = conn.has_column("on_halt_calls", "run_id");
@@ -213,7 +221,8 @@ std::optional<PipelineRecord> SqlStore::pipeline_record(const std::string& pipel
 std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) {
   auto held = lock();
   auto stmt = conn_.prepare(
-      "SELECT id, klass, status, triggered_at FROM pipelines WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) "
+      "SELECT id, klass, status, triggered_at, " + paused_of(conn_, "pipelines.klass") +
+      " FROM pipelines WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) "
       "AND (CAST(?2 AS TEXT) IS NULL OR klass = ?2) AND (CAST(?4 AS TEXT) IS NULL OR triggered_at >= ?4) "
       "AND (CAST(?5 AS TEXT) IS NULL OR triggered_at < ?5 OR (triggered_at = ?5 AND id < ?6)) "
       // From the failed results' partial index to the pipelines they belong to.
@@ -248,7 +257,9 @@ std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) 
       .bind_optional(7, filter.error_class)
       .bind_optional(8, like);
   std::vector<PipelineSummary> out;
-  while (stmt.step()) out.push_back(PipelineSummary{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3)});
+  while (stmt.step()) {
+    out.push_back(PipelineSummary{stmt.text(0), stmt.text(1), stmt.text(2), stmt.text(3), stmt.int64(4) != 0});
+  }
   return out;
 }
 
