@@ -5,6 +5,7 @@
 
 #include "cli/bootstrap.h"
 #include "engine/control.h"
+#include "engine/flow_control.h"
 #include "store/store_error.h"
 #include "cli/json_argument.h"
 

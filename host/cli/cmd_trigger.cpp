@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +27,22 @@ namespace ductwork::cli {
 namespace {
 
 const char* kUsage =
-    "usage: ductwork trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY] | ductwork trigger PIPELINE --from FILE";
+    "usage: ductwork trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY] [--priority P] | ductwork trigger "
+    "PIPELINE --from FILE [--priority P]";
+
+// `--priority P`: a whole number from 0 (claimed first) to kMaxPriority;
+// nullopt when not given (the definition's priority, else 0).
+std::optional<int> priority_option(const Args& args) {
+  const std::string* given = args.option("priority");
+  if (!given) return std::nullopt;
+  int priority = -1;
+  auto [end, ec] = std::from_chars(given->data(), given->data() + given->size(), priority);
+  if (ec != std::errc() || end != given->data() + given->size() || priority < 0 || priority > kMaxPriority) {
+    throw BadInput("--priority '" + shown(*given, 40) + "' is not a whole number from 0 (claimed first) to " +
+                   std::to_string(kMaxPriority));
+  }
+  return priority;
+}
 
 // The definition of `name`, checked the way `start` checks what it hosts.
 // A broken definition file elsewhere in the folder does not stop it (as it
@@ -132,7 +148,8 @@ std::vector<std::string> arguments_from_lines(const std::string& source, size_t 
   return out;
 }
 
-int trigger_from(Bootstrap& boot, const Definition& definition, const std::string& source, size_t max_bytes) {
+int trigger_from(Bootstrap& boot, const Definition& definition, const std::string& source, size_t max_bytes,
+                 std::optional<int> priority) {
   std::vector<std::string> lines = arguments_from_lines(source, max_bytes);
   // Nothing to trigger: the database is not even opened (or created).
   if (lines.empty()) return kExitOk;
@@ -153,7 +170,7 @@ int trigger_from(Bootstrap& boot, const Definition& definition, const std::strin
       if (std::fwrite(ids.data(), 1, ids.size(), stdout) != ids.size() || std::fflush(stdout) != 0) {
         throw OutputFailed(std::strerror(errno));
       }
-    });
+    }, priority);
   } catch (const OutputFailed& e) {
     throw std::runtime_error("created " + std::to_string(created) + " of " + std::to_string(lines.size()) +
                              " pipelines, then could not write their ids to standard output (" + e.what() +
@@ -191,9 +208,10 @@ int cmd_trigger(const Args& args) {
                      "')");
     }
   }
+  const std::optional<int> priority = priority_option(args);
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   const size_t max_bytes = static_cast<size_t>(boot.config().job_worker.max_output_bytes);
-  if (from) return trigger_from(boot, triggerable(boot, name), *from, max_bytes);
+  if (from) return trigger_from(boot, triggerable(boot, name), *from, max_bytes, priority);
   // Every argument is checked before the database is opened, so a malformed
   // one leaves it untouched.
   Json trigger_args = arguments_from_command_line(args.positionals, max_bytes);
@@ -206,7 +224,7 @@ int cmd_trigger(const Args& args) {
     key = *given;
   }
   auto store = boot.open_store();
-  TriggeredPipeline triggered = trigger_pipeline(*store, definition, trigger_args, key);
+  TriggeredPipeline triggered = trigger_pipeline(*store, definition, trigger_args, key, priority);
   if (!triggered.created) {
     if (triggered.pipeline != name) {
       throw BadInput("--idempotency-key '" + shown(*key, 60) + "' was given before to trigger " + triggered.pipeline +

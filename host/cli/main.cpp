@@ -24,9 +24,10 @@ const char* kUsage =
     "  start [--drain] [--pidfile PATH]    run the host; --drain exits 0 once no run is in progress; with\n"
     "                                       http.listen set it serves the HTTP API too\n"
     "  serve [--pidfile PATH]               serve the HTTP API alone on http.listen (default 127.0.0.1:7420)\n"
-    "  trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY]   start a pipeline; prints its id (with KEY:\n"
-    "                                       the first pipeline's id when KEY was given before, nothing new)\n"
-    "  trigger PIPELINE --from FILE         one pipeline per line of FILE (- = stdin), each a JSON array of\n"
+    "  trigger PIPELINE [ARG_JSON ...] [--idempotency-key KEY] [--priority P]   start a pipeline; prints its\n"
+    "                                       id (with KEY: the first pipeline's id when KEY was given before,\n"
+    "                                       nothing new); P from 0 (claimed first) to 9\n"
+    "  trigger PIPELINE --from FILE [--priority P]   one pipeline per line of FILE (- = stdin), each a JSON array of\n"
     "                                       arguments; prints the ids in input order\n"
     "  status PIPELINE_ID [--json]          show a pipeline, its runs, branches and steps\n"
     "  status PIPELINE_ID --summary [--json]  its runs and the latest run's counts, however wide\n"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
                                                return cmd_start(args);
                                              }});
     }
-    if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {"from", "idempotency-key"}));
+    if (command == "trigger") return cmd_trigger(parse_args(argc, argv, {}, {"from", "idempotency-key", "priority"}));
     if (command == "status") return cmd_status(parse_args(argc, argv, {"json", "summary"}, {"archive"}));
     if (command == "list") return cmd_list(parse_args(argc, argv, {"json"}, {"status", "pipeline", "limit"}));
     if (command == "plugins") return cmd_plugins(parse_args(argc, argv, {"json"}, {}));

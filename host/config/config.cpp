@@ -183,7 +183,7 @@ class Parser : public config_internal::YamlReader {
   void parse_job_worker(const YAML::Node& jw, Config* config) const {
     only_keys(jw, "job_worker",
               {"count", "batch", "polling_timeout", "max_retry", "max_crash", "retry_delay", "shutdown_timeout",
-               "max_output_bytes", "timeout", "timeout_grace"});
+               "max_output_bytes", "timeout", "timeout_grace", "priority_aging"});
     JobWorkerConfig& c = config->job_worker;
     if (jw["count"]) scoped_int(jw["count"], "job_worker.count", 1, kMaxCount, false, &c.count, config);
     if (jw["batch"]) scoped_int(jw["batch"], "job_worker.batch", 1, kMaxBatch, false, &c.batch, config);
@@ -195,6 +195,7 @@ class Parser : public config_internal::YamlReader {
     if (jw["max_crash"]) scoped_int(jw["max_crash"], "job_worker.max_crash", 0, INT_MAX, true, &c.max_crash, config);
     if (jw["retry_delay"]) c.retry_delay = seconds(jw["retry_delay"], "job_worker.retry_delay");
     if (jw["shutdown_timeout"]) c.shutdown_timeout = seconds(jw["shutdown_timeout"], "job_worker.shutdown_timeout");
+    if (jw["priority_aging"]) c.priority_aging = seconds(jw["priority_aging"], "job_worker.priority_aging");
     // SPEC §13; 0 = no timeout (e.g. to lift a default for one pipeline).
     if (jw["timeout"]) scoped_seconds(jw["timeout"], "job_worker.timeout", 0, &c.timeout, config, /*per_step=*/true);
     if (jw["timeout_grace"]) {

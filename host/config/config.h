@@ -102,6 +102,9 @@ struct JobWorkerConfig {
   Scoped<int> batch{256};
   double retry_delay = 10.0;
   double shutdown_timeout = 20.0;
+  // Issue 38: a queued job due for longer than this is claimed as if it had
+  // the top priority (0), however busy the better priorities are; 0 never.
+  double priority_aging = 300.0;
   // SPEC §13: how long a step may run (0: no limit), per pipeline and step;
   // when the config gives it for the pipeline or step it wins over the
   // definition's `timeout:`, which wins over the config's default (see

@@ -144,10 +144,4 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
                        " (its branches are parked at " + list + ")");
 }
 
-bool set_pipeline_paused(Store& store, const std::string& pipeline, bool paused) {
-  bool changed = false;
-  store.transact([&](StoreTx& tx) { changed = tx.set_paused(pipeline, paused); });
-  return changed;
-}
-
 }  // namespace ductwork

@@ -25,11 +25,4 @@ CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id);
 ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const std::string& value_json,
                              const std::optional<std::string>& node);
 
-// Pauses (`paused` true) or unpauses the pipeline named `pipeline` (issue
-// 38): while it is paused no new attempt of its jobs starts, on any host;
-// running ones finish and triggers are accepted. Returns whether this
-// changed anything (false: it already was so). The caller checks that the
-// name is defined.
-bool set_pipeline_paused(Store& store, const std::string& pipeline, bool paused);
-
 }  // namespace ductwork

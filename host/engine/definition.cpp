@@ -211,6 +211,14 @@ class Reader {
       if (strict_) throw fail("\"metadata\" must be an object");
       return;
     }
+    if (metadata.contains("priority")) {
+      const Json& p = metadata["priority"];
+      if (p.is_int64() && p.as_int() >= 0 && p.as_int() <= 9) {
+        def_.priority = static_cast<int>(p.as_int());
+      } else if (strict_) {
+        throw fail("metadata.priority must be a whole number from 0 to 9");
+      }
+    }
     if (!metadata.contains("on_halt")) return;
     const Json& h = metadata["on_halt"];
     if (h.is_object() && h.contains("klass") && h["klass"].is_string()) {
@@ -250,6 +258,7 @@ std::vector<std::string> Definition::step_classes() const {
 Json Definition::to_json() const {
   Json metadata = Json::object();
   if (on_halt) metadata["on_halt"] = Json::object({{"klass", *on_halt}});
+  if (priority) metadata["priority"] = static_cast<int64_t>(*priority);
   Json edge_doc = Json::object();
   for (const auto& node : nodes) {
     const Edge& e = edge(node);

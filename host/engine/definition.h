@@ -47,6 +47,9 @@ struct Definition {
   std::vector<std::string> nodes;
   std::map<std::string, Edge> edges;
   std::optional<std::string> on_halt;
+  // The claim order of its runs (issue 38): 0 first, 9 last; unset = 0.
+  // A trigger may give its own.
+  std::optional<int> priority;
 
   const std::string& start_node() const { return nodes.front(); }
   const Edge& edge(const std::string& node) const;

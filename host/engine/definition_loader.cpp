@@ -32,8 +32,8 @@ class Compiler {
     if (!root.IsMap()) fail(root, "a definition file must be a map with 'pipeline' and 'steps'");
     for (const auto& kv : root) {
       std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-      if (key != "pipeline" && key != "steps" && key != "on_halt") {
-        fail(kv.first, "unknown key '" + key + "' (expected 'pipeline', 'steps' and 'on_halt')");
+      if (key != "pipeline" && key != "steps" && key != "on_halt" && key != "priority") {
+        fail(kv.first, "unknown key '" + key + "' (expected 'pipeline', 'steps', 'on_halt' and 'priority')");
       }
     }
     if (!root["pipeline"] || !root["pipeline"].IsScalar() || root["pipeline"].Scalar().empty()) {
@@ -64,6 +64,21 @@ class Compiler {
       }
     }
     for (const auto& kv : root) {
+      if (kv.first.Scalar() == "priority") {
+        long long priority = -1;
+        if (kv.second.IsScalar()) {
+          try {
+            priority = kv.second.as<long long>();
+          } catch (const YAML::Exception&) {
+            priority = -1;
+          }
+        }
+        if (priority < 0 || priority > 9) {
+          fail(kv.second.IsDefined() && !kv.second.IsNull() ? kv.second : kv.first,
+               "'priority' takes a whole number from 0 (claimed first) to 9, e.g. 'priority: 3'");
+        }
+        guarded(kv.first, [&] { pipeline.priority(priority); });
+      }
       if (kv.first.Scalar() != "on_halt") continue;
       std::string klass = step_name(kv.second, "on_halt", kv.first);
       guarded(kv.first, [&] { pipeline.on_halt(klass); });

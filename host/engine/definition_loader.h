@@ -24,6 +24,7 @@ struct DefinitionSet {
 // the grammar of SPEC §3 (docs/definitions.md), through the SDK's builder:
 //   pipeline: Name
 //   on_halt: StepName            # optional
+//   priority: 3                  # optional: 0 (claimed first) to 9
 //   steps:
 //     - start: A
 //     - chain: B

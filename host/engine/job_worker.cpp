@@ -6,6 +6,7 @@
 #include "store/store_error.h"
 #include "util/fault.h"
 #include "engine/error_info.h"
+#include "engine/flow_control.h"
 #include "engine/job_end.h"
 #include "engine/job_success.h"
 #include "engine/job_policy.h"
@@ -84,6 +85,7 @@ bool JobWorker::run_once() {
     }
     if (stopping) return false;  // nothing held, and no new claims
     if (journal_) journal_->steps_settled();  // nothing of this thread's is running or uncommitted now
+    age_waiting_jobs_when_due();
     std::vector<ClaimedJob> claimed = store_.claim_jobs(pipeline_, process_id_, batch_);
     reset_step_times();
     for (auto& job : claimed) queue_.push_back(std::move(job));
@@ -468,6 +470,16 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
   }
   metrics::step_finished(pipeline_, job.klass, crashed ? "crashed" : "failure", outcome.ran_seconds);
   if (step_failed) wakeups_.advancers().notify_one();
+}
+
+void JobWorker::age_waiting_jobs_when_due() {
+  const double aging = config_.job_worker.priority_aging;
+  if (aging <= 0) return;
+  const auto now = store_.clock().monotonic();
+  if (now < next_aging_) return;
+  next_aging_ = now + std::chrono::duration_cast<Clock::Instant::duration>(
+                          std::chrono::duration<double>(aging_period_seconds(aging)));
+  age_waiting_jobs(store_, pipeline_, aging);
 }
 
 double JobWorker::idle_seconds() {

@@ -81,6 +81,9 @@ class JobWorker {
   // The next claim's size: twice the last while its steps were quick, at
   // most job_worker.batch and about kBatchWork of them; 1 after a slow step.
   int next_batch() const;
+  // Every aging_period_seconds (engine/flow_control.h), before a claim:
+  // jobs due longer than job_worker.priority_aging get the top priority.
+  void age_waiting_jobs_when_due();
   // Starts a new batch's step timings.
   void reset_step_times() {
     slowest_ = ran_ = {};
@@ -125,6 +128,7 @@ class JobWorker {
   // Jobs the next claim may take (grows while steps are quick), and the
   // longest and total time of the steps run since the last claim.
   int batch_ = 1;
+  Clock::Instant next_aging_{};
   Clock::Instant::duration slowest_{};
   Clock::Instant::duration ran_{};
   int ran_count_ = 0;

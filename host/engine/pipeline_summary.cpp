@@ -15,7 +15,8 @@ Json run_header(const RunRecord& run) {
                        {"started_at", text_or_null(run.started_at)},
                        {"completed_at", text_or_null(run.completed_at)},
                        {"halted_at", text_or_null(run.halted_at)},
-                       {"cancelled_at", text_or_null(run.cancelled_at)}});
+                       {"cancelled_at", text_or_null(run.cancelled_at)},
+                       {"priority", run.priority}});
 }
 
 // The run asked for, else the latest; null when the pipeline has none.

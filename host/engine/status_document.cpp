@@ -81,6 +81,7 @@ Json run_json(const RunRecord& run) {
                        {"completed_at", text_or_null(run.completed_at)},
                        {"halted_at", text_or_null(run.halted_at)},
                        {"cancelled_at", text_or_null(run.cancelled_at)},
+                       {"priority", run.priority},
                        {"on_halt", on_halt_json(run.on_halt)},
                        {"branches", std::move(branches)},
                        {"steps", std::move(steps)}});

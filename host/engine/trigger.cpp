@@ -9,9 +9,11 @@
 namespace ductwork {
 namespace {
 
-// The request for `definition`, without arguments.
-NewPipeline request_for(const Definition& definition) {
+// The request for `definition`, without arguments: at `priority`, or the
+// definition's own, or 0.
+NewPipeline request_for(const Definition& definition, std::optional<int> priority) {
   NewPipeline request;
+  request.priority = priority.value_or(definition.priority.value_or(0));
   request.pipeline = definition.pipeline;
   request.definition_json = definition.canonical_text();
   request.definition_sha1 = definition.sha1();
@@ -24,8 +26,8 @@ NewPipeline request_for(const Definition& definition) {
 }  // namespace
 
 TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const Json& args,
-                                   const std::optional<std::string>& idempotency_key) {
-  NewPipeline request = request_for(definition);
+                                   const std::optional<std::string>& idempotency_key, std::optional<int> priority) {
+  NewPipeline request = request_for(definition, priority);
   request.args_json = args.is_array() ? args.dump() : Json::array({args}).dump();
   request.idempotency_key = idempotency_key;
   TriggeredPipeline made;
@@ -61,8 +63,8 @@ std::string idempotency_key_problem(const std::string& key) {
 }
 
 void trigger_pipelines(Store& store, const Definition& definition, const std::vector<std::string>& args_jsons,
-                       const TriggerBatchCommitted& committed) {
-  const NewPipeline shared = request_for(definition);
+                       const TriggerBatchCommitted& committed, std::optional<int> priority) {
+  const NewPipeline shared = request_for(definition, priority);
   std::vector<NewPipeline> batch;
   for (std::size_t first = 0; first < args_jsons.size(); first += kTriggerBatchSize) {
     const std::size_t count = std::min(kTriggerBatchSize, args_jsons.size() - first);

@@ -15,9 +15,15 @@ namespace ductwork {
 // branch, start step, job, execution and availability in one transaction,
 // with the definition snapshot and its SHA-1 on the run. With an
 // idempotency key some pipeline already has, nothing is written and that
-// pipeline comes back (TriggeredPipeline::created false).
+// pipeline comes back (TriggeredPipeline::created false). `priority` (0
+// first, 9 last; kMaxPriority) orders its jobs' claims; without it, the
+// definition's `priority`, else 0.
 TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const Json& args,
-                                   const std::optional<std::string>& idempotency_key = std::nullopt);
+                                   const std::optional<std::string>& idempotency_key = std::nullopt,
+                                   std::optional<int> priority = std::nullopt);
+
+// Priorities run from 0 (claimed first) to kMaxPriority.
+constexpr int kMaxPriority = 9;
 
 // The longest idempotency key (bytes).
 constexpr std::size_t kMaxIdempotencyKeyBytes = 255;
@@ -43,12 +49,12 @@ std::vector<TriggeredPipeline> trigger_requests(Store& store, const std::vector<
 using TriggerBatchCommitted = std::function<void(const std::vector<TriggeredPipeline>&)>;
 
 // Triggers `definition` once per entry of `args_jsons` (each the text of a
-// JSON array, already validated), in order, kTriggerBatchSize pipelines per
-// transaction (trigger_requests). The entries are not checked again.
-// A store failure throws out of the batch it hit: the batches before it
-// stay committed and `committed` has seen exactly those; nothing of the
-// failed batch or after it is written.
+// JSON array, already validated), at `priority` as trigger_pipeline does, in
+// order, kTriggerBatchSize pipelines per transaction (trigger_requests).
+// The entries are not checked again. A store failure throws out of the
+// batch it hit: the batches before it stay committed and `committed` has
+// seen exactly those; nothing of the failed batch or after it is written.
 void trigger_pipelines(Store& store, const Definition& definition, const std::vector<std::string>& args_jsons,
-                       const TriggerBatchCommitted& committed);
+                       const TriggerBatchCommitted& committed, std::optional<int> priority = std::nullopt);
 
 }  // namespace ductwork

@@ -7,6 +7,7 @@
 #include "engine/api_documents.h"
 #include "engine/catalog.h"
 #include "engine/control.h"
+#include "engine/flow_control.h"
 #include "engine/run_context.h"
 #include "engine/pipeline_summary.h"
 #include "engine/retention.h"
@@ -266,7 +267,7 @@ Response ApiV1::steps(const std::string& id, const Request& request) {
 }
 
 Response ApiV1::trigger(const std::string& name, const Request& request) {
-  Json body = body_object(request, {"args", "idempotency_key"});
+  Json body = body_object(request, {"args", "idempotency_key", "priority"});
   TriggerTarget target = find_triggerable(context_.definitions, context_.plugins, name);
   if (!target.definition) {
     if (target.unknown) throw HttpError(404, "not_found", target.problem);
@@ -288,7 +289,15 @@ Response ApiV1::trigger(const std::string& name, const Request& request) {
     key = body["idempotency_key"].as_string();
     if (std::string problem = idempotency_key_problem(*key); !problem.empty()) unprocessable(problem);
   }
-  TriggeredPipeline triggered = trigger_pipeline(*context_.stores.take(), *target.definition, args, key);
+  std::optional<int> priority;
+  if (body.contains("priority")) {
+    const Json& p = body["priority"];
+    if (!p.is_int64() || p.as_int() < 0 || p.as_int() > kMaxPriority) {
+      unprocessable("priority must be a whole number from 0 (claimed first) to " + std::to_string(kMaxPriority));
+    }
+    priority = static_cast<int>(p.as_int());
+  }
+  TriggeredPipeline triggered = trigger_pipeline(*context_.stores.take(), *target.definition, args, key, priority);
   if (!triggered.created && triggered.pipeline != name) {
     throw HttpError(409, "conflict",
                     "idempotency_key was given before to trigger " + triggered.pipeline + " (pipeline " +

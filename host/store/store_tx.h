@@ -245,6 +245,9 @@ class StoreTx {
   // (false: it already was so). Unpausing wakes the hosts' idle workers
   // once the transaction commits.
   virtual bool set_paused(const std::string& pipeline, bool paused) = 0;
+  // Sets the priority of every queued job of `pipeline` due for longer
+  // than `waited_seconds` (database clock) to 0; returns how many.
+  virtual int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) = 0;
 };
 
 }  // namespace ductwork

@@ -40,6 +40,9 @@ struct NewPipeline {
   std::string start_klass;
   std::string args_json;        // JSON array: the start step's args
   double start_delay_seconds = 0;  // the start step's `delay` (SPEC §13)
+  // The run's claim order (issue 38): 0 first, 9 last; every job of the run
+  // is queued with it.
+  int priority = 0;
   // A client's key for this trigger (HTTP API v1, `trigger
   // --idempotency-key`): when a pipeline already has it, nothing is written
   // and that pipeline is returned (TriggeredPipeline::created false).
@@ -345,6 +348,7 @@ struct RunRecord {
   std::string id, status;
   std::optional<std::string> started_at, completed_at, halted_at, cancelled_at;
   std::optional<OnHaltRecord> on_halt;  // none: no on_halt step was called
+  int64_t priority = 0;                 // its jobs' claim order (issue 38): 0 first
   std::vector<BranchRecord> branches;
   std::vector<BranchLinkRecord> links;
   std::vector<StepRecord> steps;

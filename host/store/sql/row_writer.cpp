@@ -11,13 +11,16 @@ struct TableSpec {
   const char* name;
   const char* columns;
   int width;
+  // A row's values, when not `width` placeholders.
+  const char* row = nullptr;
 };
 
 constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
     {"pipelines", "id, klass, status, triggered_at, started_at, idempotency_key, created_at, updated_at", 8},
     {"runs",
-     "id, pipeline_id, pipeline_klass, definition_sha1, status, triggered_at, started_at, created_at, updated_at",
-     9},
+     "id, pipeline_id, pipeline_klass, definition_sha1, status, triggered_at, started_at, created_at, updated_at, "
+     "priority",
+     10},
     {"branches",
      "id, run_id, pipeline_klass, status, advanceable, fanout_index, fanout_width, fanin_arrived, fanin_branch_id, "
      "last_advanced_at, started_at, completed_at, created_at, updated_at",
@@ -29,8 +32,12 @@ constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
      13},
     {"jobs", "id, step_id, klass, input_args, output_payload, started_at, completed_at, created_at, updated_at", 9},
     {"executions", "id, job_id, process_id, retry_count, crash_count, started_at, created_at, updated_at", 8},
+    // An availability carries its run's priority (the claim's order), read
+    // from the run as it is written: every path that queues a job (trigger,
+    // advance, fan-out, retry, crash, revive) gets it without carrying it.
     {"availabilities",
-     "id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at", 8},
+     "id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority", 9,
+     "(?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT r.priority FROM runs r WHERE r.id = ?), 0))"},
     {"transitions",
      "id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at", 8},
     {"advancements",
@@ -57,7 +64,9 @@ struct TableSql {
 const TableSql& table_sql(RowWriter::Table t) {
   static const std::array<TableSql, RowWriter::kTableCount> sql = [] {
     std::array<TableSql, RowWriter::kTableCount> built;
-    for (size_t i = 0; i < RowWriter::kTableCount; ++i) built[i] = {insert_head(kSpecs[i]), placeholders(kSpecs[i].width)};
+    for (size_t i = 0; i < RowWriter::kTableCount; ++i) {
+      built[i] = {insert_head(kSpecs[i]), kSpecs[i].row ? kSpecs[i].row : placeholders(kSpecs[i].width)};
+    }
     return built;
   }();
   return sql[t];
@@ -75,9 +84,9 @@ std::vector<BatchInsert::Value> owned_cells(const std::array<Cell, N>& cells) {
 std::array<Cell, 8> cells_of(const PipelineRow& r) {
   return {r.id, r.klass, r.status, r.triggered_at, r.started_at, r.idempotency_key, r.created_at, r.updated_at};
 }
-std::array<Cell, 9> cells_of(const RunRow& r) {
+std::array<Cell, 10> cells_of(const RunRow& r) {
   return {r.id,           r.pipeline_id, r.pipeline_klass, r.definition_sha1, r.status,
-          r.triggered_at, r.started_at,  r.created_at,     r.updated_at};
+          r.triggered_at, r.started_at,  r.created_at,     r.updated_at,      r.priority};
 }
 std::array<Cell, 14> cells_of(const BranchRow& r) {
   return {r.id,           r.run_id,       r.pipeline_klass,   r.status,          r.advanceable,
@@ -99,9 +108,9 @@ std::array<Cell, 9> cells_of(const JobRow& r) {
 std::array<Cell, 8> cells_of(const ExecutionRow& r) {
   return {r.id, r.job_id, r.process_id, r.retry_count, r.crash_count, r.started_at, r.created_at, r.updated_at};
 }
-std::array<Cell, 8> cells_of(const AvailabilityRow& r) {
+std::array<Cell, 9> cells_of(const AvailabilityRow& r) {
   return {r.id,         r.execution_id, r.pipeline_klass, r.process_id,
-          r.started_at, r.completed_at, r.created_at,     r.updated_at};
+          r.started_at, r.completed_at, r.created_at,     r.updated_at, r.run_id};
 }
 std::array<Cell, 8> cells_of(const TransitionRow& r) {
   return {r.id, r.branch_id, r.in_step_id, r.out_step_id, r.started_at, r.completed_at, r.created_at, r.updated_at};

@@ -36,7 +36,7 @@ struct PipelineRow {
 // written by store_definition in sql_trigger.cpp).
 struct RunRow {
   Cell id, pipeline_id, pipeline_klass, definition_sha1, status = "in_progress", triggered_at, started_at,
-      created_at, updated_at;
+      created_at, updated_at, priority = int64_t{0};
 };
 struct BranchRow {
   Cell id, run_id, pipeline_klass, status = "in_progress", advanceable = int64_t{0}, fanout_index, fanout_width,
@@ -69,8 +69,9 @@ struct ExecutionRow {
   Cell id, job_id, process_id, retry_count = int64_t{0}, crash_count = int64_t{0}, started_at, created_at,
       updated_at;
 };
+// `run_id`: the run whose priority the row takes (its `priority` column).
 struct AvailabilityRow {
-  Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at;
+  Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, run_id;
 };
 struct TransitionRow {
   Cell id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at;

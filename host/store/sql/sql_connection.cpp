@@ -1,5 +1,6 @@
 #include "store/sql/sql_connection.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -97,9 +98,11 @@ int64_t db_time_micros(const std::string& db_time) {
   return ((days * 24 + hour) * 60 + minute) * 60 * 1000000 + static_cast<int64_t>(second) * 1000000 + micros;
 }
 
-std::string add_seconds(const std::string& db_time, double seconds) {
-  if (!(seconds > 0)) return db_time;
-  int64_t total = db_time_micros(db_time) + std::llround(seconds * 1e6);
+namespace {
+
+// `db_time` moved by `micros` (the result stays after 1970).
+std::string shifted(const std::string& db_time, int64_t micros) {
+  int64_t total = std::max<int64_t>(db_time_micros(db_time) + micros, 0);
   std::time_t secs = static_cast<std::time_t>(total / 1000000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
@@ -107,6 +110,18 @@ std::string add_seconds(const std::string& db_time, double seconds) {
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%06lld", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(total % 1000000));
   return buf;
+}
+
+}  // namespace
+
+std::string add_seconds(const std::string& db_time, double seconds) {
+  if (!(seconds > 0)) return db_time;
+  return shifted(db_time, std::llround(seconds * 1e6));
+}
+
+std::string seconds_before(const std::string& db_time, double seconds) {
+  if (!(seconds > 0)) return db_time;
+  return shifted(db_time, -std::llround(std::min(seconds, 1e9) * 1e6));
 }
 
 double seconds_between(const std::string& earlier, const std::string& later) {

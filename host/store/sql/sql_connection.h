@@ -257,6 +257,8 @@ std::string db_now(Connection& conn);
 // statement that stores it happens to run. `db_time` itself when `seconds`
 // is not positive (no delay: the common case costs nothing).
 std::string add_seconds(const std::string& db_time, double seconds);
+// `db_time` moved back by `seconds` (itself when not positive).
+std::string seconds_before(const std::string& db_time, double seconds);
 // Microseconds since the epoch of a database time; StoreError for anything else.
 int64_t db_time_micros(const std::string& db_time);
 // `later` - `earlier`, in seconds; -1 when either is not a database time

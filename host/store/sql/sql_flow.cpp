@@ -21,6 +21,31 @@ bool SqlStoreTx::set_paused(const std::string& pipeline, bool paused) {
   return true;
 }
 
+namespace {
+
+// Queued jobs of pipeline ?1 with a priority other than 0, due at or before
+// ?2: one range of index_availabilities_claim per priority.
+const char* kWaitingLonger =
+    "pipeline_klass = ?1 AND priority IN (1, 2, 3, 4, 5, 6, 7, 8, 9) AND completed_at IS NULL AND started_at <= ?2";
+
+}  // namespace
+
+int64_t SqlStoreTx::age_waiting_jobs(const std::string& pipeline, double waited_seconds) {
+  auto aged = conn_.prepare(std::string("UPDATE availabilities SET priority = 0, updated_at = ?3 WHERE ") +
+                            kWaitingLonger + " RETURNING id");
+  aged.bind(1, pipeline).bind(2, seconds_before(now_, waited_seconds)).bind(3, now_);
+  int64_t n = 0;
+  while (aged.step()) ++n;
+  return n;
+}
+
+bool SqlStore::has_jobs_waiting_longer(const std::string& pipeline, double waited_seconds) {
+  auto held = lock();
+  auto probe = conn_.prepare(std::string("SELECT 1 FROM availabilities WHERE ") + kWaitingLonger + " LIMIT 1");
+  probe.bind(1, pipeline).bind(2, seconds_before(db_now(conn_), waited_seconds));
+  return probe.step();
+}
+
 std::map<std::string, std::string> SqlStore::paused_pipelines() {
   auto held = lock();
   std::map<std::string, std::string> out;

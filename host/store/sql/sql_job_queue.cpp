@@ -21,6 +21,21 @@ namespace {
 // the pipeline.
 const std::string kNotPaused = "NOT EXISTS (SELECT 1 FROM paused_pipelines WHERE klass = ?1)";
 
+// The best priority (0 first) among the jobs of pipeline ?1 due at `now`
+// (an SQL expression), NULL when none is due: one index seek per priority
+// tried, in order, so a queue whose jobs are all of priority 0 costs one.
+// Each seek is a range of index_availabilities_claim (pipeline, priority,
+// due), never a walk over the jobs that are not due yet.
+std::string due_priority(const std::string& now) {
+  std::string sql = "(CASE";
+  for (int p = 0; p <= 9; ++p) {
+    const std::string n = std::to_string(p);
+    sql += " WHEN EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND priority = " + n +
+           " AND completed_at IS NULL AND started_at <= " + now + ") THEN " + n;
+  }
+  return sql + " END)";
+}
+
 }  // namespace
 
 std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const std::string& process_id, int max) {
@@ -29,11 +44,10 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
     // Look before taking a write transaction (SQLite's write lock): idle workers woken by another
     // process's commit mostly find nothing due, and must not queue up as
     // writers to learn that. The claim below re-asserts the predicate.
-    auto due = conn_.prepare(
-        "SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= dw_now() "
-        "AND " + kNotPaused + " LIMIT 1");
+    static const std::string sql = "SELECT " + due_priority("dw_now()") + " WHERE " + kNotPaused;
+    auto due = conn_.prepare(sql);
     due.bind(1, pipeline);
-    if (!due.step()) return {};
+    if (!due.step() || due.is_null(0)) return {};
   }
   WriteTransaction tx(conn_);
   auto jobs = claim_jobs_in_tx(pipeline, process_id, db_now(conn_), max);
@@ -45,12 +59,14 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
                                                    const std::string& now, int max) {
   // A batch is claimed with a fixed number of statements, whatever its size:
   // each statement costs the server far more than each row it touches.
+  // Best priority first, then oldest due: a batch takes from the best
+  // priority that has due jobs (the next claim goes on to the next one).
   std::vector<std::string> availability_ids;
   {
-    auto pick = conn_.prepare(
-        "SELECT id FROM availabilities "
-        "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused +
-        " ORDER BY started_at LIMIT ?3" + conn_.dialect().skip_locked);
+    static const std::string sql = "SELECT id FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
+                                   due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " +
+                                   kNotPaused + " ORDER BY started_at LIMIT ?3";
+    auto pick = conn_.prepare(sql + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
     while (pick.step()) availability_ids.push_back(pick.text(0));
   }
@@ -237,9 +253,19 @@ std::vector<ClaimedJob> SqlStoreTx::claim_jobs(const std::string& pipeline, cons
 
 std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {
   auto held = lock();
-  auto stmt = conn_.prepare(
-      "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
-      "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused);
+  // The earliest due time of any priority: each priority's earliest is
+  // the first entry of its range of the claim index.
+  static const std::string sql = [] {
+    std::string earliest;
+    for (int p = 0; p <= 9; ++p) {
+      earliest += std::string(p ? " UNION ALL " : "") +
+                  "SELECT MIN(started_at) AS due FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
+                  std::to_string(p) + " AND completed_at IS NULL";
+    }
+    return "SELECT (julianday(MIN(due)) - julianday(dw_now())) * 86400.0 FROM (" + earliest + ") AS earliest WHERE " +
+           kNotPaused;
+  }();
+  auto stmt = conn_.prepare(sql);
   stmt.bind(1, pipeline);
   if (!stmt.step() || stmt.is_null(0)) return std::nullopt;
   return stmt.real(0);

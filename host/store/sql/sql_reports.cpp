@@ -40,9 +40,11 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
   }
   // Likewise before 014: no on_halt call is recorded.
   const bool has_on_halt_calls = conn.has_column("on_halt_calls", "run_id");
+  // Before 023 every run had priority 0.
+  const std::string priority = conn.has_column("runs", "priority") ? "r.priority" : "0";
   auto r = conn.prepare(
       "SELECT r.id, r.status, r.started_at, r.completed_at, r.halted_at, " +
-      (cancelled_at == "NULL" ? cancelled_at : "r." + cancelled_at) +
+      (cancelled_at == "NULL" ? cancelled_at : "r." + cancelled_at) + ", " + priority +
       (has_on_halt_calls ? ", h.klass, h.status, h.started_at, h.completed_at, h.error_klass, h.error_message "
                            "FROM runs r LEFT JOIN on_halt_calls h ON h.run_id = r.id "
                          : ", NULL, NULL, NULL, NULL, NULL, NULL FROM runs r ") +
@@ -56,9 +58,10 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     run.completed_at = r.optional_text(3);
     run.halted_at = r.optional_text(4);
     run.cancelled_at = r.optional_text(5);
-    if (!r.is_null(6)) {
-      run.on_halt = OnHaltRecord{r.text(6), r.text(7), r.text(8), r.optional_text(9), r.optional_text(10),
-                                 r.optional_text(11)};
+    run.priority = r.int64(6);
+    if (!r.is_null(7)) {
+      run.on_halt = OnHaltRecord{r.text(7), r.text(8), r.text(9), r.optional_text(10), r.optional_text(11),
+                                 r.optional_text(12)};
     }
     pipeline.runs.push_back(std::move(run));
   }

@@ -63,7 +63,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
   std::string klass;
   const std::string new_run = new_uuid_v7(conn_.clock());
   {
-    auto r = conn_.prepare("SELECT pipeline_klass, definition_sha1 FROM runs WHERE id = ?");
+    auto r = conn_.prepare("SELECT pipeline_klass, definition_sha1, priority FROM runs WHERE id = ?");
     r.bind(1, old_run);
     if (!r.step()) conn_.fail("revive: no run " + old_run, StoreFault::kUnusable);
     klass = r.text(0);
@@ -75,7 +75,8 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
               .triggered_at = now,
               .started_at = now,
               .created_at = now,
-              .updated_at = now});
+              .updated_at = now,
+              .priority = r.int64(2)});
     rows.flush();
   }
 
@@ -188,7 +189,8 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
                          .pipeline_klass = klass,
                          .started_at = add_seconds(now, plan.requeued.delay_seconds),
                          .created_at = now,
-                         .updated_at = now});
+                         .updated_at = now,
+                         .run_id = new_run});
     } else {
       rows.job({.id = job_id,
                 .step_id = id,

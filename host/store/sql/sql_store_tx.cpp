@@ -287,7 +287,8 @@ void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& n
                      .pipeline_klass = job.pipeline,
                      .started_at = add_seconds(now_, next.delay_seconds),
                      .created_at = now_,
-                     .updated_at = now_});
+                     .updated_at = now_,
+                     .run_id = job.run_id});
   rows.flush();
   conn_.notify(Connection::Work::kJobs);
 }

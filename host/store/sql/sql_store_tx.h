@@ -91,6 +91,7 @@ class SqlStoreTx final : public StoreTx {
   std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
   int64_t release_free_pages(int64_t max_pages) override;
   bool set_paused(const std::string& pipeline, bool paused) override;  // sql_flow.cpp
+  int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) override;  // sql_flow.cpp
 
  private:
   void set_step_status(const ClaimedJob& job, const char* status);

@@ -22,7 +22,8 @@ void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std
             .triggered_at = now,
             .started_at = now,
             .created_at = now,
-            .updated_at = now});
+            .updated_at = now,
+            .priority = int64_t{request.priority}});
   rows.branch(started_branch(branch_id, made.run_id, request.pipeline, now));
 }
 

@@ -36,7 +36,7 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
               .created_at = now, .updated_at = now},
        ExecutionRow{.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now},
        AvailabilityRow{.id = availability_id, .execution_id = execution_id, .pipeline_klass = step.pipeline,
-                       .started_at = due, .created_at = now, .updated_at = now});
+                       .started_at = due, .created_at = now, .updated_at = now, .run_id = step.run_id});
   return step_id;
 }
 

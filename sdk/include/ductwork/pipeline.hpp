@@ -226,12 +226,21 @@ class PipelineGraph {
     on_halt_ = klass;
   }
 
+  void set_priority(long long priority) {
+    if (priority_) throw PipelineError("'priority' is given twice (a pipeline has one priority)");
+    if (priority < 0 || priority > 9) {
+      throw PipelineError("'priority' must be a whole number from 0 (first) to 9, not " + std::to_string(priority));
+    }
+    priority_ = static_cast<int>(priority);
+  }
+
   // Built from Json::Array/Object values constructed in place: GCC 12
   // reports a false -Wmaybe-uninitialized for Json temporaries moved into
   // push_back here, which would break plugins built with -Werror.
   Json to_json() const {
     Json::Object metadata;
     if (on_halt_) metadata.emplace("on_halt", Json::Object{{"klass", Json(*on_halt_)}});
+    if (priority_) metadata.emplace("priority", Json(static_cast<std::int64_t>(*priority_)));
     Json::Array nodes;
     Json::Object edges;
     for (const auto& name : order_) {
@@ -284,6 +293,7 @@ class PipelineGraph {
   std::vector<std::string> order_;  // creation order; order_[0] is the start
   std::map<std::string, Node> nodes_;
   std::optional<std::string> on_halt_;
+  std::optional<int> priority_;
 };
 
 // Where building continues: the open ends and the open fan-outs of one
@@ -581,6 +591,13 @@ class Pipeline {
   Pipeline& on_halt(const std::string& klass) {
     detail::check_step_name(klass);
     graph_.set_on_halt(klass);
+    return *this;
+  }
+
+  // The claim order of this pipeline's runs (metadata.priority): 0 is taken
+  // first, 9 last; a trigger may give its own. At most once.
+  Pipeline& priority(long long priority) {
+    graph_.set_priority(priority);
     return *this;
   }
 

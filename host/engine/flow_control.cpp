@@ -1,0 +1,26 @@
+#include "engine/flow_control.h"
+
+#include <algorithm>
+
+#include "store/store_tx.h"
+
+namespace ductwork {
+
+bool set_pipeline_paused(Store& store, const std::string& pipeline, bool paused) {
+  bool changed = false;
+  store.transact([&](StoreTx& tx) { changed = tx.set_paused(pipeline, paused); });
+  return changed;
+}
+
+int64_t age_waiting_jobs(Store& store, const std::string& pipeline, double aging_seconds) {
+  // A read first: on SQLite a write transaction takes the database's one
+  // write lock, and almost every time there is nothing to age.
+  if (!store.reads().has_jobs_waiting_longer(pipeline, aging_seconds)) return 0;
+  int64_t aged = 0;
+  store.transact([&](StoreTx& tx) { aged = tx.age_waiting_jobs(pipeline, aging_seconds); });
+  return aged;
+}
+
+double aging_period_seconds(double aging_seconds) { return std::clamp(aging_seconds / 4, 0.5, 5.0); }
+
+}  // namespace ductwork

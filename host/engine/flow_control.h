@@ -1,0 +1,33 @@
+// Flow control (issue 38, SPEC §17): what the engine decides about when a
+// queued job may start — a paused pipeline's jobs wait, and a job that has
+// waited long enough is claimed as if it had the top priority. The claim
+// itself (store/sql/sql_job_queue.cpp) takes the best priority first and
+// passes over a paused pipeline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "store/store.h"
+
+namespace ductwork {
+
+// Pauses (`paused` true) or unpauses the pipeline named `pipeline`: while it
+// is paused no new attempt of its jobs starts, on any host; running ones
+// finish and triggers are accepted. Returns whether this changed anything
+// (false: it already was so). The caller checks that the name is defined.
+bool set_pipeline_paused(Store& store, const std::string& pipeline, bool paused);
+
+// Gives every job of `pipeline` that has been due for longer than
+// `aging_seconds` (job_worker.priority_aging) the top priority, 0, so the
+// next claims take it before any job that became due after it: a busy
+// queue of better priorities cannot starve it. Reads first and writes only
+// when there is such a job. Returns how many jobs it moved up.
+int64_t age_waiting_jobs(Store& store, const std::string& pipeline, double aging_seconds);
+
+// How often a job worker ages its pipeline's queue when
+// job_worker.priority_aging is `aging_seconds` (> 0): a quarter of it,
+// from half a second to five seconds.
+double aging_period_seconds(double aging_seconds);
+
+}  // namespace ductwork
