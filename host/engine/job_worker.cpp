@@ -78,6 +78,9 @@ bool JobWorker::run_once() {
     logger_.info("Claimed jobs not started released at shutdown",
                  Json::object({{"pipeline", pipeline_}, {"jobs", released}}));
   }
+  // Before the next claim, whichever path makes it (a success commit claims
+  // the next batch in its own transaction).
+  if (!stopping) age_waiting_jobs_when_due();
   if (queue_.empty()) {
     if (!done_.empty()) {
       flush(/*claim_next=*/!stopping);
@@ -85,7 +88,6 @@ bool JobWorker::run_once() {
     }
     if (stopping) return false;  // nothing held, and no new claims
     if (journal_) journal_->steps_settled();  // nothing of this thread's is running or uncommitted now
-    age_waiting_jobs_when_due();
     std::vector<ClaimedJob> claimed = store_.claim_jobs(pipeline_, process_id_, batch_);
     reset_step_times();
     for (auto& job : claimed) queue_.push_back(std::move(job));

@@ -39,10 +39,13 @@ TEST(ListTest, ListsAndFiltersPipelines) {
   ASSERT_EQ(all.size(), 4u) << all.dump(2);
   for (const auto& row : all) {
     ASSERT_TRUE(row.is_object());
-    EXPECT_EQ(row.size(), 4u) << row.dump();
+    // The four stable fields, and whether the pipeline's name is paused
+    // (issue 38).
+    EXPECT_EQ(row.size(), 5u) << row.dump();
     for (const char* key : {"id", "pipeline", "status", "triggered_at"}) {
       EXPECT_TRUE(row.contains(key) && row[key].is_string()) << key << " in " << row.dump();
     }
+    EXPECT_EQ(row["paused"], false) << row.dump();
     const std::string id = row.value("id", "");
     if (id == a1 || id == a2) {
       EXPECT_EQ(row["pipeline"], "Alpha");

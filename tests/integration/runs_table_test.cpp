@@ -23,16 +23,21 @@ TEST(RunsTableTest, AnOlderDatabaseKeepsItsRunsAndRunsOnTheRowidTable) {
   std::string pending_id = ws.trigger("EchoTwo", {"2"});  // a run still to do when the table is rebuilt
 
   // Back to the layout 009 left: a WITHOUT ROWID runs table carrying each
-  // run's definition snapshot, 010 and 017 not applied.
+  // run's definition snapshot, 010, 017 and 023 (priorities) not applied.
   ws.sql(
       "CREATE TABLE runs_old (id TEXT PRIMARY KEY, pipeline_id TEXT NOT NULL REFERENCES pipelines(id), "
       "pipeline_klass TEXT NOT NULL, definition_sha1 TEXT NOT NULL, status TEXT NOT NULL, triggered_at TEXT NOT NULL, "
       "started_at TEXT, completed_at TEXT, halted_at TEXT, on_halt_dispatched_at TEXT, created_at TEXT NOT NULL, "
       "updated_at TEXT NOT NULL, cancelled_at TEXT, definition TEXT NOT NULL) WITHOUT ROWID; "
-      "INSERT INTO runs_old SELECT r.*, d.definition FROM runs r JOIN definitions d ON d.sha1 = r.definition_sha1; "
+      "INSERT INTO runs_old SELECT r.id, r.pipeline_id, r.pipeline_klass, r.definition_sha1, r.status, "
+      "r.triggered_at, r.started_at, r.completed_at, r.halted_at, r.on_halt_dispatched_at, r.created_at, "
+      "r.updated_at, r.cancelled_at, d.definition FROM runs r JOIN definitions d ON d.sha1 = r.definition_sha1; "
       "DROP TABLE runs; ALTER TABLE runs_old RENAME TO runs; DROP TABLE definitions; "
       "CREATE INDEX index_runs_pipeline ON runs (pipeline_id, created_at); "
-      "DELETE FROM schema_migrations WHERE version IN ('010_runs_rowid', '017_definitions');");
+      "DROP INDEX index_availabilities_claim; ALTER TABLE availabilities DROP COLUMN priority; "
+      "CREATE INDEX index_availabilities_claim ON availabilities (pipeline_klass, started_at) "
+      "WHERE completed_at IS NULL; "
+      "DELETE FROM schema_migrations WHERE version IN ('010_runs_rowid', '017_definitions', '023_priority');");
   ASSERT_NE(runs_table_sql(ws).find("WITHOUT ROWID"), std::string::npos);
   const std::string columns =
       "id, pipeline_id, pipeline_klass, definition_sha1, status, triggered_at, started_at, completed_at, halted_at, "

@@ -212,7 +212,8 @@ TEST(Config, ErrorsSayWhatWasGiven) {
 TEST(Config, TyposGetASuggestion) {
   EXPECT_EQ(error_of("pipelines: '*'\njob_worker: {cuont: 2}"),
             "test.yml:2: job_worker.cuont: unknown key, did you mean 'job_worker.count'? (expected one of: batch, count, "
-            "max_crash, max_output_bytes, max_retry, polling_timeout, retry_delay, shutdown_timeout, timeout, timeout_grace)");
+            "max_crash, max_output_bytes, max_retry, polling_timeout, priority_aging, retry_delay, shutdown_timeout, timeout, "
+            "timeout_grace)");
   EXPECT_NE(error_of("pipelines: '*'\nsupervisr: {}").find("supervisr: unknown key, did you mean 'supervisor'?"),
             std::string::npos);
   EXPECT_NE(error_of("pipelines: '*'\nrole: advancr").find("did you mean 'advancer'?"), std::string::npos);
