@@ -34,7 +34,7 @@ void continue_on_branch(BranchTx& tx, const Definition& definition, const Branch
   tx.complete_step(claim.step_id);
   NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
                next,          definition.edge(next).klass, to_transition, json_list_text(output),
-               definition.edge(next).delay_seconds};
+               definition.edge(next).delay_seconds, claim.priority};
   std::string step_id = tx.create_step(step);
   close_transition(tx, claim, step_id);
   tx.release_branch(claim.branch_id);
@@ -93,7 +93,8 @@ void empty_expand(BranchTx& tx, const Definition& definition, const BranchClaim&
   close_transition(tx, claim, "");
   tx.complete_branch(claim.branch_id);
   NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, *collapse_target,
-               definition.edge(*collapse_target).klass, "collapse", "", definition.edge(*collapse_target).delay_seconds};
+               definition.edge(*collapse_target).klass, "collapse", "", definition.edge(*collapse_target).delay_seconds,
+               claim.priority};
   if (!tx.fire_fan_in(claim.branch_id, step).empty()) effects.jobs_created = 1;
 }
 
@@ -110,7 +111,7 @@ PendingArrival find_arrival(BranchTx& tx, const Definition& definition, const Br
   }
   const std::string& next = edge.to.front();
   NewStep step{claim.run_id, "",        claim.pipeline, claim.step_id, next, definition.edge(next).klass,
-               edge.type,    "",        definition.edge(next).delay_seconds};
+               edge.type,    "",        definition.edge(next).delay_seconds, claim.priority};
   return PendingArrival{claim, *barrier, std::move(step)};
 }
 

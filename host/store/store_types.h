@@ -75,6 +75,9 @@ struct ClaimedJob {
   std::string klass;
   std::string node;
   std::string definition_sha1;  // of the run: which definition routes the step's edge
+  // The run's priority (issue 38), when the claim read it: the jobs this
+  // one's advance queues carry it without a lookup.
+  std::optional<int64_t> priority;
   std::string args_json;  // JSON array
   int64_t retry_count = 0;
   int64_t crash_count = 0;
@@ -161,6 +164,9 @@ struct BranchClaim {
   std::string transition_id;
   std::string advancement_id;
   int64_t advancement_crash_count = 0;
+  // The run's priority (issue 38), when the claim read it: the steps the
+  // advance creates are queued with it.
+  std::optional<int64_t> priority;
   // From the step's last change (its success, for a step `advancing`) to
   // this claim, by the database clock; and when the claim was made, by the
   // clock's monotonic time: together the advance latency of /metrics.
@@ -181,6 +187,9 @@ struct NewStep {
   // The node's `delay` (SPEC §13): its job becomes claimable this long
   // after now (database clock).
   double delay_seconds = 0;
+  // The run's priority (issue 38) when the caller has it; otherwise the
+  // queued job reads it from the run as it is written.
+  std::optional<int64_t> priority;
 };
 
 // One child of a fan-out: the node its first step runs, that step's args

@@ -106,6 +106,46 @@ TEST(PriorityTest, AgingEndsTheStarvationOfAWorsePriority) {
   }
 }
 
+// A run's priority is on every job it queues: its chain's next steps, a
+// fan-out's children and the fan-in, a retry; a revive keeps it.
+TEST(PriorityTest, EveryJobOfARunCarriesItsPriorityAndAReviveKeepsIt) {
+  ConfigOptions options;
+  options.job_worker_extra = "max_retry: 1";
+  Workspace ws(options);
+  ws.define("fan.yml",
+            "pipeline: Fan\nsteps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n  - chain: Inc\n");
+  ws.define("flaky.yml", chain_definition("Flaky", {"FailTimes", "Echo"}));
+  ProcessResult fan = ws.run({"trigger", "Fan", "5", "--priority", "4"});
+  ASSERT_EQ(fan.exit_code, 0) << fan.describe();
+  const std::string fan_id = fan.out.substr(0, fan.out.find('\n'));
+  ProcessResult flaky = ws.run({"trigger", "Flaky", R"({"times": 1, "value": 7})", "--priority", "6"});
+  ASSERT_EQ(flaky.exit_code, 0) << flaky.describe();
+  const std::string flaky_id = flaky.out.substr(0, flaky.out.find('\n'));
+  // Halts: FailTimes fails more often than max_retry allows.
+  ProcessResult halting = ws.run({"trigger", "Flaky", R"({"times": 5, "value": 7})", "--priority", "8"});
+  ASSERT_EQ(halting.exit_code, 0) << halting.describe();
+  const std::string halted_id = halting.out.substr(0, halting.out.find('\n'));
+  ws.drain(60);
+  EXPECT_EQ(ws.status(fan_id)["status"], "completed");
+  EXPECT_EQ(ws.status(flaky_id)["status"], "completed");
+  ASSERT_EQ(ws.status(halted_id)["status"], "halted");
+  auto priorities_of = [&](const std::string& pipeline_id) {
+    return ws.sql("SELECT DISTINCT a.priority, COUNT(*) FROM availabilities a JOIN executions e ON e.id = "
+                  "a.execution_id JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id JOIN runs r ON "
+                  "r.id = s.run_id WHERE r.pipeline_id = '" + pipeline_id + "' GROUP BY a.priority");
+  };
+  // Range, five Doubles, Sum and Inc.
+  EXPECT_EQ(priorities_of(fan_id), "4|8\n");
+  // FailTimes twice (a retry), then Echo.
+  EXPECT_EQ(priorities_of(flaky_id), "6|3\n");
+  ProcessResult revived = ws.run({"revive", halted_id});
+  ASSERT_EQ(revived.exit_code, 0) << revived.describe();
+  json doc = ws.status(halted_id);
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][1]["priority"], 8);
+  EXPECT_EQ(priorities_of(halted_id), "8|3\n") << "two attempts of the first run and the revived one";
+}
+
 TEST(PriorityTest, ABadPriorityIsRefusedAndNothingIsWritten) {
   Workspace ws;
   ws.define("one.yml", chain_definition("One", {"Inc"}));

@@ -32,12 +32,14 @@ constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
      13},
     {"jobs", "id, step_id, klass, input_args, output_payload, started_at, completed_at, created_at, updated_at", 9},
     {"executions", "id, job_id, process_id, retry_count, crash_count, started_at, created_at, updated_at", 8},
-    // An availability carries its run's priority (the claim's order), read
-    // from the run as it is written: every path that queues a job (trigger,
-    // advance, fan-out, retry, crash, revive) gets it without carrying it.
+    // An availability carries its run's priority (the claim's order): given
+    // by the caller where a claim read it (an advance's new steps, a
+    // trigger), else read from the run as the row is written (a resume, a
+    // retry, a crash, a revive). COALESCE evaluates the lookup only when
+    // the priority is NULL.
     {"availabilities",
-     "id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority", 9,
-     "(?, ?, ?, ?, ?, ?, ?, ?, COALESCE((SELECT r.priority FROM runs r WHERE r.id = ?), 0))"},
+     "id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority", 10,
+     "(?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, (SELECT r.priority FROM runs r WHERE r.id = ?), 0))"},
     {"transitions",
      "id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at", 8},
     {"advancements",
@@ -108,9 +110,9 @@ std::array<Cell, 9> cells_of(const JobRow& r) {
 std::array<Cell, 8> cells_of(const ExecutionRow& r) {
   return {r.id, r.job_id, r.process_id, r.retry_count, r.crash_count, r.started_at, r.created_at, r.updated_at};
 }
-std::array<Cell, 9> cells_of(const AvailabilityRow& r) {
-  return {r.id,         r.execution_id, r.pipeline_klass, r.process_id,
-          r.started_at, r.completed_at, r.created_at,     r.updated_at, r.run_id};
+std::array<Cell, 10> cells_of(const AvailabilityRow& r) {
+  return {r.id,         r.execution_id, r.pipeline_klass, r.process_id, r.started_at,
+          r.completed_at, r.created_at, r.updated_at,     r.priority,   r.run_id};
 }
 std::array<Cell, 8> cells_of(const TransitionRow& r) {
   return {r.id, r.branch_id, r.in_step_id, r.out_step_id, r.started_at, r.completed_at, r.created_at, r.updated_at};

@@ -69,9 +69,11 @@ struct ExecutionRow {
   Cell id, job_id, process_id, retry_count = int64_t{0}, crash_count = int64_t{0}, started_at, created_at,
       updated_at;
 };
-// `run_id`: the run whose priority the row takes (its `priority` column).
+// `priority`: the run's priority (issue 38) when the caller has it; when
+// NULL the row reads it from the run `run_id` as it is written.
 struct AvailabilityRow {
-  Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, run_id;
+  Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority,
+      run_id;
 };
 struct TransitionRow {
   Cell id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at;
@@ -88,6 +90,7 @@ inline constexpr size_t kStepStatus = 7;
 inline constexpr size_t kExecutionProcess = 2;
 inline constexpr size_t kAvailabilityProcess = 3;
 inline constexpr size_t kAvailabilityCompletedAt = 5;
+inline constexpr size_t kAvailabilityPriority = 8;
 }  // namespace column
 
 class RowWriter {

@@ -97,7 +97,7 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<BranchCand
     auto read = conn_.prepare(
         "SELECT s.branch_id, s.id, s.node, s.klass, s.status, s.run_id, r.definition_sha1, s.updated_at, "
         "(SELECT t.id FROM transitions t WHERE t.branch_id = s.branch_id AND t.in_step_id = s.id AND "
-        "t.completed_at IS NULL LIMIT 1) FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.id" +
+        "t.completed_at IS NULL LIMIT 1), r.priority FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.id" +
             steps.test(conn_.dialect(), "?1"),
         steps.planning());
     read.bind(1, steps.value());
@@ -115,6 +115,7 @@ std::vector<BranchClaim> SqlStore::claim_many_in_tx(const std::vector<BranchCand
       claim.step_waited_seconds = seconds_between(read.text(7), now);
       claim.claimed_at = conn_.clock().monotonic();
       if (!read.is_null(8)) claim.transition_id = read.text(8);
+      claim.priority = read.int64(9);
       claims.push_back(std::move(claim));
     }
   }

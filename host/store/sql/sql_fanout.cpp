@@ -39,7 +39,7 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
   StepInserts steps(rows);
   const std::string& now = now_;
   // One NewStep, refilled per child: its strings keep their buffers.
-  NewStep step{parent.run_id, "", parent.pipeline, parent.step_id, "", "", to_transition, "", 0};
+  NewStep step{parent.run_id, "", parent.pipeline, parent.step_id, "", "", to_transition, "", 0, parent.priority};
   std::string link_id;
   for (size_t i = 0; i < children.size(); ++i) {
     const NewChild& child = children[i];

@@ -239,6 +239,7 @@ BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& pro
   claim.run_id = job.run_id;
   claim.pipeline = job.pipeline;
   claim.definition_sha1 = job.definition_sha1;
+  claim.priority = job.priority;
   claim.step_id = job.step_id;
   claim.step_node = job.node;
   claim.step_klass = job.klass;

@@ -115,7 +115,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     auto info = conn_.prepare(
         "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
         "s.run_id, s.branch_id, s.node, s.status, r.status, r.pipeline_id, r.definition_sha1, "
-        "COALESCE(s.idempotency_key, s.id) FROM executions e JOIN jobs j ON j.id = e.job_id "
+        "COALESCE(s.idempotency_key, s.id), r.priority FROM executions e JOIN jobs j ON j.id = e.job_id "
         "JOIN steps s ON s.id = j.step_id "
         "JOIN runs r ON r.id = s.run_id WHERE e.id" + executions.test(conn_.dialect(), "?1"),
         executions.planning());
@@ -137,6 +137,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       if (info.text(11) != "in_progress") runs_to_start.emplace_back(job.run_id, info.text(12));
       job.definition_sha1 = info.text(13);
       job.idempotency_key = info.text(14);
+      job.priority = info.int64(15);
       by_execution.emplace(job.execution_id, std::move(job));
     }
   }

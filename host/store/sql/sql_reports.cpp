@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 
 namespace ductwork::sql {
 
@@ -313,14 +314,13 @@ int64_t SqlStore::successes_since(std::string* cursor) {
 
 namespace {
 
-// Whether `pipeline` is paused and nothing of it moves any more: no claimed
+// Whether nothing of the paused `pipeline` moves any more: no claimed
 // execution still running, no branch waiting for or held by an advancer
 // (each through a partial index of open rows). Its open pipelines then wait
 // for an unpause, as dampened ones wait for a resume.
 bool paused_and_idle(Connection& conn, const std::string& pipeline) {
   auto stmt = conn.prepare(
-      "SELECT CASE WHEN EXISTS (SELECT 1 FROM paused_pipelines WHERE klass = ?1) "
-      "AND NOT EXISTS (SELECT 1 FROM executions e JOIN availabilities a ON a.execution_id = e.id "
+      "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM executions e JOIN availabilities a ON a.execution_id = e.id "
       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND a.pipeline_klass = ?1) "
       "AND NOT EXISTS (SELECT 1 FROM branches WHERE pipeline_klass = ?1 AND status = 'in_progress' "
       "AND claim_token IS NULL AND advanceable = 1) "
@@ -337,6 +337,13 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   auto held = lock();
   Progress total;
   ReadTransaction tx(conn_);
+  // Paused names (issue 38) are few, usually none: only theirs are asked
+  // whether anything still moves.
+  std::set<std::string> paused;
+  {
+    auto names = conn_.prepare("SELECT klass FROM paused_pipelines");
+    while (names.step()) paused.insert(names.text(0));
+  }
   for (const auto& pipeline : pipelines) {
     auto p = conn_.prepare(
         "SELECT COUNT(*), COALESCE(SUM(CASE WHEN status IN ('pending', 'in_progress', 'advancing', 'waiting') THEN 1 ELSE 0 END), 0), "
@@ -346,7 +353,9 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
     total.pipelines_total += p.int64(0);
     total.pipelines_open += p.int64(1);
     total.pipelines_dampened += p.int64(2);
-    if (p.int64(1) > 0 && paused_and_idle(conn_, pipeline)) total.pipelines_paused += p.int64(1);
+    if (p.int64(1) > 0 && paused.count(pipeline) > 0 && paused_and_idle(conn_, pipeline)) {
+      total.pipelines_paused += p.int64(1);
+    }
   }
   return total;
 }

@@ -61,6 +61,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
   const std::string& old_run = plan.run_id;
   RowWriter rows(conn_);
   std::string klass;
+  int64_t priority = 0;
   const std::string new_run = new_uuid_v7(conn_.clock());
   {
     auto r = conn_.prepare("SELECT pipeline_klass, definition_sha1, priority FROM runs WHERE id = ?");
@@ -68,6 +69,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
     if (!r.step()) conn_.fail("revive: no run " + old_run, StoreFault::kUnusable);
     klass = r.text(0);
     const std::string definition_sha1 = r.text(1);
+    priority = r.int64(2);
     rows.run({.id = new_run,
               .pipeline_id = pipeline_id,
               .pipeline_klass = klass,
@@ -76,7 +78,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
               .started_at = now,
               .created_at = now,
               .updated_at = now,
-              .priority = r.int64(2)});
+              .priority = priority});
     rows.flush();
   }
 
@@ -190,6 +192,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
                          .started_at = add_seconds(now, plan.requeued.delay_seconds),
                          .created_at = now,
                          .updated_at = now,
+                         .priority = priority,
                          .run_id = new_run});
     } else {
       rows.job({.id = job_id,

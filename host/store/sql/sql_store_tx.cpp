@@ -288,6 +288,7 @@ void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& n
                      .started_at = add_seconds(now_, next.delay_seconds),
                      .created_at = now_,
                      .updated_at = now_,
+                     .priority = job.priority ? Cell(*job.priority) : Cell(),
                      .run_id = job.run_id});
   rows.flush();
   conn_.notify(Connection::Work::kJobs);

@@ -36,7 +36,8 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
               .created_at = now, .updated_at = now},
        ExecutionRow{.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now},
        AvailabilityRow{.id = availability_id, .execution_id = execution_id, .pipeline_klass = step.pipeline,
-                       .started_at = due, .created_at = now, .updated_at = now, .run_id = step.run_id});
+                       .started_at = due, .created_at = now, .updated_at = now,
+                       .priority = step.priority ? Cell(*step.priority) : Cell(), .run_id = step.run_id});
   return step_id;
 }
 
@@ -71,6 +72,9 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
   const std::string prefix = args_document("");
   job.args_json = document.substr(prefix.size() - 1, document.size() - prefix.size());
   job.execution_id = text(rows.execution[0]);
+  if (const int64_t* priority = std::get_if<int64_t>(&rows.availability[column::kAvailabilityPriority])) {
+    job.priority = *priority;
+  }
   job.pipeline = text(rows.availability[2]);
   job.waited_seconds = 0;
   // Claimed: steps.status, executions.process_id, availabilities.process_id
