@@ -105,7 +105,8 @@ std::optional<StepsPage> pipeline_steps(Store& store, const std::string& pipelin
   for (size_t i = 0; i < page.steps.size() && i < static_cast<size_t>(limit); ++i) {
     const StepRecord& s = page.steps[i];
     auto it = s.job_id ? executions.find(*s.job_id) : executions.end();
-    out.document["steps"].push_back(step_document(s, it == executions.end() ? Json::array() : it->second));
+    out.document["steps"].push_back(
+        step_document(s, it == executions.end() ? Json::array() : it->second, header->paused));
   }
   if (page.steps.size() > static_cast<size_t>(limit)) {
     const StepRecord& last = page.steps[limit - 1];

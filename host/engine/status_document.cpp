@@ -28,7 +28,21 @@ Json execution_document(const ExecutionRecord& e) {
                        {"plugin_version", text_or_null(e.plugin_version)}});
 }
 
-Json step_document(const StepRecord& s, Json executions) {
+namespace {
+
+// Why a queued step has not started (issue 38): its pipeline is paused, or
+// its job is not due yet; null when it is not queued or only waits for a
+// free worker.
+Json waits_for(const StepRecord& s, bool paused) {
+  if (!s.queued) return Json();
+  if (paused) return "paused";
+  if (*s.queued == "delay") return "delay";
+  return Json();
+}
+
+}  // namespace
+
+Json step_document(const StepRecord& s, Json executions, bool paused) {
   return Json::object({{"id", s.id},
                        {"branch_id", s.branch_id},
                        {"node", s.node},
@@ -40,6 +54,7 @@ Json step_document(const StepRecord& s, Json executions) {
                        {"output", value_or_null(s.output_json)},
                        {"started_at", s.started_at},
                        {"completed_at", text_or_null(s.completed_at)},
+                       {"waits_for", waits_for(s, paused)},
                        {"executions", std::move(executions)}});
 }
 
@@ -56,7 +71,7 @@ Json on_halt_json(const std::optional<OnHaltRecord>& call) {
                        {"error_message", text_or_null(call->error_message)}});
 }
 
-Json run_json(const RunRecord& run) {
+Json run_json(const RunRecord& run, bool paused) {
   std::map<std::string, Json> parents;  // child branch -> parent ids, in link order
   for (const auto& link : run.links) parents[link.child_branch_id].push_back(link.parent_branch_id);
   Json branches = Json::array();
@@ -73,7 +88,7 @@ Json run_json(const RunRecord& run) {
   Json steps = Json::array();
   for (const auto& s : run.steps) {
     auto it = s.job_id ? executions.find(*s.job_id) : executions.end();
-    steps.push_back(step_document(s, it == executions.end() ? Json::array() : it->second));
+    steps.push_back(step_document(s, it == executions.end() ? Json::array() : it->second, paused));
   }
   return Json::object({{"id", run.id},
                        {"status", run.status},
@@ -91,7 +106,7 @@ Json run_json(const RunRecord& run) {
 
 Json status_document(const PipelineRecord& pipeline) {
   Json runs = Json::array();
-  for (const auto& run : pipeline.runs) runs.push_back(run_json(run));
+  for (const auto& run : pipeline.runs) runs.push_back(run_json(run, pipeline.paused));
   return Json::object({{"id", pipeline.id},
                        {"pipeline", pipeline.klass},
                        {"status", pipeline.status},

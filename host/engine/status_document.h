@@ -16,7 +16,9 @@ Json status_document(const PipelineRecord& pipeline);
 // the step's, each an execution_document, in order); the steps page of the
 // HTTP API (engine/pipeline_summary.h) gives the same objects.
 Json execution_document(const ExecutionRecord& execution);
-Json step_document(const StepRecord& step, Json executions);
+// `paused`: the step's pipeline name is paused (a queued step then waits
+// for that).
+Json step_document(const StepRecord& step, Json executions, bool paused);
 
 // The document of pipeline `pipeline_id` in `store`; nullopt when unknown.
 std::optional<Json> pipeline_report(Store& store, const std::string& pipeline_id);

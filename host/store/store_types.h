@@ -340,6 +340,9 @@ struct StepRecord {
   // When a worker first took it in this run (read by Store::step_page only;
   // null when never taken, e.g. queued, or copied by a revive).
   std::optional<std::string> first_attempt_at;
+  // Its job is queued (issue 38): "delay" (not due yet) or "due"; null when
+  // nothing of it is queued.
+  std::optional<std::string> queued;
 };
 
 struct BranchRecord {

@@ -56,8 +56,10 @@ TEST(PauseTest, ARunningStepFinishesNoNewAttemptStartsAndUnpauseRunsTheRest) {
   EXPECT_EQ(steps[0]["status"], "completed") << "the running step finished";
   EXPECT_EQ(steps[0]["executions"][0]["result_type"], "success");
   // The next step was made (the advance ran) but never attempted: no
-  // worker took it, not even the one whose step came before it.
+  // worker took it, not even the one whose step came before it. It says why.
   EXPECT_EQ(steps[1]["executions"][0]["result_type"], nullptr) << doc.dump(2);
+  EXPECT_EQ(steps[1]["waits_for"], "paused");
+  EXPECT_EQ(steps[0]["waits_for"], nullptr);
   EXPECT_EQ(ws.sql("SELECT COUNT(*) FROM attempts a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON "
                    "j.id = e.job_id WHERE j.klass = 'Inc' AND j.step_id = '" +
                    steps[1]["id"].get<std::string>() + "'"),
@@ -91,6 +93,30 @@ TEST(PauseTest, ARunningStepFinishesNoNewAttemptStartsAndUnpauseRunsTheRest) {
   EXPECT_EQ(doc["paused"], false);
   EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 1501);
   EXPECT_EQ(ws.status(second)["status"], "completed");
+}
+
+// `waits_for` on a queued step (issue 38 item 5): `delay` while its job is
+// not due, `paused` while its pipeline is paused, null once it only waits
+// for a worker, and for a step that is not queued.
+TEST(PauseTest, AQueuedStepSaysWhyItWaits) {
+  Workspace ws;
+  ws.define("later.yml", "pipeline: Later\nsteps:\n  - start: Inc\n    delay: 3600\n");
+  ws.define("now.yml", chain_definition("Now", {"Inc"}));
+  const std::string later = ws.trigger("Later", {"1"});
+  const std::string now = ws.trigger("Now", {"1"});
+  EXPECT_EQ(ws.status(later)["runs"][0]["steps"][0]["waits_for"], "delay");
+  EXPECT_EQ(ws.status(now)["runs"][0]["steps"][0]["waits_for"], nullptr) << "due: it waits for a worker only";
+  ASSERT_EQ(ws.run({"pause", "Later"}).exit_code, 0);
+  EXPECT_EQ(ws.status(later)["runs"][0]["steps"][0]["waits_for"], "paused");
+  ASSERT_EQ(ws.run({"unpause", "Later"}).exit_code, 0);
+  EXPECT_EQ(ws.status(later)["runs"][0]["steps"][0]["waits_for"], "delay");
+  // Withdrawn: nothing of it is queued any more.
+  ASSERT_EQ(ws.run({"cancel", later}).exit_code, 0);
+  EXPECT_EQ(ws.status(later)["runs"][0]["steps"][0]["waits_for"], nullptr);
+  ws.drain();
+  json done = ws.status(now);
+  EXPECT_EQ(done["status"], "completed");
+  EXPECT_EQ(done["runs"][0]["steps"][0]["waits_for"], nullptr);
 }
 
 TEST(PauseTest, APausedPipelineWaitsInAThreadedHostToo) {

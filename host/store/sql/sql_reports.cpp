@@ -72,13 +72,16 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
 // The columns of a StepRecord, read from `steps s LEFT JOIN jobs j`.
 constexpr const char* kStepColumns =
     "s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
-    "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id)";
+    "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id), "
+    // Its job still queued (issue 38): not due yet, or due (two seeks).
+    "(SELECT CASE WHEN a.started_at > dw_now() THEN 'delay' ELSE 'due' END FROM executions e JOIN availabilities a "
+    "ON a.execution_id = e.id WHERE e.job_id = j.id AND a.completed_at IS NULL LIMIT 1)";
 
 StepRecord step_record(Statement& s) {
   return StepRecord{s.text(0),          s.text(1),          s.text(2),          s.text(3),
                     s.text(4),          s.text(5),          s.optional_text(6), s.optional_text(7),
                     s.optional_text(8), s.text(9),          s.optional_text(10), s.text(11),
-                    std::nullopt};
+                    std::nullopt,       s.optional_text(12)};
 }
 
 // Steps of a run in start order, `limit` from `offset`.
@@ -156,7 +159,7 @@ std::vector<StepRecord> SqlStore::step_page(const std::string& run_id, int64_t o
   std::vector<StepRecord> steps;
   while (s.step()) {
     steps.push_back(step_record(s));
-    steps.back().first_attempt_at = s.optional_text(12);
+    steps.back().first_attempt_at = s.optional_text(13);
   }
   return steps;
 }
