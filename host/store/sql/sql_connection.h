@@ -142,6 +142,13 @@ struct Dialect {
   std::string (*json_object_rows)(const std::string& param) = nullptr;
   // `expr`, a text holding JSON, as the type of a JSON column.
   std::string (*as_json)(const std::string& expr) = nullptr;
+  // How a claim finds the best priority with due jobs (issue 38): with one
+  // index seek per priority, in statements of ten subqueries (SQLite, which
+  // compiles a statement once), or by walking the claim index in (priority,
+  // due) order past the jobs not due yet (PostgreSQL: with the ten-subquery
+  // statements an idle worker's light-load step latency rose by a third to
+  // a half, measured; docs/decisions.md).
+  bool seek_each_priority = false;
 };
 
 // One database connection with a cache of prepared statements. Not

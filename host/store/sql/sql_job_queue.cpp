@@ -27,7 +27,12 @@ const std::string kNotPaused = "NOT EXISTS (SELECT 1 FROM paused_pipelines WHERE
 // Each seek is a range of index_availabilities_claim (pipeline, priority,
 // due), never a walk over the jobs that are not due yet.
 std::string due_priority(const std::string& now) {
-  std::string sql = "(CASE";
+  // First whether anything is queued at all (one seek): an idle worker
+  // woken by another's commit usually finds the queue empty, and then asks
+  // no more.
+  std::string sql =
+      "(CASE WHEN NOT EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL) "
+      "THEN NULL";
   for (int p = 0; p <= 9; ++p) {
     const std::string n = std::to_string(p);
     sql += " WHEN EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND priority = " + n +
@@ -44,8 +49,11 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
     // Look before taking a write transaction (SQLite's write lock): idle workers woken by another
     // process's commit mostly find nothing due, and must not queue up as
     // writers to learn that. The claim below re-asserts the predicate.
-    static const std::string sql = "SELECT " + due_priority("dw_now()") + " WHERE " + kNotPaused;
-    auto due = conn_.prepare(sql);
+    static const std::string seeks = "SELECT " + due_priority("dw_now()") + " WHERE " + kNotPaused;
+    static const std::string walk =
+        "SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= dw_now() "
+        "AND " + kNotPaused + " LIMIT 1";
+    auto due = conn_.prepare(conn_.dialect().seek_each_priority ? seeks : walk);
     due.bind(1, pipeline);
     if (!due.step() || due.is_null(0)) return {};
   }
@@ -59,14 +67,18 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
                                                    const std::string& now, int max) {
   // A batch is claimed with a fixed number of statements, whatever its size:
   // each statement costs the server far more than each row it touches.
-  // Best priority first, then oldest due: a batch takes from the best
-  // priority that has due jobs (the next claim goes on to the next one).
+  // Best priority first, then oldest due (Dialect::seek_each_priority says
+  // how the best priority is found; with seeks a batch takes from that one
+  // priority only, and the next claim goes on to the next one).
   std::vector<std::string> availability_ids;
   {
-    static const std::string sql = "SELECT id FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
-                                   due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " +
-                                   kNotPaused + " ORDER BY started_at LIMIT ?3";
-    auto pick = conn_.prepare(sql + conn_.dialect().skip_locked);
+    static const std::string seeks = "SELECT id FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
+                                     due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " +
+                                     kNotPaused + " ORDER BY started_at LIMIT ?3";
+    static const std::string walk =
+        "SELECT id FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " +
+        kNotPaused + " ORDER BY priority, started_at LIMIT ?3";
+    auto pick = conn_.prepare((conn_.dialect().seek_each_priority ? seeks : walk) + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
     while (pick.step()) availability_ids.push_back(pick.text(0));
   }
@@ -256,17 +268,21 @@ std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeli
   auto held = lock();
   // The earliest due time of any priority: each priority's earliest is
   // the first entry of its range of the claim index.
-  static const std::string sql = [] {
+  static const std::string walk =
+      "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
+      "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused;
+  static const std::string seeks = [] {
     std::string earliest;
     for (int p = 0; p <= 9; ++p) {
       earliest += std::string(p ? " UNION ALL " : "") +
                   "SELECT MIN(started_at) AS due FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
                   std::to_string(p) + " AND completed_at IS NULL";
     }
+    // Nothing queued (one seek): no union of ten.
     return "SELECT (julianday(MIN(due)) - julianday(dw_now())) * 86400.0 FROM (" + earliest + ") AS earliest WHERE " +
-           kNotPaused;
+           kNotPaused + " AND EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL)";
   }();
-  auto stmt = conn_.prepare(sql);
+  auto stmt = conn_.prepare(conn_.dialect().seek_each_priority ? seeks : walk);
   stmt.bind(1, pipeline);
   if (!stmt.step() || stmt.is_null(0)) return std::nullopt;
   return stmt.real(0);
