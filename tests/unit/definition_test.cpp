@@ -5,6 +5,7 @@
 #include <ductwork/pipeline.hpp>
 
 #include "engine/catalog.h"
+#include "definition_errors.h"
 #include "engine/definition_loader.h"
 #include "temp_dir.h"
 #include "util/logger.h"
@@ -12,14 +13,7 @@
 namespace ductwork {
 namespace {
 
-std::string error_of(const std::string& text) {
-  try {
-    compile_definition_text(text, "defs/p.yml");
-  } catch (const DefinitionError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return definition_error_of(text); }
 
 // The one node of class `klass` (fails the test when there is not exactly one).
 std::string node_of(const Definition& d, const std::string& klass) {

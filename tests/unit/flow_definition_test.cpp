@@ -6,19 +6,13 @@
 
 #include <ductwork/pipeline.hpp>
 
+#include "definition_errors.h"
 #include "engine/definition_loader.h"
 
 namespace ductwork {
 namespace {
 
-std::string error_of(const std::string& text) {
-  try {
-    compile_definition_text(text, "defs/p.yml");
-  } catch (const DefinitionError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return definition_error_of(text); }
 
 TEST(FlowDefinition, PriorityIsMetadataAndTheFileAndBuilderAgree) {
   Definition file = compile_definition_text("pipeline: P\npriority: 3\nsteps:\n  - start: A\n  - chain: B\n", "p.yml");

@@ -7,20 +7,14 @@
 #include <ductwork/pipeline.hpp>
 
 #include "config/config.h"
+#include "definition_errors.h"
 #include "engine/definition_loader.h"
 #include "engine/job_policy.h"
 
 namespace ductwork {
 namespace {
 
-std::string error_of(const std::string& text) {
-  try {
-    compile_definition_text(text, "defs/p.yml");
-  } catch (const DefinitionError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::string& text) { return definition_error_of(text); }
 
 std::string builder_error(const std::function<void()>& build) {
   try {
