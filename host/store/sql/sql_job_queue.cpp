@@ -266,8 +266,10 @@ std::vector<ClaimedJob> SqlStoreTx::claim_jobs(const std::string& pipeline, cons
 
 std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {
   auto held = lock();
-  // The earliest due time of any priority: each priority's earliest is
-  // the first entry of its range of the claim index.
+  // The earliest due time of any priority, NULL when nothing is queued or
+  // the pipeline is paused. With seeks (SQLite) each priority's earliest is
+  // the first entry of its range of the claim index; PostgreSQL walks the
+  // pipeline's queued jobs (Dialect::seek_each_priority).
   static const std::string walk =
       "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
       "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused;
