@@ -60,11 +60,12 @@ int cmd_pause(const Args& args, bool paused) {
   Bootstrap boot(args, stderr, LogLevel::kWarn);
   boot.tolerate_broken_definitions();
   auto store = boot.open_store();
-  // A name no longer defined can still be unpaused (its row is all that is left).
-  if (!boot.definitions().find(name) && (paused || store->reads().paused_pipelines().count(name) == 0)) {
-    throw BadInput("cannot " + std::string(verb) + ": no pipeline named '" + name + "' is defined");
+  bool changed = false;
+  try {
+    changed = set_pipeline_paused(*store, boot.definitions(), name, paused);
+  } catch (const ControlRefused& e) {
+    throw BadInput("cannot " + std::string(verb) + ": " + e.what());
   }
-  const bool changed = set_pipeline_paused(*store, name, paused);
   if (paused) {
     std::printf(changed ? "paused %s: no new attempt of its jobs starts until `ductwork unpause %s`\n"
                         : "%s was already paused (`ductwork unpause %s` restarts it)\n",

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 
+#include "store/store_error.h"
+#include "store/store_reader.h"
 #include "store/store_tx.h"
 
 namespace ductwork {
 
-bool set_pipeline_paused(Store& store, const std::string& pipeline, bool paused) {
+bool set_pipeline_paused(Store& store, const DefinitionSet& definitions, const std::string& pipeline, bool paused) {
+  if (!definitions.find(pipeline) && (paused || store.reads().paused_pipelines().count(pipeline) == 0)) {
+    throw ControlRefused("no pipeline named '" + pipeline + "' is defined", /*unknown=*/true);
+  }
   bool changed = false;
   store.transact([&](StoreTx& tx) { changed = tx.set_paused(pipeline, paused); });
   return changed;

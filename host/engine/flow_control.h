@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/definition_loader.h"
 #include "store/store.h"
 
 namespace ductwork {
@@ -15,8 +16,10 @@ namespace ductwork {
 // Pauses (`paused` true) or unpauses the pipeline named `pipeline`: while it
 // is paused no new attempt of its jobs starts, on any host; running ones
 // finish and triggers are accepted. Returns whether this changed anything
-// (false: it already was so). The caller checks that the name is defined.
-bool set_pipeline_paused(Store& store, const std::string& pipeline, bool paused);
+// (false: it already was so). A name `definitions` does not define is
+// refused (ControlRefused, unknown), except to unpause a paused name whose
+// definition is gone (its row is all that is left of it).
+bool set_pipeline_paused(Store& store, const DefinitionSet& definitions, const std::string& pipeline, bool paused);
 
 // Gives every job of `pipeline` that has been due for longer than
 // `aging_seconds` (job_worker.priority_aging) the top priority, 0, so the

@@ -404,13 +404,12 @@ Response ApiV1::resume(const std::string& id, const Request& request) {
 
 Response ApiV1::pause(const std::string& name, const Request& request, bool paused) {
   body_object(request, {});
-  auto store = context_.stores.take();
-  // A name no longer defined can still be unpaused (its row is all that is left).
-  if (!context_.definitions.find(name) && (paused || store->reads().paused_pipelines().count(name) == 0)) {
-    throw HttpError(404, "not_found", "no pipeline named '" + name + "' is defined");
+  try {
+    const bool changed = set_pipeline_paused(*context_.stores.take(), context_.definitions, name, paused);
+    return json_response(200, Json::object({{"pipeline", name}, {"paused", paused}, {"changed", changed}}));
+  } catch (const ControlRefused& e) {
+    refused(e, paused ? "pause" : "unpause");
   }
-  const bool changed = set_pipeline_paused(*store, name, paused);
-  return json_response(200, Json::object({{"pipeline", name}, {"paused", paused}, {"changed", changed}}));
 }
 
 Response ApiV1::processes() {

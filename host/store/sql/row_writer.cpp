@@ -174,6 +174,13 @@ void RowWriter::pruned_pipelines(const std::string& pipeline_ids) {
       .exec();
 }
 
+bool RowWriter::paused_pipeline_unless_paused(const std::string& pipeline, const std::string& now) {
+  auto insert = conn_.prepare(
+      "INSERT INTO paused_pipelines (klass, paused_at) VALUES (?1, ?2) ON CONFLICT (klass) DO NOTHING RETURNING klass");
+  insert.bind(1, pipeline).bind(2, now);
+  return insert.step();
+}
+
 bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
   static const std::string sql =
       table_sql(kPipelines).head + table_sql(kPipelines).row + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";

@@ -125,6 +125,9 @@ class RowWriter {
   // Adds to the count of pruned pipelines of each name the pipelines of the
   // JSON list `pipeline_ids` (before their rows go; the metrics' totals).
   void pruned_pipelines(const std::string& pipeline_ids);
+  // Marks the pipeline name `pipeline` paused at `now` (issue 38), written
+  // at once unless it already is; true when this row was written.
+  bool paused_pipeline_unless_paused(const std::string& pipeline, const std::string& now);
   void run(const RunRow& row);
   void branch(const BranchRow& row);
   void branch_link(const BranchLinkRow& row);

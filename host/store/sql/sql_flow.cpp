@@ -1,18 +1,14 @@
 // Flow control's statements (issue 38): pausing a pipeline. The claim's
 // side (a pick passes over a paused pipeline) is in sql_job_queue.cpp and
 // sql_inline_advance.cpp.
+#include "store/sql/row_writer.h"
 #include "store/sql/sql_store.h"
 #include "store/sql/sql_store_tx.h"
 
 namespace ductwork::sql {
 
 bool SqlStoreTx::set_paused(const std::string& pipeline, bool paused) {
-  if (paused) {
-    auto insert = conn_.prepare(
-        "INSERT INTO paused_pipelines (klass, paused_at) VALUES (?1, ?2) ON CONFLICT (klass) DO NOTHING RETURNING klass");
-    insert.bind(1, pipeline).bind(2, now_);
-    return insert.step();
-  }
+  if (paused) return RowWriter(conn_).paused_pipeline_unless_paused(pipeline, now_);
   auto remove = conn_.prepare("DELETE FROM paused_pipelines WHERE klass = ?1 RETURNING klass");
   remove.bind(1, pipeline);
   if (!remove.step()) return false;
