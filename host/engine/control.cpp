@@ -4,6 +4,7 @@
 
 #include "engine/definition.h"
 #include "engine/retry_when_busy.h"
+#include "engine/flow_control.h"
 #include "engine/run_policy.h"
 #include "store/store_error.h"
 #include "store/store_tx.h"
@@ -102,6 +103,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
     step.to_transition = "dampen";
     step.args_json = "[" + branch.output_json + "," + value_json + "]";
     step.delay_seconds = next.delay_seconds;
+    step.gate = concurrency_gate(*definition, branch.pipeline, target);
     return step;
   };
   ResumeResult result = retry_when_busy([&] {

@@ -136,6 +136,7 @@ class Reader {
     }
     edge.timeout_seconds = option(node, e, "timeout");
     edge.delay_seconds = option(node, e, "delay");
+    if (e.contains("concurrency")) edge.concurrency = limit(e["concurrency"], "node " + node + ": ");
     if (e.contains("barrier_node")) {
       const Json& b = e["barrier_node"];
       if (b.is_string()) {
@@ -165,6 +166,29 @@ class Reader {
     return 0;
   }
   static constexpr double kMaxOptionSeconds = 366.0 * 24 * 3600;
+
+  // {"limit": N, "key": "/pointer"} (SPEC §17); a stored snapshot with a
+  // bad one reads as no limit (lenient mode).
+  std::optional<ConcurrencyLimit> limit(const Json& v, const std::string& where) const {
+    ConcurrencyLimit out;
+    bool shaped = v.is_object() && v.contains("limit") && v["limit"].is_int64();
+    if (shaped) {
+      out.limit = v["limit"].as_int();
+      for (const auto& [key, _] : v.as_object()) shaped = shaped && (key == "limit" || key == "key");
+      if (v.contains("key")) {
+        shaped = shaped && v["key"].is_string();
+        if (shaped) out.key = v["key"].as_string();
+      }
+    }
+    try {
+      if (!shaped) throw PipelineError("\"concurrency\" must be {\"limit\": N, \"key\": \"/pointer\"}");
+      detail::check_concurrency(out.limit, out.key);
+    } catch (const PipelineError& e) {
+      if (strict_) throw fail(where + e.what());
+      return std::nullopt;
+    }
+    return out;
+  }
 
   // The rules of the language for one parsed edge (strict mode).
   void check_edge(const std::string& node, const Edge& edge) const {
@@ -219,6 +243,7 @@ class Reader {
         throw fail("metadata.priority must be a whole number from 0 to 9");
       }
     }
+    if (metadata.contains("concurrency")) def_.concurrency = limit(metadata["concurrency"], "metadata: ");
     if (!metadata.contains("on_halt")) return;
     const Json& h = metadata["on_halt"];
     if (h.is_object() && h.contains("klass") && h["klass"].is_string()) {
@@ -259,12 +284,19 @@ Json Definition::to_json() const {
   Json metadata = Json::object();
   if (on_halt) metadata["on_halt"] = Json::object({{"klass", *on_halt}});
   if (priority) metadata["priority"] = static_cast<int64_t>(*priority);
+  auto limit_json = [](const ConcurrencyLimit& c) {
+    Json out = Json::object({{"limit", static_cast<int64_t>(c.limit)}});
+    if (!c.key.empty()) out["key"] = c.key;
+    return out;
+  };
+  if (concurrency) metadata["concurrency"] = limit_json(*concurrency);
   Json edge_doc = Json::object();
   for (const auto& node : nodes) {
     const Edge& e = edge(node);
     Json entry = Json::object({{"klass", e.klass}});
     if (e.timeout_seconds > 0) entry["timeout"] = seconds_json(e.timeout_seconds);
     if (e.delay_seconds > 0) entry["delay"] = seconds_json(e.delay_seconds);
+    if (e.concurrency) entry["concurrency"] = limit_json(*e.concurrency);
     if (!e.type.empty()) {
       entry["type"] = e.type;
       entry["to"] = e.routes.empty() ? json_strings(e.to) : string_map(e.routes);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <ductwork/pipeline.hpp>
+
 #include "util/json.h"
 
 namespace ductwork {
@@ -36,6 +38,9 @@ struct Edge {
   // transition that created it (database clock).
   double timeout_seconds = 0;
   double delay_seconds = 0;
+  // SPEC §17: at most `limit` executions of this node's step in progress
+  // per key value, across every host.
+  std::optional<ConcurrencyLimit> concurrency;
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named
@@ -50,6 +55,9 @@ struct Definition {
   // The claim order of its runs (issue 38): 0 first, 9 last; unset = 0.
   // A trigger may give its own.
   std::optional<int> priority;
+  // The pipeline's concurrency limit (metadata.concurrency): a node without
+  // its own counts against it.
+  std::optional<ConcurrencyLimit> concurrency;
 
   const std::string& start_node() const { return nodes.front(); }
   const Edge& edge(const std::string& node) const;

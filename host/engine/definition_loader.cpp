@@ -32,8 +32,9 @@ class Compiler {
     if (!root.IsMap()) fail(root, "a definition file must be a map with 'pipeline' and 'steps'");
     for (const auto& kv : root) {
       std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-      if (key != "pipeline" && key != "steps" && key != "on_halt" && key != "priority") {
-        fail(kv.first, "unknown key '" + key + "' (expected 'pipeline', 'steps', 'on_halt' and 'priority')");
+      if (key != "pipeline" && key != "steps" && key != "on_halt" && key != "priority" && key != "concurrency") {
+        fail(kv.first,
+             "unknown key '" + key + "' (expected 'pipeline', 'steps', 'on_halt', 'priority' and 'concurrency')");
       }
     }
     if (!root["pipeline"] || !root["pipeline"].IsScalar() || root["pipeline"].Scalar().empty()) {
@@ -79,6 +80,10 @@ class Compiler {
         }
         guarded(kv.first, [&] { pipeline.priority(priority); });
       }
+      if (kv.first.Scalar() == "concurrency") {
+        const ConcurrencyLimit limit = read_concurrency(kv.first, kv.second, "the pipeline's ");
+        pipeline.pipeline_concurrency(limit.limit, limit.key);
+      }
       if (kv.first.Scalar() != "on_halt") continue;
       std::string klass = step_name(kv.second, "on_halt", kv.first);
       guarded(kv.first, [&] { pipeline.on_halt(klass); });
@@ -106,7 +111,52 @@ class Compiler {
     }
   }
 
-  static bool is_option(const std::string& key) { return key == "timeout" || key == "delay"; }
+  static bool is_option(const std::string& key) { return key == "timeout" || key == "delay" || key == "concurrency"; }
+
+  // `concurrency: {limit: N, key: /POINTER}` (or `concurrency: N`), checked
+  // by the builder's rules; `whose` ("step Charge: ") leads each message.
+  ConcurrencyLimit read_concurrency(const YAML::Node& at, const YAML::Node& value, const std::string& whose) const {
+    const std::string form = whose + "'concurrency' takes {limit: N, key: /POINTER} (or just N), e.g. "
+                                     "'concurrency: {limit: 2, key: /0/customer_id}'";
+    ConcurrencyLimit out;
+    // (Node::reset, not assignment: assigning a Node writes through to the
+    // node it refers to.)
+    YAML::Node limit;
+    limit.reset(value);
+    if (value.IsMap()) {
+      for (const auto& kv : value) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        if (key != "limit" && key != "key") fail(kv.first, whose + "'concurrency' has no '" + key + "' (limit, key)");
+      }
+      limit.reset(value["limit"]);
+      if (const YAML::Node key = value["key"]) {
+        if (!key.IsScalar()) fail(key, whose + "the key of 'concurrency' must be a JSON Pointer such as /0/customer_id");
+        out.key = key.Scalar();
+      }
+    }
+    bool number = limit && limit.IsScalar();
+    if (number) {
+      try {
+        out.limit = limit.as<long long>();
+      } catch (const YAML::Exception&) {
+        number = false;
+      }
+    }
+    if (!number) fail(value.IsDefined() && !value.IsNull() ? value : at, form);
+    try {
+      detail::check_concurrency(out.limit, out.key);
+    } catch (const PipelineError& e) {
+      fail(value, whose + e.what());
+    }
+    return out;
+  }
+
+  // The steps an entry names, for messages: "step Charge: ".
+  std::string entry_steps(const YAML::Node& entry) const {
+    const YAML::Node value = keyword_value(entry);
+    if (value.IsScalar()) return "step " + detail::shown_name(value.Scalar()) + ": ";
+    return "the steps of '" + keyword(entry) + "': ";
+  }
 
   // The one key of an entry that is not a step option (timeout, delay).
   YAML::Node keyword_key(const YAML::Node& entry) const {
@@ -118,7 +168,9 @@ class Compiler {
       if (++keywords == 1) found = kv.first;
     }
     if (keywords != 1) {
-      fail(entry, keywords == 0 ? "an entry with 'timeout' or 'delay' also needs its 'keyword: StepName'"
+      fail(entry, keywords == 0 ? (entry["timeout"] || entry["delay"]
+                                       ? "an entry with 'timeout' or 'delay' also needs its 'keyword: StepName'"
+                                       : "an entry with 'concurrency' also needs its 'keyword: StepName'")
                                 : "each entry of 'steps' is one 'keyword: StepName' pair");
     }
     return found;
@@ -133,6 +185,11 @@ class Compiler {
     for (const auto& kv : entry) {
       const std::string key = kv.first.Scalar();
       if (!is_option(key)) continue;
+      if (key == "concurrency") {
+        const ConcurrencyLimit limit = read_concurrency(kv.first, kv.second, entry_steps(entry));
+        guarded(kv.first, [&] { target.concurrency(limit.limit, limit.key); });
+        continue;
+      }
       double seconds = 0;
       bool number = kv.second.IsScalar();
       if (number) {

@@ -8,6 +8,19 @@
 
 namespace ductwork {
 
+std::optional<GateSpec> concurrency_gate(const Definition& definition, const std::string& pipeline,
+                                         const std::string& node) {
+  auto edge = definition.edges.find(node);
+  if (edge != definition.edges.end() && edge->second.concurrency) {
+    const ConcurrencyLimit& own = *edge->second.concurrency;
+    return GateSpec{pipeline + "/" + node, own.key, own.limit};
+  }
+  if (definition.concurrency) {
+    return GateSpec{pipeline, definition.concurrency->key, definition.concurrency->limit};
+  }
+  return std::nullopt;
+}
+
 bool set_pipeline_paused(Store& store, const DefinitionSet& definitions, const std::string& pipeline, bool paused) {
   if (!definitions.find(pipeline) && (paused || store.reads().paused_pipelines().count(pipeline) == 0)) {
     throw ControlRefused("no pipeline named '" + pipeline + "' is defined", /*unknown=*/true);

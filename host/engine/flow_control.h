@@ -6,12 +6,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/definition_loader.h"
 #include "store/store.h"
 
 namespace ductwork {
+
+// The concurrency limit the jobs of `node` of pipeline `pipeline` count
+// against: the node's own `concurrency`, else the pipeline's, else none. A
+// node's limit is scoped to "Pipeline/node", the pipeline's to "Pipeline"
+// (every step of it shares the limit). The name is given apart because a
+// run's stored snapshot does not carry it.
+std::optional<GateSpec> concurrency_gate(const Definition& definition, const std::string& pipeline,
+                                         const std::string& node);
 
 // Pauses (`paused` true) or unpauses the pipeline named `pipeline`: while it
 // is paused no new attempt of its jobs starts, on any host; running ones

@@ -30,13 +30,13 @@ Json execution_document(const ExecutionRecord& e) {
 
 namespace {
 
-// Why a queued step has not started (issue 38): its pipeline is paused, or
-// its job is not due yet; null when it is not queued or only waits for a
-// free worker.
+// Why a queued step has not started (issue 38): its pipeline is paused, its
+// job is not due yet, or its concurrency limit is full; null when it is not
+// queued or only waits for a free worker.
 Json waits_for(const StepRecord& s, bool paused) {
   if (!s.queued) return Json();
   if (paused) return "paused";
-  if (*s.queued == "delay") return "delay";
+  if (*s.queued == "delay" || *s.queued == "concurrency") return *s.queued;
   return Json();
 }
 

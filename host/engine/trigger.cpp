@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/flow_control.h"
 #include "store/store_tx.h"
 #include "util/fault.h"
 #include "util/json.h"
@@ -20,6 +21,7 @@ NewPipeline request_for(const Definition& definition, std::optional<int> priorit
   request.start_node = definition.start_node();
   request.start_klass = definition.edge(request.start_node).klass;
   request.start_delay_seconds = definition.edge(request.start_node).delay_seconds;
+  request.start_gate = concurrency_gate(definition, definition.pipeline, request.start_node);
   return request;
 }
 

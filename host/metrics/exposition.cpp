@@ -140,6 +140,19 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
   gauge(&out, "ductwork_branches_advanceable", "Branches waiting for an advancer (database-wide).", "pipeline",
         with_zeros(gauges.branches_advanceable, pipelines));
   gauge(&out, "ductwork_processes", "Registered processes (database-wide), by role.", "role", gauges.processes);
+  header(&out, "ductwork_flow_waiting", "gauge",
+         "Queued jobs held back by flow control (database-wide): by pipeline, step and reason "
+         "(concurrency, paused, delay).");
+  for (const auto& [key, n] : gauges.flow_waiting) {
+    out += "ductwork_flow_waiting{pipeline=\"" + escaped(std::get<0>(key)) + "\",step=\"" + escaped(std::get<1>(key)) +
+           "\",reason=\"" + escaped(std::get<2>(key)) + "\"} " + std::to_string(n) + "\n";
+  }
+  header(&out, "ductwork_flow_in_progress", "gauge",
+         "Executions holding a slot of a concurrency limit (database-wide): by pipeline and step.");
+  for (const auto& [key, n] : gauges.flow_in_progress) {
+    out += "ductwork_flow_in_progress{pipeline=\"" + escaped(key.first) + "\",step=\"" + escaped(key.second) + "\"} " +
+           std::to_string(n) + "\n";
+  }
   header(&out, "ductwork_database_bytes", "gauge",
          "The database's size: SQLite's pages (free ones included), PostgreSQL's pg_database_size.");
   out += "ductwork_database_bytes " + std::to_string(gauges.database_bytes) + "\n";

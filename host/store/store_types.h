@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,19 @@ struct LastResult {
   bool retryable = true;
 };
 
+// The concurrency limit a queued job counts against (issue 38, SPEC §17),
+// as the engine read it from the definition: `scope` names the limit (the
+// pipeline and node, "Pipeline/Klass.1a2b3c4d", or the pipeline alone),
+// `key` is the JSON Pointer into the job's arguments whose value splits it
+// (empty: one limit for the scope). The job's gate is the scope with that
+// value (flow_gate_name); at most `limit` executions of one gate are in
+// progress at once.
+struct GateSpec {
+  std::string scope;
+  std::string key;
+  int64_t limit = 0;
+};
+
 struct NewPipeline {
   std::string pipeline;         // pipeline name (klass)
   std::string definition_json;  // canonical definition snapshot
@@ -40,6 +54,7 @@ struct NewPipeline {
   std::string start_klass;
   std::string args_json;        // JSON array: the start step's args
   double start_delay_seconds = 0;  // the start step's `delay` (SPEC §13)
+  std::optional<GateSpec> start_gate;  // the start step's concurrency limit
   // The run's claim order (issue 38): 0 first, 9 last; every job of the run
   // is queued with it.
   int priority = 0;
@@ -89,6 +104,13 @@ struct ClaimedJob {
   // How long the job had been due when this claim took it (seconds, by the
   // database clock); negative when not known.
   double waited_seconds = -1;
+  // The concurrency gate the job counts against (issue 38; empty: none) and
+  // its limit, as queued: a retry of the job is queued against it again.
+  std::string gate;
+  int64_t gate_limit = 0;
+  // Whether this claim holds one of the gate's slots, to give back when the
+  // execution ends (however it ends, recovery included).
+  bool holds_slot = false;
 };
 
 // How a supervisor saw a process die, for the crashed executions' results:
@@ -190,6 +212,9 @@ struct NewStep {
   // The run's priority (issue 38) when the caller has it; otherwise the
   // queued job reads it from the run as it is written.
   std::optional<int64_t> priority;
+  // The node's concurrency limit (issue 38), if any: its job waits for a
+  // slot of its gate, and is never taken by a worker inline.
+  std::optional<GateSpec> gate;
 };
 
 // One child of a fan-out: the node its first step runs, that step's args
@@ -199,6 +224,7 @@ struct NewChild {
   std::string klass;
   std::string args_json;  // JSON array
   double delay_seconds = 0;
+  std::optional<GateSpec> gate;  // the node's concurrency limit (NewStep::gate)
 };
 
 // Where a fan-in arrival lands: the branch that fanned out (the barrier)
@@ -340,8 +366,8 @@ struct StepRecord {
   // When a worker first took it in this run (read by Store::step_page only;
   // null when never taken, e.g. queued, or copied by a revive).
   std::optional<std::string> first_attempt_at;
-  // Its job is queued (issue 38): "delay" (not due yet) or "due"; null when
-  // nothing of it is queued.
+  // Its job is queued (issue 38): "delay" (not due yet), "concurrency" (due,
+  // its gate full) or "due"; null when nothing of it is queued.
   std::optional<std::string> queued;
 };
 
@@ -434,6 +460,11 @@ struct MetricGauges {
   std::map<std::string, int64_t> pipelines_pruned;      // every pipeline ever pruned
   std::map<std::string, int64_t> processes;             // registered processes by role
   int64_t database_bytes = 0;                           // DatabaseSpace::bytes
+  // Flow control (issue 38): queued jobs held back, by pipeline, step class
+  // and reason (concurrency, paused, delay); executions holding a slot of
+  // a concurrency limit, by pipeline and step class.
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> flow_waiting;
+  std::map<std::pair<std::string, std::string>, int64_t> flow_in_progress;
 };
 
 // How big the database is (Store reads, `prune`, /metrics).

@@ -70,10 +70,11 @@ struct ExecutionRow {
       updated_at;
 };
 // `priority`: the run's priority (issue 38) when the caller has it; when
-// NULL the row reads it from the run `run_id` as it is written.
+// NULL the row reads it from the run `run_id` as it is written. `gate` and
+// `gate_limit`: the concurrency gate of a limited step's job (NULL: none).
 struct AvailabilityRow {
   Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority,
-      run_id;
+      run_id, gate, gate_limit;
 };
 struct TransitionRow {
   Cell id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at;
@@ -91,6 +92,7 @@ inline constexpr size_t kExecutionProcess = 2;
 inline constexpr size_t kAvailabilityProcess = 3;
 inline constexpr size_t kAvailabilityCompletedAt = 5;
 inline constexpr size_t kAvailabilityPriority = 8;
+inline constexpr size_t kAvailabilityGate = 10;
 }  // namespace column
 
 class RowWriter {

@@ -199,7 +199,7 @@ std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
 namespace {
 
 bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs) {
-  return rows.due_now && runs.count(rows.run_id) > 0;
+  return rows.due_now && !rows.gated && runs.count(rows.run_id) > 0;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "store/sql/batch_insert.h"
+#include "store/sql/flow_gates.h"
 #include "store/sql/row_writer.h"
 #include "store/sql/sql_branch_tx.h"
 #include "store/sql/sql_store.h"
@@ -29,14 +30,16 @@ const std::string kNotPaused = "NOT EXISTS (SELECT 1 FROM paused_pipelines WHERE
 std::string due_priority(const std::string& now) {
   // First whether anything is queued at all (one seek): an idle worker
   // woken by another's commit usually finds the queue empty, and then asks
-  // no more.
+  // no more. A due job whose gate is full (a concurrency limit) does not
+  // count: the index holds the gate, so an unlimited job is seen without
+  // reading its row.
   std::string sql =
       "(CASE WHEN NOT EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL) "
       "THEN NULL";
   for (int p = 0; p <= 9; ++p) {
     const std::string n = std::to_string(p);
-    sql += " WHEN EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND priority = " + n +
-           " AND completed_at IS NULL AND started_at <= " + now + ") THEN " + n;
+    sql += " WHEN EXISTS (SELECT 1 FROM availabilities q WHERE q.pipeline_klass = ?1 AND q.priority = " + n +
+           " AND q.completed_at IS NULL AND q.started_at <= " + now + " AND " + gate_has_room("q") + ") THEN " + n;
   }
   return sql + " END)";
 }
@@ -52,7 +55,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
     static const std::string seeks = "SELECT " + due_priority("dw_now()") + " WHERE " + kNotPaused;
     static const std::string walk =
         "SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= dw_now() "
-        "AND " + kNotPaused + " LIMIT 1";
+        "AND " + kNotPaused + " AND " + gate_has_room("availabilities") + " LIMIT 1";
     auto due = conn_.prepare(conn_.dialect().seek_each_priority ? seeks : walk);
     due.bind(1, pipeline);
     if (!due.step() || due.is_null(0)) return {};
@@ -64,25 +67,61 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
 }
 
 std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
-                                                   const std::string& now, int max) {
+                                                   const std::string& picked_at, int max) {
+  const std::string* stamp = &picked_at;  // the claim's instant, re-read below after a gate's wait
   // A batch is claimed with a fixed number of statements, whatever its size:
   // each statement costs the server far more than each row it touches.
   // Best priority first, then oldest due (Dialect::seek_each_priority says
   // how the best priority is found; with seeks a batch takes from that one
   // priority only, and the next claim goes on to the next one).
   std::vector<std::string> availability_ids;
+  // Per picked job: its gate (a concurrency limit, issue 38) and whether
+  // its gate admitted it; a job its gate refuses is not taken.
+  std::vector<GateWant> wants;
+  std::vector<std::string> picked_executions;
   {
-    static const std::string seeks = "SELECT id FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
-                                     due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " +
-                                     kNotPaused + " ORDER BY started_at LIMIT ?3";
+    // A job whose gate is full is passed over, as a paused pipeline's are.
+    static const std::string room = gate_has_room("availabilities");
+    static const std::string seeks =
+        "SELECT id, execution_id, gate, gate_limit FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
+        due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
+        " ORDER BY started_at LIMIT ?3";
     static const std::string walk =
-        "SELECT id FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " +
-        kNotPaused + " ORDER BY priority, started_at LIMIT ?3";
+        "SELECT id, execution_id, gate, gate_limit FROM availabilities WHERE pipeline_klass = ?1 AND "
+        "completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
+        " ORDER BY priority, started_at LIMIT ?3";
     auto pick = conn_.prepare((conn_.dialect().seek_each_priority ? seeks : walk) + conn_.dialect().skip_locked);
-    pick.bind(1, pipeline).bind(2, now).bind(3, static_cast<int64_t>(std::max(max, 1)));
-    while (pick.step()) availability_ids.push_back(pick.text(0));
+    pick.bind(1, pipeline).bind(2, picked_at).bind(3, static_cast<int64_t>(std::max(max, 1)));
+    while (pick.step()) {
+      availability_ids.push_back(pick.text(0));
+      picked_executions.push_back(pick.text(1));
+      wants.push_back(pick.is_null(2) ? GateWant{} : GateWant{pick.text(2), pick.int64(3)});
+    }
   }
   if (availability_ids.empty()) return {};
+  // Admitted to their gates in claim order (a gate fills with its oldest
+  // jobs); the refused stay queued untouched.
+  std::unordered_map<std::string, const GateWant*> admitted;  // execution -> its gate
+  {
+    const std::vector<bool> in = admit_to_gates(conn_, wants, picked_at);
+    std::vector<std::string> taking;
+    for (size_t i = 0; i < availability_ids.size(); ++i) {
+      if (!in[i]) continue;
+      taking.push_back(availability_ids[i]);
+      if (!wants[i].gate.empty()) admitted.emplace(picked_executions[i], &wants[i]);
+    }
+    availability_ids.swap(taking);
+  }
+  if (availability_ids.empty()) return {};
+  // A claim that waited for a gate's row lock (PostgreSQL: another host's
+  // release) is stamped after that wait, so the attempts' start and end
+  // instants never show more executions of a gate in flight than it had.
+  std::string admitted_at;
+  if (!admitted.empty()) {
+    admitted_at = db_now(conn_);
+    stamp = &admitted_at;
+  }
+  const std::string& now = *stamp;
   // The predicate is asserted again as the rows are taken: a row another
   // process took between the pick and this write (where the pick did not
   // lock it) is not taken twice. It is written `(...) IS TRUE` so that no
@@ -101,6 +140,16 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
                               availabilities.planning());
     take.bind(1, now).bind(2, process_id).bind(3, availabilities.value());
     while (take.step()) taken.push_back(Taken{take.text(0), take.text(1)});
+  }
+  if (!admitted.empty() && taken.size() < availability_ids.size()) {
+    // Admitted, then taken by another claim first: its slot goes back.
+    std::unordered_set<std::string> ours;
+    for (const Taken& t : taken) ours.insert(t.execution_id);
+    std::vector<std::pair<std::string, int64_t>> back;
+    for (const auto& [execution_id, want] : admitted) {
+      if (!ours.count(execution_id)) back.emplace_back(want->gate, 1);
+    }
+    return_admissions(conn_, back, now);
   }
   if (taken.empty()) return {};
   // Oldest due first, as picked.
@@ -177,9 +226,15 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   for (const Taken& t : taken) {
     ClaimedJob& job = by_execution.at(t.execution_id);
     job.waited_seconds = seconds_between(t.due_at, now);
+    if (auto gate = admitted.find(t.execution_id); gate != admitted.end()) {
+      job.gate = gate->second->gate;
+      job.gate_limit = gate->second->limit;
+      job.holds_slot = true;
+    }
     jobs.push_back(std::move(job));
   }
   record_attempts(conn_, jobs, now);
+  if (!admitted.empty()) record_holds(conn_, jobs, now);
   return jobs;
 }
 
@@ -257,6 +312,11 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
   }
   results.flush();
   update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now_);
+  std::vector<std::string> slots;  // concurrency slots these executions held (issue 38)
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    if (committed[i] && done[i].job->holds_slot) slots.push_back(done[i].job->execution_id);
+  }
+  release_slots(conn_, slots, now_);
   return committed;
 }
 
@@ -266,19 +326,22 @@ std::vector<ClaimedJob> SqlStoreTx::claim_jobs(const std::string& pipeline, cons
 
 std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {
   auto held = lock();
-  // The earliest due time of any priority, NULL when nothing is queued or
-  // the pipeline is paused. With seeks (SQLite) each priority's earliest is
-  // the first entry of its range of the claim index; PostgreSQL walks the
-  // pipeline's queued jobs (Dialect::seek_each_priority).
+  // The earliest due time of any priority, NULL when nothing is queued,
+  // the pipeline is paused or every queued job waits for a full gate (a
+  // release wakes the workers then, no poll needed). With seeks (SQLite)
+  // each priority's earliest is the first entry of its range of the claim
+  // index; PostgreSQL walks the pipeline's queued jobs
+  // (Dialect::seek_each_priority).
   static const std::string walk =
       "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
-      "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused;
+      "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused + " AND " +
+      gate_has_room("availabilities");
   static const std::string seeks = [] {
     std::string earliest;
     for (int p = 0; p <= 9; ++p) {
       earliest += std::string(p ? " UNION ALL " : "") +
-                  "SELECT MIN(started_at) AS due FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
-                  std::to_string(p) + " AND completed_at IS NULL";
+                  "SELECT MIN(q.started_at) AS due FROM availabilities q WHERE q.pipeline_klass = ?1 AND "
+                  "q.priority = " + std::to_string(p) + " AND q.completed_at IS NULL AND " + gate_has_room("q");
     }
     // Nothing queued (one seek): no union of ten.
     return "SELECT (julianday(MIN(due)) - julianday(dw_now())) * 86400.0 FROM (" + earliest + ") AS earliest WHERE " +

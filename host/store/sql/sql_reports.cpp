@@ -73,8 +73,11 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
 constexpr const char* kStepColumns =
     "s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
     "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id), "
-    // Its job still queued (issue 38): not due yet, or due (two seeks).
-    "(SELECT CASE WHEN a.started_at > dw_now() THEN 'delay' ELSE 'due' END FROM executions e JOIN availabilities a "
+    // Its job still queued (issue 38): not due yet, due but its gate full (a
+    // concurrency limit), or due (two seeks, a third for a limited job).
+    "(SELECT CASE WHEN a.started_at > dw_now() THEN 'delay' WHEN a.gate IS NOT NULL AND EXISTS (SELECT 1 FROM "
+    "flow_gates g WHERE g.gate = a.gate AND g.in_progress >= a.gate_limit) THEN 'concurrency' ELSE 'due' END "
+    "FROM executions e JOIN availabilities a "
     "ON a.execution_id = e.id WHERE e.job_id = j.id AND a.completed_at IS NULL LIMIT 1)";
 
 StepRecord step_record(Statement& s) {
@@ -386,6 +389,22 @@ MetricGauges SqlStore::metric_gauges() {
   read("SELECT klass, pruned FROM pruned_pipelines", &out.pipelines_pruned);
   for (const auto& [klass, pruned] : out.pipelines_pruned) out.pipelines_triggered[klass] += pruned;
   read("SELECT role, COUNT(*) FROM processes GROUP BY role", &out.processes);
+  {
+    // Why queued jobs wait (issue 38): a walk over the queued jobs that are
+    // held back by something other than a busy worker.
+    auto waiting = conn_.prepare(
+        "SELECT pipeline_klass, klass, reason, COUNT(*) FROM (SELECT a.pipeline_klass, j.klass, CASE "
+        "WHEN EXISTS (SELECT 1 FROM paused_pipelines p WHERE p.klass = a.pipeline_klass) THEN 'paused' "
+        "WHEN a.started_at > dw_now() THEN 'delay' WHEN a.gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g "
+        "WHERE g.gate = a.gate AND g.in_progress >= a.gate_limit) THEN 'concurrency' END AS reason "
+        "FROM availabilities a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
+        "WHERE a.completed_at IS NULL) AS queued WHERE reason IS NOT NULL GROUP BY pipeline_klass, klass, reason");
+    while (waiting.step()) {
+      out.flow_waiting[{waiting.text(0), waiting.text(1), waiting.text(2)}] = waiting.int64(3);
+    }
+    auto holding = conn_.prepare("SELECT pipeline_klass, step_klass, COUNT(*) FROM flow_holds GROUP BY pipeline_klass, step_klass");
+    while (holding.step()) out.flow_in_progress[{holding.text(0), holding.text(1)}] = holding.int64(2);
+  }
   out.database_bytes = read_database_space(conn_).bytes;
   return out;
 }

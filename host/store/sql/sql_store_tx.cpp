@@ -1,6 +1,7 @@
 // SqlStoreTx: the statements of the write port (store/store_tx.h).
 #include "store/sql/sql_store_tx.h"
 
+#include "store/sql/flow_gates.h"
 #include "store/sql/row_writer.h"
 #include "util/uuid.h"
 
@@ -208,6 +209,7 @@ bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process
     close.bind(4, job.plugin_name).bind(5, job.plugin_version);
   }
   if (close.exec() == 0) return false;
+  if (job.holds_slot) release_slots(conn_, {job.execution_id}, now_);
   conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
       .bind(1, now_)
       .bind(2, job.execution_id)
@@ -237,6 +239,7 @@ bool SqlStoreTx::unclaim(const ClaimedJob& job, const std::string& process_id) {
                  .bind(3, process_id)
                  .exec();
   if (ours != 1) return false;
+  if (job.holds_slot) release_slots(conn_, {job.execution_id}, now_);
   conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec_deferred();
   return true;
 }
@@ -269,6 +272,7 @@ void SqlStoreTx::cancel_job(const ClaimedJob& job) {
       .bind(1, now_)
       .bind(2, job.execution_id)
       .exec_deferred();
+  if (job.holds_slot) release_slots(conn_, {job.execution_id}, now_);
   set_step_status(job, "cancelled");
 }
 
@@ -289,7 +293,9 @@ void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& n
                      .created_at = now_,
                      .updated_at = now_,
                      .priority = job.priority ? Cell(*job.priority) : Cell(),
-                     .run_id = job.run_id});
+                     .run_id = job.run_id,
+                     .gate = job.gate.empty() ? Cell() : Cell(job.gate),
+                     .gate_limit = job.gate.empty() ? Cell() : Cell(job.gate_limit)});
   rows.flush();
   conn_.notify(Connection::Work::kJobs);
 }
@@ -323,8 +329,10 @@ void SqlStoreTx::delete_process(const std::string& process_id) {
 std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
   const std::string select =
       "SELECT e.id, e.job_id, e.retry_count, e.crash_count, e.process_id, j.step_id, j.klass, s.run_id, "
-      "s.branch_id, s.node, r.pipeline_klass FROM executions e JOIN jobs j ON j.id = e.job_id "
+      "s.branch_id, s.node, r.pipeline_klass, a.gate, a.gate_limit, h.execution_id "
+      "FROM executions e JOIN jobs j ON j.id = e.job_id "
       "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
+      "LEFT JOIN availabilities a ON a.execution_id = e.id LEFT JOIN flow_holds h ON h.execution_id = e.id "
       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND ";
   auto stmt = owner.process_id.empty()
                   ? conn_.prepare(select +
@@ -351,6 +359,13 @@ std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
     open.job.branch_id = stmt.text(8);
     open.job.node = stmt.text(9);
     open.job.pipeline = stmt.text(10);
+    // Its concurrency gate, and whether it holds a slot (issue 38): ending
+    // or giving back the claim frees the slot; a retry waits for the gate.
+    if (!stmt.is_null(11)) {
+      open.job.gate = stmt.text(11);
+      open.job.gate_limit = stmt.int64(12);
+    }
+    open.job.holds_slot = !stmt.is_null(13);
     out.push_back(std::move(open));
   }
   return out;

@@ -1,5 +1,7 @@
 #include "store/sql/step_rows.h"
 
+#include "util/json.h"
+#include "util/json_pointer.h"
 
 #include "store/sql/row_writer.h"
 #include "store/sql/sql_connection.h"
@@ -7,6 +9,13 @@
 #include "util/uuid.h"
 
 namespace ductwork::sql {
+
+std::string flow_gate_name(const GateSpec& spec, const std::string& args_json) {
+  if (spec.key.empty()) return spec.scope;
+  const std::optional<Json> args = try_parse_json(args_json);
+  const Json* value = args ? resolve_json_pointer(*args, spec.key) : nullptr;
+  return spec.scope + " " + (value != nullptr ? value->dump() : std::string("null"));
+}
 
 namespace {
 
@@ -21,6 +30,7 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
   const std::string args = args_document(step.args_json);
   const std::string due = add_seconds(now, step.delay_seconds);
   const Cell source = step.source_step_id.empty() ? Cell() : Cell(step.source_step_id);
+  const std::string gate = step.gate ? flow_gate_name(*step.gate, step.args_json) : std::string();
   emit(StepRow{.id = step_id,
                .run_id = step.run_id,
                .branch_id = step.branch_id,
@@ -37,7 +47,9 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
        ExecutionRow{.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now},
        AvailabilityRow{.id = availability_id, .execution_id = execution_id, .pipeline_klass = step.pipeline,
                        .started_at = due, .created_at = now, .updated_at = now,
-                       .priority = step.priority ? Cell(*step.priority) : Cell(), .run_id = step.run_id});
+                       .priority = step.priority ? Cell(*step.priority) : Cell(), .run_id = step.run_id,
+                       .gate = step.gate ? Cell(gate) : Cell(),
+                       .gate_limit = step.gate ? Cell(step.gate->limit) : Cell()});
   return step_id;
 }
 
@@ -53,6 +65,7 @@ StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& s
   });
   rows.run_id = step.run_id;
   rows.due_now = step.delay_seconds <= 0;
+  rows.gated = step.gate.has_value();
   return rows;
 }
 

@@ -19,7 +19,16 @@ struct StepRows {
   // Due at once (no delay): a worker may take it in the transaction that
   // creates it (take_step_rows).
   bool due_now = false;
+  // Counts against a concurrency limit (issue 38): only a claim admits it,
+  // never a worker's inline take.
+  bool gated = false;
 };
+
+// The gate of a job of a limited step (issue 38): the limit's scope, and
+// when it has a key, a space and the compact JSON of the value the key
+// points to in the job's arguments `args_json` ("null" when it points to
+// nothing).
+std::string flow_gate_name(const GateSpec& spec, const std::string& args_json);
 
 // The rows of `step`, created with `status`, stamped `now` (its job is due
 // at now + the step's delay), with ids of `clock`'s time.

@@ -11,6 +11,7 @@
 //    .collapse("Report")
 //    .on_halt("NotifyOps");
 //   p.chain("Transcode").timeout(600).delay(5)   // options of the step just named
+//    .chain("Charge").concurrency(2, "/0/customer_id")  // at most 2 in progress per customer
 //    .dampen("Publish");                         // park until `ductwork resume`
 //   std::string text = p.dump();
 //
@@ -64,6 +65,14 @@ using BranchBlock = std::function<void(std::vector<Branch>&)>;
 // divert's targets: routing key -> step class, in the order the nodes are
 // created. One key must be "otherwise".
 using Routes = std::vector<std::pair<std::string, std::string>>;
+
+// `concurrency: {limit, key}` of a step or a pipeline (SPEC §17): at most
+// `limit` executions in progress at once per value of `key`, a JSON Pointer
+// into the step's arguments (empty: one limit for all).
+struct ConcurrencyLimit {
+  long long limit = 0;
+  std::string key;
+};
 
 namespace detail {
 
@@ -135,6 +144,43 @@ inline std::string node_name(const std::string& pipeline, std::size_t ordinal, c
   return name;
 }
 
+inline constexpr long long kMaxConcurrencyLimit = 1000000;
+inline constexpr std::size_t kMaxKeyPointerLength = 256;
+
+// A JSON Pointer (RFC 6901) into a step's arguments, or empty for none:
+// '/'-separated tokens, '~' only as "~0" or "~1", valid UTF-8.
+inline void check_key_pointer(const char* what, const std::string& key) {
+  if (key.empty()) return;
+  const std::string prefix = std::string("the key of '") + what + "' ";
+  if (key.front() != '/') {
+    throw PipelineError(prefix + "must be a JSON Pointer starting with '/' (e.g. '/0/customer_id'), not '" +
+                        shown_name(key) + "'");
+  }
+  if (key.size() > kMaxKeyPointerLength) {
+    throw PipelineError(prefix + "is longer than " + std::to_string(kMaxKeyPointerLength) + " characters");
+  }
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == '~' && (i + 1 == key.size() || (key[i + 1] != '0' && key[i + 1] != '1'))) {
+      throw PipelineError(prefix + "'" + shown_name(key) + "' is not a JSON Pointer ('~' must be '~0' or '~1')");
+    }
+  }
+  for (std::size_t pos = 0; pos < key.size();) {
+    const std::size_t length = utf8_sequence_length(key, pos);
+    if (length == 0) throw PipelineError(prefix + "must be valid UTF-8");
+    pos += length;
+  }
+}
+
+// What `concurrency:` takes (SPEC §17): a limit of 1 to kMaxConcurrencyLimit
+// and an optional key pointer.
+inline void check_concurrency(long long limit, const std::string& key) {
+  if (limit < 1 || limit > kMaxConcurrencyLimit) {
+    throw PipelineError("'concurrency' takes a limit from 1 to " + std::to_string(kMaxConcurrencyLimit) + ", not " +
+                        std::to_string(limit));
+  }
+  check_key_pointer("concurrency", key);
+}
+
 enum class FanOut { kDivide, kExpand, kDivert };
 
 inline const char* fan_out_name(FanOut kind) {
@@ -174,6 +220,9 @@ class PipelineGraph {
     // .timeout(600) give the same text.
     std::optional<double> timeout;
     std::optional<double> delay;
+    // SPEC §17: at most `limit` executions of this step with the same key
+    // value in progress at once, across every host.
+    std::optional<ConcurrencyLimit> concurrency;
   };
 
   explicit PipelineGraph(std::string name) : name_(std::move(name)) {
@@ -221,6 +270,23 @@ class PipelineGraph {
     }
   }
 
+  // Sets the concurrency limit of every node of `nodes`, once per step.
+  void set_concurrency(const std::vector<std::string>& nodes, long long limit, const std::string& key) {
+    check_concurrency(limit, key);
+    for (const auto& name : nodes) {
+      Node& node = nodes_.at(name);
+      if (node.concurrency) throw PipelineError("'concurrency' is given twice for step " + node.klass);
+      node.concurrency = ConcurrencyLimit{limit, key};
+    }
+  }
+
+  // The pipeline's own limit: every step without its own counts against it.
+  void set_pipeline_concurrency(long long limit, const std::string& key) {
+    if (concurrency_) throw PipelineError("the pipeline's 'concurrency' is given twice");
+    check_concurrency(limit, key);
+    concurrency_ = ConcurrencyLimit{limit, key};
+  }
+
   void set_on_halt(const std::string& klass) {
     if (on_halt_) throw PipelineError("'on_halt' is given twice (a pipeline has one on-halt step)");
     on_halt_ = klass;
@@ -241,6 +307,7 @@ class PipelineGraph {
     Json::Object metadata;
     if (on_halt_) metadata.emplace("on_halt", Json::Object{{"klass", Json(*on_halt_)}});
     if (priority_) metadata.emplace("priority", Json(static_cast<std::int64_t>(*priority_)));
+    if (concurrency_) metadata.emplace("concurrency", limit_json(*concurrency_));
     Json::Array nodes;
     Json::Object edges;
     for (const auto& name : order_) {
@@ -250,6 +317,7 @@ class PipelineGraph {
       entry.emplace("klass", node.klass);
       if (node.timeout) entry.emplace("timeout", seconds_json(*node.timeout));
       if (node.delay) entry.emplace("delay", seconds_json(*node.delay));
+      if (node.concurrency) entry.emplace("concurrency", limit_json(*node.concurrency));
       if (!node.type.empty()) {
         entry.emplace("type", node.type);
         if (node.type == "divert") {
@@ -283,6 +351,13 @@ class PipelineGraph {
     return whole == seconds ? Json(static_cast<std::int64_t>(seconds)) : Json(seconds);
   }
 
+  static Json limit_json(const ConcurrencyLimit& c) {
+    Json::Object out;
+    out.emplace("limit", Json(static_cast<std::int64_t>(c.limit)));
+    if (!c.key.empty()) out.emplace("key", c.key);
+    return Json(std::move(out));
+  }
+
   static Json::Array strings(const std::vector<std::string>& items) {
     Json::Array out;
     for (const auto& item : items) out.emplace_back(item);
@@ -294,6 +369,7 @@ class PipelineGraph {
   std::map<std::string, Node> nodes_;
   std::optional<std::string> on_halt_;
   std::optional<int> priority_;
+  std::optional<ConcurrencyLimit> concurrency_;
 };
 
 // Where building continues: the open ends and the open fan-outs of one
@@ -314,6 +390,10 @@ class Cursor {
   void option(PipelineGraph& g, const char* what, double seconds) {
     if (made_.empty()) throw PipelineError(std::string("'") + what + "' before 'start' (it follows a step)");
     g.set_option(made_, what, seconds);
+  }
+  void concurrency(PipelineGraph& g, long long limit, const std::string& key) {
+    if (made_.empty()) throw PipelineError("'concurrency' before 'start' (it follows a step)");
+    g.set_concurrency(made_, limit, key);
   }
   // The innermost open fan-out, if any.
   std::optional<FanOut> innermost() const {
@@ -436,6 +516,10 @@ class Branch {
   }
   Branch& delay(double seconds) {
     cursor_.option(*graph_, "delay", seconds);
+    return *this;
+  }
+  Branch& concurrency(long long limit, const std::string& key = "") {
+    cursor_.concurrency(*graph_, limit, key);
     return *this;
   }
 
@@ -585,6 +669,21 @@ class Pipeline {
   }
   Pipeline& delay(double seconds) {
     started("delay").option(graph_, "delay", seconds);
+    return *this;
+  }
+  // At most `limit` executions of the step(s) the previous operation named
+  // in progress at once across every host (SPEC §17), per value of `key`, a
+  // JSON Pointer into the step's arguments ("/0/customer_id"; empty: one
+  // limit for the step).
+  Pipeline& concurrency(long long limit, const std::string& key = "") {
+    started("concurrency").concurrency(graph_, limit, key);
+    return *this;
+  }
+  // The same limit for the whole pipeline (metadata.concurrency): every
+  // step without a concurrency of its own counts against it, whatever the
+  // step. At most once.
+  Pipeline& pipeline_concurrency(long long limit, const std::string& key = "") {
+    graph_.set_pipeline_concurrency(limit, key);
     return *this;
   }
   // The step run when the pipeline halts (metadata.on_halt); at most once.
