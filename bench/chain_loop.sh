@@ -4,6 +4,9 @@
 # 2 workers, 2 advancers). Prints steps/s. For before/after pairs, run it
 # interleaved with two binaries.
 #   bench/chain_loop.sh BINARY [N] [POSTGRESQL_URL]
+# With DUCTWORK_BENCH_KEYS=K the chains are of Echo carrying {"k": i % K}
+# (the same load with keys to limit), and DUCTWORK_BENCH_LIMIT=L adds the
+# pipeline-wide `concurrency: {limit: L, key: /0/k}` (issue 38).
 # With a URL the run uses that database after emptying its public schema
 # (use a throw-away server: tests/support/pg_cluster.sh start DIR).
 set -euo pipefail
@@ -29,9 +32,20 @@ job_worker: {count: 2, polling_timeout: 1}
 pipeline_advancer: {count: 2, polling_timeout: 1}
 logger: {level: error}
 YML
-{ echo "pipeline: BenchChain"; echo "steps:"; echo "  - start: Inc"; for _ in $(seq 9); do echo "  - chain: Inc"; done; } \
-  > "$d/defs/bench.yml"
-seq 1 "$n" | sed 's/.*/[&]/' > "$d/args.jsonl"
+keys=${DUCTWORK_BENCH_KEYS:-}
+limit=${DUCTWORK_BENCH_LIMIT:-}
+step=Inc
+[[ -n $keys ]] && step=Echo
+{
+  echo "pipeline: BenchChain"
+  [[ -n $limit ]] && echo "concurrency: {limit: $limit, key: /0/k}"
+  echo "steps:"; echo "  - start: $step"; for _ in $(seq 9); do echo "  - chain: $step"; done
+} > "$d/defs/bench.yml"
+if [[ -n $keys ]]; then
+  seq 1 "$n" | awk -v k="$keys" '{ printf "[{\"k\": %d}]\n", $1 % k }' > "$d/args.jsonl"
+else
+  seq 1 "$n" | sed 's/.*/[&]/' > "$d/args.jsonl"
+fi
 "$bin" trigger BenchChain --from "$d/args.jsonl" -c "$d/ductwork.yml" > /dev/null
 start=$(date +%s.%N)
 "$bin" start --drain -c "$d/ductwork.yml" > /dev/null

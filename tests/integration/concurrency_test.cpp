@@ -67,6 +67,9 @@ std::map<std::string, int> most_in_flight(const Workspace& ws) {
   return most;
 }
 
+// Executions holding a slot of a concurrency limit.
+const char* const kHeld = "SELECT count(*) FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL";
+
 int64_t number(const Workspace& ws, const std::string& query) {
   const std::string out = ws.sql(query);
   return out.empty() ? -1 : std::stoll(out);
@@ -74,7 +77,8 @@ int64_t number(const Workspace& ws, const std::string& query) {
 
 // Every slot was given back: no execution holds one, no gate counts one.
 void expect_every_slot_back(const Workspace& ws) {
-  EXPECT_EQ(number(ws, "SELECT count(*) FROM flow_holds"), 0) << ws.sql("SELECT * FROM flow_holds");
+  EXPECT_EQ(number(ws, "SELECT count(*) FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL"), 0)
+      << ws.sql("SELECT id, gate, process_id FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL");
   EXPECT_EQ(number(ws, "SELECT COALESCE(SUM(in_progress), 0) FROM flow_gates"), 0)
       << ws.sql("SELECT gate, in_progress FROM flow_gates");
 }
@@ -201,8 +205,8 @@ TEST(ConcurrencyTest, SlotsOfAKilledHostAreFreedByRecovery) {
   trigger_keys(ws, "Limited", 1, 2, 5000);  // the two the killed host holds
   trigger_keys(ws, "Limited", 1, 4, 50);
   auto a = start_host(ws, "machine-a");
-  ASSERT_TRUE(eventually(30, [&] { return number(ws, "SELECT count(*) FROM flow_holds") == 2; }))
-      << ws.sql("SELECT * FROM flow_holds");
+  ASSERT_TRUE(eventually(30, [&] { return number(ws, kHeld) == 2; }))
+      << ws.sql("SELECT id, gate FROM executions");
   ASSERT_EQ(::kill(-a->pid(), SIGKILL), 0);
   a->wait(10);
   EXPECT_EQ(number(ws, "SELECT in_progress FROM flow_gates"), 2) << "the dead host's slots are still counted";
@@ -234,7 +238,7 @@ TEST(ConcurrencyTest, AQueuedStepSaysItWaitsForItsLimitAndMetricsCountIt) {
   const std::string third = ws.trigger("Limited", {"3000", "\"a\""});
   Served host(ws, {"start"});
   ASSERT_FALSE(host.address().empty());
-  ASSERT_TRUE(eventually(30, [&] { return number(ws, "SELECT count(*) FROM flow_holds") == 1; }));
+  ASSERT_TRUE(eventually(30, [&] { return number(ws, kHeld) == 1; }));
   const std::string other = ws.trigger("Limited", {"1", "\"b\""});
   ASSERT_TRUE(eventually(30, [&] { return ws.status(other)["status"] == "completed"; }))
       << "a job of another key is not held back by key a's limit";

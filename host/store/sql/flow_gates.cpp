@@ -1,8 +1,6 @@
 #include "store/sql/flow_gates.h"
 
-#include <map>
 
-#include "store/sql/batch_insert.h"
 
 namespace ductwork::sql {
 namespace {
@@ -36,9 +34,20 @@ std::map<std::string, int64_t> lock_gates(Connection& conn, const std::vector<st
 }
 
 // Adds `deltas` (gate -> change) to the gates' counts, never below 0. The
-// rows must be locked already (lock_gates).
+// rows must be locked already (lock_gates). One gate, the usual case, by
+// its key.
 void add_to_gates(Connection& conn, const std::map<std::string, int64_t>& deltas, const std::string& now) {
   if (deltas.empty()) return;
+  if (deltas.size() == 1) {
+    conn.prepare(
+            "UPDATE flow_gates SET in_progress = CASE WHEN in_progress + ?2 < 0 THEN 0 ELSE in_progress + ?2 END, "
+            "updated_at = ?1 WHERE gate = ?3")
+        .bind(1, now)
+        .bind(2, deltas.begin()->second)
+        .bind(3, deltas.begin()->first)
+        .exec_deferred();
+    return;
+  }
   conn.prepare(
           "UPDATE flow_gates SET in_progress = CASE WHEN flow_gates.in_progress + CAST(v.value AS INTEGER) < 0 "
           "THEN 0 ELSE flow_gates.in_progress + CAST(v.value AS INTEGER) END, updated_at = ?1 FROM " +
@@ -63,15 +72,32 @@ std::vector<bool> admit_to_gates(Connection& conn, const std::vector<GateWant>& 
     if (!want.gate.empty()) wanted[want.gate] = 0;
   }
   if (wanted.empty()) return admitted;
-  // A gate's row exists from its first claim on; inserted in name order, as
-  // the rows are locked below.
-  conn.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at) SELECT v.key, 0, ?2 FROM " +
-                   conn.dialect().json_object_rows("?1") + " AS v WHERE true ORDER BY v.key ON CONFLICT (gate) DO NOTHING",
-               Connection::Planning::kEachRun)
-      .bind(1, counts_object(wanted))
-      .bind(2, now)
-      .exec();
-  const std::map<std::string, int64_t> in_progress = lock_gates(conn, names_of(wanted));
+  std::map<std::string, int64_t> in_progress;
+  if (conn.dialect().for_update.empty()) {
+    // The pick's counts are current: the transaction holds the only write
+    // lock (SQLite), so no second read.
+    for (const GateWant& want : wants) {
+      if (!want.gate.empty() && want.in_progress) in_progress.emplace(want.gate, *want.in_progress);
+    }
+  } else {
+    in_progress = lock_gates(conn, names_of(wanted));
+  }
+  if (in_progress.size() < wanted.size()) {
+    // A gate's row exists from its first claim on: the missing ones are
+    // inserted (in name order, as rows are locked) and then locked.
+    std::map<std::string, int64_t> missing;
+    for (const auto& [gate, n] : wanted) {
+      if (!in_progress.count(gate)) missing.emplace(gate, 0);
+    }
+    conn.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at) SELECT v.key, 0, ?2 FROM " +
+                     conn.dialect().json_object_rows("?1") +
+                     " AS v WHERE true ORDER BY v.key ON CONFLICT (gate) DO NOTHING",
+                 Connection::Planning::kEachRun)
+        .bind(1, counts_object(missing))
+        .bind(2, now)
+        .exec();
+    in_progress.merge(lock_gates(conn, names_of(missing)));
+  }
   std::map<std::string, int64_t> added;
   for (size_t i = 0; i < wants.size(); ++i) {
     const GateWant& want = wants[i];
@@ -87,44 +113,19 @@ std::vector<bool> admit_to_gates(Connection& conn, const std::vector<GateWant>& 
   return admitted;
 }
 
-void record_holds(Connection& conn, const std::vector<ClaimedJob>& jobs, const std::string& now) {
-  std::optional<BatchInsert> holds;
-  for (const ClaimedJob& job : jobs) {
-    if (!job.holds_slot) continue;
-    if (!holds) {
-      holds.emplace(conn, "INSERT INTO flow_holds (execution_id, gate, pipeline_klass, step_klass, created_at) VALUES ",
-                    "(?, ?, ?, ?, ?)", 5);
-    }
-    holds->add({job.execution_id, job.gate, job.pipeline, job.klass, now});
-  }
-  if (holds) holds->flush();
-}
-
-void release_slots(Connection& conn, const std::vector<std::string>& execution_ids, const std::string& now) {
-  if (execution_ids.empty()) return;
-  const Keys executions(execution_ids);
-  std::map<std::string, int64_t> freed;
-  {
-    auto gone = conn.prepare("DELETE FROM flow_holds WHERE execution_id" + executions.test(conn.dialect(), "?1") +
-                                 " RETURNING gate",
-                             executions.planning());
-    gone.bind(1, executions.value());
-    while (gone.step()) --freed[gone.text(0)];
-  }
-  if (freed.empty()) return;
-  lock_gates(conn, names_of(freed));
-  add_to_gates(conn, freed, now);
+void release_slots(Connection& conn, const std::map<std::string, int64_t>& slots, const std::string& now) {
+  if (slots.empty()) return;
+  std::map<std::string, int64_t> deltas;
+  for (const auto& [gate, n] : slots) deltas.emplace(gate, -n);
+  // On SQLite the transaction already holds the only write lock.
+  if (!conn.dialect().for_update.empty()) lock_gates(conn, names_of(deltas));
+  add_to_gates(conn, deltas, now);
   // Jobs refused for want of these slots may start now, on any host.
   conn.notify(Connection::Work::kJobs);
 }
 
-void return_admissions(Connection& conn, const std::vector<std::pair<std::string, int64_t>>& taken_back,
-                       const std::string& now) {
-  std::map<std::string, int64_t> deltas;
-  for (const auto& [gate, n] : taken_back) deltas[gate] -= n;
-  if (deltas.empty()) return;
-  lock_gates(conn, names_of(deltas));
-  add_to_gates(conn, deltas, now);
+void release_slot_of(Connection& conn, const ClaimedJob& job, const std::string& now) {
+  if (job.holds_slot) release_slots(conn, {{job.gate, 1}}, now);
 }
 
 }  // namespace ductwork::sql

@@ -92,7 +92,6 @@ inline constexpr size_t kExecutionProcess = 2;
 inline constexpr size_t kAvailabilityProcess = 3;
 inline constexpr size_t kAvailabilityCompletedAt = 5;
 inline constexpr size_t kAvailabilityPriority = 8;
-inline constexpr size_t kAvailabilityGate = 10;
 }  // namespace column
 
 class RowWriter {

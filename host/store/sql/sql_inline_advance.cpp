@@ -198,6 +198,9 @@ std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
 
 namespace {
 
+// A limited step (issue 38) is left to a claim, which admits it to its gate:
+// under a backlog the slot its branch's last step freed is the oldest
+// waiting job's, so admitting here too only added statements (measured).
 bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs) {
   return rows.due_now && !rows.gated && runs.count(rows.run_id) > 0;
 }

@@ -82,20 +82,26 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   {
     // A job whose gate is full is passed over, as a paused pipeline's are.
     static const std::string room = gate_has_room("availabilities");
+    static const std::string columns =
+        "SELECT id, execution_id, gate, gate_limit, (SELECT g.in_progress FROM flow_gates g WHERE g.gate = "
+        "availabilities.gate) FROM availabilities WHERE ";
     static const std::string seeks =
-        "SELECT id, execution_id, gate, gate_limit FROM availabilities WHERE pipeline_klass = ?1 AND priority = " +
+        columns + "pipeline_klass = ?1 AND priority = " +
         due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
         " ORDER BY started_at LIMIT ?3";
     static const std::string walk =
-        "SELECT id, execution_id, gate, gate_limit FROM availabilities WHERE pipeline_klass = ?1 AND "
-        "completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
+        columns + "pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
         " ORDER BY priority, started_at LIMIT ?3";
     auto pick = conn_.prepare((conn_.dialect().seek_each_priority ? seeks : walk) + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, picked_at).bind(3, static_cast<int64_t>(std::max(max, 1)));
     while (pick.step()) {
       availability_ids.push_back(pick.text(0));
       picked_executions.push_back(pick.text(1));
-      wants.push_back(pick.is_null(2) ? GateWant{} : GateWant{pick.text(2), pick.int64(3)});
+      wants.emplace_back();
+      if (!pick.is_null(2)) {
+        wants.back() = GateWant{pick.text(2), pick.int64(3),
+                                pick.is_null(4) ? std::nullopt : std::optional<int64_t>(pick.int64(4))};
+      }
     }
   }
   if (availability_ids.empty()) return {};
@@ -113,11 +119,12 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     availability_ids.swap(taking);
   }
   if (availability_ids.empty()) return {};
-  // A claim that waited for a gate's row lock (PostgreSQL: another host's
-  // release) is stamped after that wait, so the attempts' start and end
-  // instants never show more executions of a gate in flight than it had.
+  // A claim that may have waited for a gate's row lock (PostgreSQL: another
+  // host's release) is stamped after that wait, so the attempts' start and
+  // end instants never show more executions of a gate in flight than it
+  // had. (SQLite's write lock was taken before the clock was read.)
   std::string admitted_at;
-  if (!admitted.empty()) {
+  if (!admitted.empty() && !conn_.dialect().for_update.empty()) {
     admitted_at = db_now(conn_);
     stamp = &admitted_at;
   }
@@ -145,11 +152,11 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     // Admitted, then taken by another claim first: its slot goes back.
     std::unordered_set<std::string> ours;
     for (const Taken& t : taken) ours.insert(t.execution_id);
-    std::vector<std::pair<std::string, int64_t>> back;
+    std::map<std::string, int64_t> back;
     for (const auto& [execution_id, want] : admitted) {
-      if (!ours.count(execution_id)) back.emplace_back(want->gate, 1);
+      if (!ours.count(execution_id)) ++back[want->gate];
     }
-    return_admissions(conn_, back, now);
+    release_slots(conn_, back, now);
   }
   if (taken.empty()) return {};
   // Oldest due first, as picked.
@@ -158,9 +165,13 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   execution_ids.reserve(taken.size());
   for (const Taken& t : taken) execution_ids.push_back(t.execution_id);
   const Keys executions(execution_ids);
-  conn_.prepare(
-           "UPDATE executions SET process_id = ?1, updated_at = ?2 WHERE id" + executions.test(conn_.dialect(), "?3"),
-           executions.planning())
+  // An admitted execution carries its gate while it runs (every job taken
+  // with a gate was admitted): the statement that ends it gives the slot
+  // back.
+  conn_.prepare(std::string("UPDATE executions SET process_id = ?1, updated_at = ?2") +
+                    (admitted.empty() ? "" : ", gate = (SELECT a.gate FROM availabilities a WHERE a.execution_id = executions.id)") +
+                    " WHERE id" + executions.test(conn_.dialect(), "?3"),
+                executions.planning())
       .bind(1, process_id)
       .bind(2, now)
       .bind(3, executions.value())
@@ -234,7 +245,6 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     jobs.push_back(std::move(job));
   }
   record_attempts(conn_, jobs, now);
-  if (!admitted.empty()) record_holds(conn_, jobs, now);
   return jobs;
 }
 
@@ -312,9 +322,9 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
   }
   results.flush();
   update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now_);
-  std::vector<std::string> slots;  // concurrency slots these executions held (issue 38)
+  std::map<std::string, int64_t> slots;  // concurrency slots these executions held (issue 38)
   for (std::size_t i = 0; i < done.size(); ++i) {
-    if (committed[i] && done[i].job->holds_slot) slots.push_back(done[i].job->execution_id);
+    if (committed[i] && done[i].job->holds_slot) ++slots[done[i].job->gate];
   }
   release_slots(conn_, slots, now_);
   return committed;

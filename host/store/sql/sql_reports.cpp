@@ -402,7 +402,10 @@ MetricGauges SqlStore::metric_gauges() {
     while (waiting.step()) {
       out.flow_waiting[{waiting.text(0), waiting.text(1), waiting.text(2)}] = waiting.int64(3);
     }
-    auto holding = conn_.prepare("SELECT pipeline_klass, step_klass, COUNT(*) FROM flow_holds GROUP BY pipeline_klass, step_klass");
+    auto holding = conn_.prepare(
+        "SELECT a.pipeline_klass, j.klass, COUNT(*) FROM executions e JOIN jobs j ON j.id = e.job_id "
+        "JOIN availabilities a ON a.execution_id = e.id WHERE e.gate IS NOT NULL AND e.completed_at IS NULL "
+        "GROUP BY a.pipeline_klass, j.klass");
     while (holding.step()) out.flow_in_progress[{holding.text(0), holding.text(1)}] = holding.int64(2);
   }
   out.database_bytes = read_database_space(conn_).bytes;

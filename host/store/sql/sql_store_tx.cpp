@@ -209,7 +209,7 @@ bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process
     close.bind(4, job.plugin_name).bind(5, job.plugin_version);
   }
   if (close.exec() == 0) return false;
-  if (job.holds_slot) release_slots(conn_, {job.execution_id}, now_);
+  release_slot_of(conn_, job, now_);
   conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
       .bind(1, now_)
       .bind(2, job.execution_id)
@@ -232,14 +232,14 @@ bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process
 bool SqlStoreTx::unclaim(const ClaimedJob& job, const std::string& process_id) {
   // The fence of end_execution, for the same reason written `IS TRUE`.
   int ours = conn_.prepare(
-                      "UPDATE executions SET process_id = NULL, updated_at = ?1 "
+                      "UPDATE executions SET process_id = NULL, gate = NULL, updated_at = ?1 "
                       "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE")
                  .bind(1, now_)
                  .bind(2, job.execution_id)
                  .bind(3, process_id)
                  .exec();
   if (ours != 1) return false;
-  if (job.holds_slot) release_slots(conn_, {job.execution_id}, now_);
+  release_slot_of(conn_, job, now_);
   conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec_deferred();
   return true;
 }
@@ -268,11 +268,12 @@ void SqlStoreTx::fail_step(const ClaimedJob& job) {
 }
 
 void SqlStoreTx::cancel_job(const ClaimedJob& job) {
-  conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id = ?2 AND completed_at IS NULL")
-      .bind(1, now_)
-      .bind(2, job.execution_id)
-      .exec_deferred();
-  if (job.holds_slot) release_slots(conn_, {job.execution_id}, now_);
+  const int ended = conn_.prepare("UPDATE executions SET completed_at = ?1, updated_at = ?1 WHERE id = ?2 AND "
+                                  "completed_at IS NULL")
+                        .bind(1, now_)
+                        .bind(2, job.execution_id)
+                        .exec();
+  if (ended == 1) release_slot_of(conn_, job, now_);
   set_step_status(job, "cancelled");
 }
 
@@ -329,10 +330,10 @@ void SqlStoreTx::delete_process(const std::string& process_id) {
 std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
   const std::string select =
       "SELECT e.id, e.job_id, e.retry_count, e.crash_count, e.process_id, j.step_id, j.klass, s.run_id, "
-      "s.branch_id, s.node, r.pipeline_klass, a.gate, a.gate_limit, h.execution_id "
+      "s.branch_id, s.node, r.pipeline_klass, a.gate, a.gate_limit, e.gate "
       "FROM executions e JOIN jobs j ON j.id = e.job_id "
       "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
-      "LEFT JOIN availabilities a ON a.execution_id = e.id LEFT JOIN flow_holds h ON h.execution_id = e.id "
+      "LEFT JOIN availabilities a ON a.execution_id = e.id "
       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND ";
   auto stmt = owner.process_id.empty()
                   ? conn_.prepare(select +
@@ -365,7 +366,10 @@ std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
       open.job.gate = stmt.text(11);
       open.job.gate_limit = stmt.int64(12);
     }
-    open.job.holds_slot = !stmt.is_null(13);
+    if (!stmt.is_null(13)) {
+      open.job.gate = stmt.text(13);
+      open.job.holds_slot = true;
+    }
     out.push_back(std::move(open));
   }
   return out;

@@ -19,7 +19,7 @@ struct StepRows {
   // Due at once (no delay): a worker may take it in the transaction that
   // creates it (take_step_rows).
   bool due_now = false;
-  // Counts against a concurrency limit (issue 38): only a claim admits it,
+  // Counts against a concurrency limit (issue 38): only a claim takes it,
   // never a worker's inline take.
   bool gated = false;
 };
