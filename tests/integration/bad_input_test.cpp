@@ -144,6 +144,22 @@ TEST_P(BadInputTest, DefinitionWithAnUnclosableFanIn) {
   expect_start_serves_the_rest({rule});
 }
 
+// Issue 38: a concurrency limit that breaks the rules (zero, negative, a
+// key that is not a JSON Pointer) is refused naming the step.
+TEST_P(BadInputTest, ABadConcurrencyLimitIsRefusedNamingTheStep) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"0", "'concurrency' takes a limit from 1 to 1000000, not 0"},
+      {"{limit: -1}", "'concurrency' takes a limit from 1 to 1000000, not -1"},
+      {"{limit: 2, key: customer_id}", "the key of 'concurrency' must be a JSON Pointer starting with '/'"}};
+  for (const auto& [value, rule] : cases) {
+    std::string file = ws_.define("limited.yml", "pipeline: Lim\nsteps:\n  - start: Inc\n  - chain: Echo\n"
+                                                 "    concurrency: " + value + "\n");
+    const std::string message = file + ":5: pipeline Lim: step Echo: " + rule;
+    expect_bad_input({"trigger", "Lim", "3"}, {message});
+    expect_bad_input({"validate"}, {message});
+  }
+}
+
 TEST_P(BadInputTest, DivertWithoutOtherwise) {
   std::string file =
       ws_.define("divert.yml", "pipeline: Dv\nsteps:\n  - start: Route\n  - divert: {a: Inc, b: Echo}\n");
