@@ -130,7 +130,9 @@ class Compiler {
       }
       limit.reset(value["limit"]);
       if (const YAML::Node key = value["key"]) {
-        if (!key.IsScalar()) fail(key, whose + "the key of 'concurrency' must be a JSON Pointer such as /0/customer_id");
+        if (!key.IsScalar()) {
+          fail(key, whose + "the key of 'concurrency' must be a JSON Pointer such as /0/customer_id");
+        }
         out.key = key.Scalar();
       }
     }

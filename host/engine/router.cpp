@@ -163,7 +163,8 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     std::vector<NewChild> children;
     for (const auto& target : edge.to) {
       const Edge& child = definition.edge(target);
-      children.push_back(NewChild{target, child.klass, args, child.delay_seconds, concurrency_gate(definition, claim.pipeline, target)});
+      children.push_back(
+          NewChild{target, child.klass, args, child.delay_seconds, concurrency_gate(definition, claim.pipeline, target)});
     }
     fan_out(tx, claim, "divide", children, effects);
     return;

@@ -126,6 +126,35 @@ std::string Dashboard::pause_form(const std::string& name, bool paused) const {
          escape_html(name) + "\"><button type=\"submit\">" + (paused ? "Unpause" : "Pause") + "</button></form>";
 }
 
+namespace {
+
+// Flow control (issue 38): per step, executions holding a slot of a
+// concurrency limit and the queued jobs held back, by reason.
+std::string flow_section(const FlowCounts& flow) {
+  const std::vector<std::string> reasons = {"concurrency", "paused", "delay"};
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> rows;
+  for (const auto& [key, n] : flow.in_progress) rows[key]["in_progress"] = n;
+  for (const auto& [key, n] : flow.waiting) rows[{std::get<0>(key), std::get<1>(key)}][std::get<2>(key)] = n;
+  std::string out = "<h2>Flow control</h2>";
+  if (rows.empty()) return out + "<p>No step is limited or held back.</p>";
+  out += "<table id=\"flow\"><tr><th>pipeline</th><th>step</th><th>holding a slot</th>";
+  for (const auto& r : reasons) out += "<th>waiting: " + r + "</th>";
+  out += "</tr>";
+  for (const auto& [key, counts] : rows) {
+    auto count = [&](const std::string& what) {
+      auto it = counts.find(what);
+      return it == counts.end() ? std::string("0") : grouped(it->second);
+    };
+    out += "<tr><td>" + escape_html(key.first) + "</td><td>" + escape_html(key.second) + "</td><td class=\"n\">" +
+           count("in_progress") + "</td>";
+    for (const auto& r : reasons) out += "<td class=\"n\">" + count(r) + "</td>";
+    out += "</tr>";
+  }
+  return out + "</table>";
+}
+
+}  // namespace
+
 Response Dashboard::overview(const Request& request) {
   auto store = context_.stores.take();
   std::vector<StatusCount> counts = store->reads().pipeline_status_counts();
@@ -155,6 +184,7 @@ Response Dashboard::overview(const Request& request) {
     body += "<td class=\"n\">" + grouped(total) + "</td><td>" + pause_form(name, paused.count(name) > 0) + "</td></tr>";
   }
   body += "</table>";
+  body += flow_section(store->reads().flow_counts());
 
   body += "<h2>Step results, last 15 minutes</h2>";
   std::vector<MinuteCount> minutes = store->reads().results_per_minute(15);

@@ -143,13 +143,13 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
   header(&out, "ductwork_flow_waiting", "gauge",
          "Queued jobs held back by flow control (database-wide): by pipeline, step and reason "
          "(concurrency, paused, delay).");
-  for (const auto& [key, n] : gauges.flow_waiting) {
+  for (const auto& [key, n] : gauges.flow.waiting) {
     out += "ductwork_flow_waiting{pipeline=\"" + escaped(std::get<0>(key)) + "\",step=\"" + escaped(std::get<1>(key)) +
            "\",reason=\"" + escaped(std::get<2>(key)) + "\"} " + std::to_string(n) + "\n";
   }
   header(&out, "ductwork_flow_in_progress", "gauge",
          "Executions holding a slot of a concurrency limit (database-wide): by pipeline and step.");
-  for (const auto& [key, n] : gauges.flow_in_progress) {
+  for (const auto& [key, n] : gauges.flow.in_progress) {
     out += "ductwork_flow_in_progress{pipeline=\"" + escaped(key.first) + "\",step=\"" + escaped(key.second) + "\"} " +
            std::to_string(n) + "\n";
   }

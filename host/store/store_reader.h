@@ -44,6 +44,8 @@ class StoreReader {
   // Every paused pipeline name (issue 38) with when it was paused
   // (database clock), by name.
   virtual std::map<std::string, std::string> paused_pipelines() = 0;
+  // Flow control's counts (issue 38): /metrics and the dashboard.
+  virtual FlowCounts flow_counts() = 0;
   // Whether a queued job of `pipeline` with a priority other than 0 has
   // been due for longer than `waited_seconds` (engine/flow_control.h).
   virtual bool has_jobs_waiting_longer(const std::string& pipeline, double waited_seconds) = 0;

@@ -449,6 +449,14 @@ struct ProcessInfo {
   std::string notice;
 };
 
+// Flow control (issue 38), database-wide: queued jobs held back, by
+// pipeline, step class and reason (concurrency, paused, delay); executions
+// holding a slot of a concurrency limit, by pipeline and step class.
+struct FlowCounts {
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> waiting;
+  std::map<std::pair<std::string, std::string>, int64_t> in_progress;
+};
+
 // What /metrics reads from the database at each scrape (SPEC §12), by
 // pipeline name (processes: by role). Database-wide: every host sees the
 // same values.
@@ -460,11 +468,7 @@ struct MetricGauges {
   std::map<std::string, int64_t> pipelines_pruned;      // every pipeline ever pruned
   std::map<std::string, int64_t> processes;             // registered processes by role
   int64_t database_bytes = 0;                           // DatabaseSpace::bytes
-  // Flow control (issue 38): queued jobs held back, by pipeline, step class
-  // and reason (concurrency, paused, delay); executions holding a slot of
-  // a concurrency limit, by pipeline and step class.
-  std::map<std::tuple<std::string, std::string, std::string>, int64_t> flow_waiting;
-  std::map<std::pair<std::string, std::string>, int64_t> flow_in_progress;
+  FlowCounts flow;                                       // flow control (issue 38)
 };
 
 // How big the database is (Store reads, `prune`, /metrics).

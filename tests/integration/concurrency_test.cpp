@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "headless_browser.h"
 #include "http_client.h"
 
 namespace ductwork::it {
@@ -253,6 +254,20 @@ TEST(ConcurrencyTest, AQueuedStepSaysItWaitsForItsLimitAndMetricsCountIt) {
   EXPECT_EQ(metrics_sample(text, "ductwork_flow_waiting{pipeline=\"Limited\",step=\"Sleep\",reason=\"concurrency\"}"),
             2)
       << text;
+  // The dashboard's overview shows the same counts (headless Chromium): a
+  // `serve` without a token (no sign-in) beside the running host.
+  ConfigOptions open_dashboard = options;
+  open_dashboard.extra = "http: {listen: '127.0.0.1:0'}\n";
+  ws.write_config(open_dashboard);
+  Served dashboard(ws, {"serve"});
+  ASSERT_FALSE(dashboard.address().empty()) << dashboard.process().stdout_so_far();
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + dashboard.address() + "/ui"));
+  EXPECT_EQ(browser.evaluate("Array.from(document.querySelectorAll('#flow tr')).slice(1).map(r => "
+                             "Array.from(r.cells).map(c => c.innerText).join('|')).join('\\n')"),
+            "Limited|Sleep|1|2|0|0");
+  keep_screenshot(browser, "concurrency-overview");
   host.stop();
 }
 

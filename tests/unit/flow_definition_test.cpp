@@ -116,7 +116,7 @@ TEST(FlowDefinition, ABadConcurrencyIsRefusedNamingTheStep) {
                  "'customer'");
   EXPECT_EQ(error_of(head + "{limit: 2, key: /a~2}\n"),
             at + "the key of 'concurrency' '/a~2' is not a JSON Pointer ('~' must be '~0' or '~1')");
-  EXPECT_EQ(error_of(head + "{limit: 2, per: 3}\n"), "defs/p.yml:5: pipeline P: step Charge: 'concurrency' has no 'per' (limit, key)");
+  EXPECT_EQ(error_of(head + "{limit: 2, per: 3}\n"), at + "'concurrency' has no 'per' (limit, key)");
   EXPECT_EQ(error_of(head + "lots\n"),
             at + "'concurrency' takes {limit: N, key: /POINTER} (or just N), e.g. "
                  "'concurrency: {limit: 2, key: /0/customer_id}'");

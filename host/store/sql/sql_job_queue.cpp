@@ -90,7 +90,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
         due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
         " ORDER BY started_at LIMIT ?3";
     static const std::string walk =
-        columns + "pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
+        columns + "pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " +
+        room +
         " ORDER BY priority, started_at LIMIT ?3";
     auto pick = conn_.prepare((conn_.dialect().seek_each_priority ? seeks : walk) + conn_.dialect().skip_locked);
     pick.bind(1, pipeline).bind(2, picked_at).bind(3, static_cast<int64_t>(std::max(max, 1)));
@@ -168,9 +169,10 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // An admitted execution carries its gate while it runs (every job taken
   // with a gate was admitted): the statement that ends it gives the slot
   // back.
+  static const std::string with_gate =
+      ", gate = (SELECT a.gate FROM availabilities a WHERE a.execution_id = executions.id)";
   conn_.prepare(std::string("UPDATE executions SET process_id = ?1, updated_at = ?2") +
-                    (admitted.empty() ? "" : ", gate = (SELECT a.gate FROM availabilities a WHERE a.execution_id = executions.id)") +
-                    " WHERE id" + executions.test(conn_.dialect(), "?3"),
+                    (admitted.empty() ? "" : with_gate) + " WHERE id" + executions.test(conn_.dialect(), "?3"),
                 executions.planning())
       .bind(1, process_id)
       .bind(2, now)

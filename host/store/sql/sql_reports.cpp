@@ -366,6 +366,37 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   return total;
 }
 
+namespace {
+
+// Why queued jobs wait (issue 38): a walk over the queued jobs, counting
+// those held back by something other than a busy worker; and the
+// executions holding a slot (through their partial index).
+FlowCounts read_flow_counts(Connection& conn) {
+  FlowCounts out;
+  auto waiting = conn.prepare(
+      "SELECT pipeline_klass, klass, reason, COUNT(*) FROM (SELECT a.pipeline_klass, j.klass, CASE "
+      "WHEN EXISTS (SELECT 1 FROM paused_pipelines p WHERE p.klass = a.pipeline_klass) THEN 'paused' "
+      "WHEN a.started_at > dw_now() THEN 'delay' WHEN a.gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g "
+      "WHERE g.gate = a.gate AND g.in_progress >= a.gate_limit) THEN 'concurrency' END AS reason "
+      "FROM availabilities a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
+      "WHERE a.completed_at IS NULL) AS queued WHERE reason IS NOT NULL GROUP BY pipeline_klass, klass, reason");
+  while (waiting.step()) out.waiting[{waiting.text(0), waiting.text(1), waiting.text(2)}] = waiting.int64(3);
+  auto holding = conn.prepare(
+      "SELECT a.pipeline_klass, j.klass, COUNT(*) FROM executions e JOIN jobs j ON j.id = e.job_id "
+      "JOIN availabilities a ON a.execution_id = e.id WHERE e.gate IS NOT NULL AND e.completed_at IS NULL "
+      "GROUP BY a.pipeline_klass, j.klass");
+  while (holding.step()) out.in_progress[{holding.text(0), holding.text(1)}] = holding.int64(2);
+  return out;
+}
+
+}  // namespace
+
+FlowCounts SqlStore::flow_counts() {
+  auto held = lock();
+  ReadTransaction tx(conn_);
+  return read_flow_counts(conn_);
+}
+
 MetricGauges SqlStore::metric_gauges() {
   auto held = lock();
   MetricGauges out;
@@ -389,25 +420,7 @@ MetricGauges SqlStore::metric_gauges() {
   read("SELECT klass, pruned FROM pruned_pipelines", &out.pipelines_pruned);
   for (const auto& [klass, pruned] : out.pipelines_pruned) out.pipelines_triggered[klass] += pruned;
   read("SELECT role, COUNT(*) FROM processes GROUP BY role", &out.processes);
-  {
-    // Why queued jobs wait (issue 38): a walk over the queued jobs that are
-    // held back by something other than a busy worker.
-    auto waiting = conn_.prepare(
-        "SELECT pipeline_klass, klass, reason, COUNT(*) FROM (SELECT a.pipeline_klass, j.klass, CASE "
-        "WHEN EXISTS (SELECT 1 FROM paused_pipelines p WHERE p.klass = a.pipeline_klass) THEN 'paused' "
-        "WHEN a.started_at > dw_now() THEN 'delay' WHEN a.gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g "
-        "WHERE g.gate = a.gate AND g.in_progress >= a.gate_limit) THEN 'concurrency' END AS reason "
-        "FROM availabilities a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
-        "WHERE a.completed_at IS NULL) AS queued WHERE reason IS NOT NULL GROUP BY pipeline_klass, klass, reason");
-    while (waiting.step()) {
-      out.flow_waiting[{waiting.text(0), waiting.text(1), waiting.text(2)}] = waiting.int64(3);
-    }
-    auto holding = conn_.prepare(
-        "SELECT a.pipeline_klass, j.klass, COUNT(*) FROM executions e JOIN jobs j ON j.id = e.job_id "
-        "JOIN availabilities a ON a.execution_id = e.id WHERE e.gate IS NOT NULL AND e.completed_at IS NULL "
-        "GROUP BY a.pipeline_klass, j.klass");
-    while (holding.step()) out.flow_in_progress[{holding.text(0), holding.text(1)}] = holding.int64(2);
-  }
+  out.flow = read_flow_counts(conn_);
   out.database_bytes = read_database_space(conn_).bytes;
   return out;
 }
