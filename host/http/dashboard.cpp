@@ -140,13 +140,14 @@ std::string flow_section(const FlowCounts& flow) {
   out += "<table id=\"flow\"><tr><th>pipeline</th><th>step</th><th>holding a slot</th>";
   for (const auto& r : reasons) out += "<th>waiting: " + r + "</th>";
   out += "</tr>";
-  for (const auto& [key, counts] : rows) {
-    auto count = [&](const std::string& what) {
+  for (const auto& row : rows) {
+    const std::map<std::string, int64_t>& counts = row.second;
+    auto count = [&counts](const std::string& what) {
       auto it = counts.find(what);
       return it == counts.end() ? std::string("0") : grouped(it->second);
     };
-    out += "<tr><td>" + escape_html(key.first) + "</td><td>" + escape_html(key.second) + "</td><td class=\"n\">" +
-           count("in_progress") + "</td>";
+    out += "<tr><td>" + escape_html(row.first.first) + "</td><td>" + escape_html(row.first.second) +
+           "</td><td class=\"n\">" + count("in_progress") + "</td>";
     for (const auto& r : reasons) out += "<td class=\"n\">" + count(r) + "</td>";
     out += "</tr>";
   }

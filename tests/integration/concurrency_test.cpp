@@ -234,9 +234,11 @@ TEST(ConcurrencyTest, AQueuedStepSaysItWaitsForItsLimitAndMetricsCountIt) {
   options.job_worker_extra = "batch: 1";
   Workspace ws(options);
   ws.define("limited.yml", limited_definition("Limited", "concurrency: {limit: 1, key: /1}"));
-  const std::string first = ws.trigger("Limited", {"3000", "\"a\""});
-  const std::string second = ws.trigger("Limited", {"3000", "\"a\""});
-  const std::string third = ws.trigger("Limited", {"3000", "\"a\""});
+  // Long enough that the first is still running when the test looks (the
+  // host's stop waits for it).
+  const std::string first = ws.trigger("Limited", {"6000", "\"a\""});
+  const std::string second = ws.trigger("Limited", {"6000", "\"a\""});
+  const std::string third = ws.trigger("Limited", {"6000", "\"a\""});
   Served host(ws, {"start"});
   ASSERT_FALSE(host.address().empty());
   ASSERT_TRUE(eventually(30, [&] { return number(ws, kHeld) == 1; }));
