@@ -1,5 +1,7 @@
 #include "store/sql/flow_gates.h"
 
+#include "store/sql/row_writer.h"
+
 
 
 namespace ductwork::sql {
@@ -60,6 +62,13 @@ void add_to_gates(Connection& conn, const std::map<std::string, int64_t>& deltas
 
 }  // namespace
 
+std::string gate_is_full(const std::string& alias) {
+  return "(" + alias + ".gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g WHERE g.gate = " + alias +
+         ".gate AND g.in_progress >= " + alias + ".gate_limit))";
+}
+
+// gate_is_full's negation, written as the claim's statements were measured
+// with: the NULL test first, on the claim index's own column.
 std::string gate_has_room(const std::string& alias) {
   return "(" + alias + ".gate IS NULL OR NOT EXISTS (SELECT 1 FROM flow_gates g WHERE g.gate = " + alias +
          ".gate AND g.in_progress >= " + alias + ".gate_limit))";
@@ -89,13 +98,7 @@ std::vector<bool> admit_to_gates(Connection& conn, const std::vector<GateWant>& 
     for (const auto& [gate, n] : wanted) {
       if (!in_progress.count(gate)) missing.emplace(gate, 0);
     }
-    conn.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at) SELECT v.key, 0, ?2 FROM " +
-                     conn.dialect().json_object_rows("?1") +
-                     " AS v WHERE true ORDER BY v.key ON CONFLICT (gate) DO NOTHING",
-                 Connection::Planning::kEachRun)
-        .bind(1, counts_object(missing))
-        .bind(2, now)
-        .exec();
+    RowWriter(conn).flow_gates_unless_exist(counts_object(missing), now);
     in_progress.merge(lock_gates(conn, names_of(missing)));
   }
   std::map<std::string, int64_t> added;

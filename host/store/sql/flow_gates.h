@@ -19,6 +19,11 @@
 
 namespace ductwork::sql {
 
+// The test that the queued job `alias` (a table name or alias of
+// availabilities) has a gate and that gate is full: what holds it back
+// (status --json's waits_for, the flow metrics).
+std::string gate_is_full(const std::string& alias);
+
 // The claim's test that the queued job `alias` (a table name or alias of
 // availabilities) may start as far as its gate goes: it has none, or its
 // gate has a free slot. Refused jobs stay queued and cost no retry.

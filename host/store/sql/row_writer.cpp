@@ -183,6 +183,16 @@ bool RowWriter::paused_pipeline_unless_paused(const std::string& pipeline, const
   return insert.step();
 }
 
+void RowWriter::flow_gates_unless_exist(const std::string& gates, const std::string& now) {
+  conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at) SELECT v.key, 0, ?2 FROM " +
+                    conn_.dialect().json_object_rows("?1") +
+                    " AS v WHERE true ORDER BY v.key ON CONFLICT (gate) DO NOTHING",
+                Connection::Planning::kEachRun)
+      .bind(1, gates)
+      .bind(2, now)
+      .exec();
+}
+
 bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
   static const std::string sql =
       table_sql(kPipelines).head + table_sql(kPipelines).row + " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id";

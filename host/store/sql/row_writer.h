@@ -129,6 +129,10 @@ class RowWriter {
   // Marks the pipeline name `pipeline` paused at `now` (issue 38), written
   // at once unless it already is; true when this row was written.
   bool paused_pipeline_unless_paused(const std::string& pipeline, const std::string& now);
+  // Creates the concurrency gates of the JSON object `gates` (its keys, a
+  // gate each; issue 38) that do not exist yet, at once, in key order (the
+  // order claims lock gates in), each counting 0 in progress.
+  void flow_gates_unless_exist(const std::string& gates, const std::string& now);
   void run(const RunRow& row);
   void branch(const BranchRow& row);
   void branch_link(const BranchLinkRow& row);

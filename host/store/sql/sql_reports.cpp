@@ -1,6 +1,7 @@
 // Read-only queries of the store: what the status document shows,
 // listings and progress totals. Each runs in one read transaction for a
 // consistent view.
+#include "store/sql/flow_gates.h"
 #include "store/sql/sql_store.h"
 
 #include <cstdint>
@@ -70,14 +71,13 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
 }
 
 // The columns of a StepRecord, read from `steps s LEFT JOIN jobs j`.
-constexpr const char* kStepColumns =
+const std::string kStepColumns =
     "s.id, s.branch_id, s.node, s.klass, s.status, s.to_transition, j.input_args -> 'args', "
     "j.output_payload -> 'payload', j.id, s.started_at, s.completed_at, COALESCE(s.idempotency_key, s.id), "
     // Its job still queued (issue 38): not due yet, due but its gate full (a
     // concurrency limit), or due (two seeks, a third for a limited job).
-    "(SELECT CASE WHEN a.started_at > dw_now() THEN 'delay' WHEN a.gate IS NOT NULL AND EXISTS (SELECT 1 FROM "
-    "flow_gates g WHERE g.gate = a.gate AND g.in_progress >= a.gate_limit) THEN 'concurrency' ELSE 'due' END "
-    "FROM executions e JOIN availabilities a "
+    "(SELECT CASE WHEN a.started_at > dw_now() THEN 'delay' WHEN " + gate_is_full("a") +
+    " THEN 'concurrency' ELSE 'due' END FROM executions e JOIN availabilities a "
     "ON a.execution_id = e.id WHERE e.job_id = j.id AND a.completed_at IS NULL LIMIT 1)";
 
 StepRecord step_record(Statement& s) {
@@ -89,7 +89,7 @@ StepRecord step_record(Statement& s) {
 
 // Steps of a run in start order, `limit` from `offset`.
 std::vector<StepRecord> read_steps(Connection& conn, const std::string& run_id, int64_t offset, int64_t limit) {
-  auto s = conn.prepare(std::string("SELECT ") + kStepColumns +
+  auto s = conn.prepare("SELECT " + kStepColumns +
                         " FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? "
                         "ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
   s.bind(1, run_id).bind(2, limit).bind(3, offset);
@@ -153,7 +153,7 @@ std::vector<StepRecord> SqlStore::step_page(const std::string& run_id, int64_t o
   // Each step's first attempt: when a worker took it in this run (its
   // started_at is when it was queued, or, for a step a revive copied, when
   // it was queued in the earlier run).
-  auto s = conn_.prepare(std::string("SELECT ") + kStepColumns +
+  auto s = conn_.prepare("SELECT " + kStepColumns +
                          ", (SELECT MIN(a.started_at) FROM executions e JOIN attempts a ON a.execution_id = e.id "
                          "WHERE e.job_id = j.id) "
                          "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? "
@@ -183,7 +183,7 @@ StepPage SqlStore::steps_after(const std::string& run_id,
   };
   StepPage out;
   {
-    auto s = conn_.prepare(std::string("SELECT ") + kStepColumns + " FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE " +
+    auto s = conn_.prepare("SELECT " + kStepColumns + " FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE " +
                            page + " ORDER BY s.started_at, s.id LIMIT ?4");
     bind(s);
     while (s.step()) out.steps.push_back(step_record(s));
@@ -376,8 +376,7 @@ FlowCounts read_flow_counts(Connection& conn) {
   auto waiting = conn.prepare(
       "SELECT pipeline_klass, klass, reason, COUNT(*) FROM (SELECT a.pipeline_klass, j.klass, CASE "
       "WHEN EXISTS (SELECT 1 FROM paused_pipelines p WHERE p.klass = a.pipeline_klass) THEN 'paused' "
-      "WHEN a.started_at > dw_now() THEN 'delay' WHEN a.gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g "
-      "WHERE g.gate = a.gate AND g.in_progress >= a.gate_limit) THEN 'concurrency' END AS reason "
+      "WHEN a.started_at > dw_now() THEN 'delay' WHEN " + gate_is_full("a") + " THEN 'concurrency' END AS reason "
       "FROM availabilities a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
       "WHERE a.completed_at IS NULL) AS queued WHERE reason IS NOT NULL GROUP BY pipeline_klass, klass, reason");
   while (waiting.step()) out.waiting[{waiting.text(0), waiting.text(1), waiting.text(2)}] = waiting.int64(3);
