@@ -104,6 +104,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
     step.args_json = "[" + branch.output_json + "," + value_json + "]";
     step.delay_seconds = next.delay_seconds;
     step.gate = concurrency_gate(*definition, branch.pipeline, target);
+    step.rate = rate_gate(*definition, branch.pipeline, target);
     return step;
   };
   ResumeResult result = retry_when_busy([&] {

@@ -137,6 +137,7 @@ class Reader {
     edge.timeout_seconds = option(node, e, "timeout");
     edge.delay_seconds = option(node, e, "delay");
     if (e.contains("concurrency")) edge.concurrency = limit(e["concurrency"], "node " + node + ": ");
+    if (e.contains("rate_limit")) edge.rate_limit = rate(e["rate_limit"], "node " + node + ": ");
     if (e.contains("barrier_node")) {
       const Json& b = e["barrier_node"];
       if (b.is_string()) {
@@ -183,6 +184,31 @@ class Reader {
     try {
       if (!shaped) throw PipelineError("\"concurrency\" must be {\"limit\": N, \"key\": \"/pointer\"}");
       detail::check_concurrency(out.limit, out.key);
+    } catch (const PipelineError& e) {
+      if (strict_) throw fail(where + e.what());
+      return std::nullopt;
+    }
+    return out;
+  }
+
+  // {"limit": N, "per": SECONDS, "key": "/pointer"} (SPEC §17); a stored
+  // snapshot with a bad one reads as no limit (lenient mode).
+  std::optional<RateLimit> rate(const Json& v, const std::string& where) const {
+    RateLimit out;
+    bool shaped = v.is_object() && v.contains("limit") && v["limit"].is_int64() && v.contains("per") &&
+                  v["per"].is_number();
+    if (shaped) {
+      out.limit = v["limit"].as_int();
+      out.per = v["per"].as_double();
+      for (const auto& [key, _] : v.as_object()) shaped = shaped && (key == "limit" || key == "per" || key == "key");
+      if (v.contains("key")) {
+        shaped = shaped && v["key"].is_string();
+        if (shaped) out.key = v["key"].as_string();
+      }
+    }
+    try {
+      if (!shaped) throw PipelineError("\"rate_limit\" must be {\"limit\": N, \"per\": SECONDS, \"key\": \"/pointer\"}");
+      detail::check_rate_limit(out.limit, out.per, out.key);
     } catch (const PipelineError& e) {
       if (strict_) throw fail(where + e.what());
       return std::nullopt;
@@ -244,6 +270,7 @@ class Reader {
       }
     }
     if (metadata.contains("concurrency")) def_.concurrency = limit(metadata["concurrency"], "metadata: ");
+    if (metadata.contains("rate_limit")) def_.rate_limit = rate(metadata["rate_limit"], "metadata: ");
     if (!metadata.contains("on_halt")) return;
     const Json& h = metadata["on_halt"];
     if (h.is_object() && h.contains("klass") && h["klass"].is_string()) {
@@ -289,7 +316,13 @@ Json Definition::to_json() const {
     if (!c.key.empty()) out["key"] = c.key;
     return out;
   };
+  auto rate_json = [](const RateLimit& r) {
+    Json out = Json::object({{"limit", static_cast<int64_t>(r.limit)}, {"per", seconds_json(r.per)}});
+    if (!r.key.empty()) out["key"] = r.key;
+    return out;
+  };
   if (concurrency) metadata["concurrency"] = limit_json(*concurrency);
+  if (rate_limit) metadata["rate_limit"] = rate_json(*rate_limit);
   Json edge_doc = Json::object();
   for (const auto& node : nodes) {
     const Edge& e = edge(node);
@@ -297,6 +330,7 @@ Json Definition::to_json() const {
     if (e.timeout_seconds > 0) entry["timeout"] = seconds_json(e.timeout_seconds);
     if (e.delay_seconds > 0) entry["delay"] = seconds_json(e.delay_seconds);
     if (e.concurrency) entry["concurrency"] = limit_json(*e.concurrency);
+    if (e.rate_limit) entry["rate_limit"] = rate_json(*e.rate_limit);
     if (!e.type.empty()) {
       entry["type"] = e.type;
       entry["to"] = e.routes.empty() ? json_strings(e.to) : string_map(e.routes);

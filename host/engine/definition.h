@@ -41,6 +41,9 @@ struct Edge {
   // SPEC §17: at most `limit` executions of this node's step in progress
   // per key value, across every host.
   std::optional<ConcurrencyLimit> concurrency;
+  // SPEC §17: at most `limit` attempts of this node's step start in any
+  // `per` seconds per key value, across every host.
+  std::optional<RateLimit> rate_limit;
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named
@@ -58,6 +61,9 @@ struct Definition {
   // The pipeline's concurrency limit (metadata.concurrency): a node without
   // its own counts against it.
   std::optional<ConcurrencyLimit> concurrency;
+  // The pipeline's rate limit (metadata.rate_limit): a node without its own
+  // counts against it.
+  std::optional<RateLimit> rate_limit;
 
   const std::string& start_node() const { return nodes.front(); }
   const Edge& edge(const std::string& node) const;

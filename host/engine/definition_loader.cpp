@@ -32,9 +32,10 @@ class Compiler {
     if (!root.IsMap()) fail(root, "a definition file must be a map with 'pipeline' and 'steps'");
     for (const auto& kv : root) {
       std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-      if (key != "pipeline" && key != "steps" && key != "on_halt" && key != "priority" && key != "concurrency") {
-        fail(kv.first,
-             "unknown key '" + key + "' (expected 'pipeline', 'steps', 'on_halt', 'priority' and 'concurrency')");
+      if (key != "pipeline" && key != "steps" && key != "on_halt" && key != "priority" && key != "concurrency" &&
+          key != "rate_limit") {
+        fail(kv.first, "unknown key '" + key +
+                           "' (expected 'pipeline', 'steps', 'on_halt', 'priority', 'concurrency' and 'rate_limit')");
       }
     }
     if (!root["pipeline"] || !root["pipeline"].IsScalar() || root["pipeline"].Scalar().empty()) {
@@ -84,6 +85,10 @@ class Compiler {
         const ConcurrencyLimit limit = read_concurrency(kv.first, kv.second, "the pipeline's ");
         pipeline.pipeline_concurrency(limit.limit, limit.key);
       }
+      if (kv.first.Scalar() == "rate_limit") {
+        const RateLimit limit = read_rate_limit(kv.first, kv.second, "the pipeline's ");
+        pipeline.pipeline_rate_limit(limit.limit, limit.per, limit.key);
+      }
       if (kv.first.Scalar() != "on_halt") continue;
       std::string klass = step_name(kv.second, "on_halt", kv.first);
       guarded(kv.first, [&] { pipeline.on_halt(klass); });
@@ -111,7 +116,9 @@ class Compiler {
     }
   }
 
-  static bool is_option(const std::string& key) { return key == "timeout" || key == "delay" || key == "concurrency"; }
+  static bool is_option(const std::string& key) {
+    return key == "timeout" || key == "delay" || key == "concurrency" || key == "rate_limit";
+  }
 
   // `concurrency: {limit: N, key: /POINTER}` (or `concurrency: N`), checked
   // by the builder's rules; `whose` ("step Charge: ") leads each message.
@@ -153,6 +160,43 @@ class Compiler {
     return out;
   }
 
+  // `rate_limit: {limit: N, per: SECONDS, key: /POINTER}`, checked by the
+  // builder's rules; `whose` ("step Charge: ") leads each message.
+  RateLimit read_rate_limit(const YAML::Node& at, const YAML::Node& value, const std::string& whose) const {
+    const std::string form = whose + "'rate_limit' takes {limit: N, per: SECONDS, key: /POINTER}, e.g. "
+                                     "'rate_limit: {limit: 50, per: 1, key: /0/customer_id}'";
+    if (!value.IsMap()) fail(value.IsDefined() && !value.IsNull() ? value : at, form);
+    RateLimit out;
+    for (const auto& kv : value) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      if (key != "limit" && key != "per" && key != "key") {
+        fail(kv.first, whose + "'rate_limit' has no '" + key + "' (limit, per, key)");
+      }
+    }
+    if (const YAML::Node key = value["key"]) {
+      if (!key.IsScalar()) fail(key, whose + "the key of 'rate_limit' must be a JSON Pointer such as /0/customer_id");
+      out.key = key.Scalar();
+    }
+    const YAML::Node limit = value["limit"];
+    const YAML::Node per = value["per"];
+    bool numbers = limit && limit.IsScalar() && per && per.IsScalar();
+    if (numbers) {
+      try {
+        out.limit = limit.as<long long>();
+        out.per = per.as<double>();
+      } catch (const YAML::Exception&) {
+        numbers = false;
+      }
+    }
+    if (!numbers) fail(value, form);
+    try {
+      detail::check_rate_limit(out.limit, out.per, out.key);
+    } catch (const PipelineError& e) {
+      fail(value, whose + e.what());
+    }
+    return out;
+  }
+
   // The steps an entry names, for messages: "step Charge: ".
   std::string entry_steps(const YAML::Node& entry) const {
     const YAML::Node value = keyword_value(entry);
@@ -172,7 +216,8 @@ class Compiler {
     if (keywords != 1) {
       fail(entry, keywords == 0 ? (entry["timeout"] || entry["delay"]
                                        ? "an entry with 'timeout' or 'delay' also needs its 'keyword: StepName'"
-                                       : "an entry with 'concurrency' also needs its 'keyword: StepName'")
+                                       : "an entry with 'concurrency' or 'rate_limit' also needs its "
+                                         "'keyword: StepName'")
                                 : "each entry of 'steps' is one 'keyword: StepName' pair");
     }
     return found;
@@ -190,6 +235,11 @@ class Compiler {
       if (key == "concurrency") {
         const ConcurrencyLimit limit = read_concurrency(kv.first, kv.second, entry_steps(entry));
         guarded(kv.first, [&] { target.concurrency(limit.limit, limit.key); });
+        continue;
+      }
+      if (key == "rate_limit") {
+        const RateLimit limit = read_rate_limit(kv.first, kv.second, entry_steps(entry));
+        guarded(kv.first, [&] { target.rate_limit(limit.limit, limit.per, limit.key); });
         continue;
       }
       double seconds = 0;

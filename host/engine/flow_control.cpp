@@ -21,6 +21,19 @@ std::optional<GateSpec> concurrency_gate(const Definition& definition, const std
   return std::nullopt;
 }
 
+std::optional<RateSpec> rate_gate(const Definition& definition, const std::string& pipeline, const std::string& node) {
+  auto edge = definition.edges.find(node);
+  if (edge != definition.edges.end() && edge->second.rate_limit) {
+    const RateLimit& own = *edge->second.rate_limit;
+    return RateSpec{pipeline + "/" + node, own.key, own.limit, own.per};
+  }
+  if (definition.rate_limit) {
+    const RateLimit& all = *definition.rate_limit;
+    return RateSpec{pipeline, all.key, all.limit, all.per};
+  }
+  return std::nullopt;
+}
+
 bool set_pipeline_paused(Store& store, const DefinitionSet& definitions, const std::string& pipeline, bool paused) {
   if (!definitions.find(pipeline) && (paused || store.reads().paused_pipelines().count(pipeline) == 0)) {
     throw ControlRefused("no pipeline named '" + pipeline + "' is defined", /*unknown=*/true);

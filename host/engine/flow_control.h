@@ -22,6 +22,10 @@ namespace ductwork {
 std::optional<GateSpec> concurrency_gate(const Definition& definition, const std::string& pipeline,
                                          const std::string& node);
 
+// The rate limit the jobs of `node` count against, chosen and scoped as
+// concurrency_gate chooses a concurrency limit (`rate_limit`).
+std::optional<RateSpec> rate_gate(const Definition& definition, const std::string& pipeline, const std::string& node);
+
 // Pauses (`paused` true) or unpauses the pipeline named `pipeline`: while it
 // is paused no new attempt of its jobs starts, on any host; running ones
 // finish and triggers are accepted. Returns whether this changed anything

@@ -35,7 +35,8 @@ void continue_on_branch(BranchTx& tx, const Definition& definition, const Branch
   tx.complete_step(claim.step_id);
   NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
                next,          definition.edge(next).klass, to_transition, json_list_text(output),
-               definition.edge(next).delay_seconds, claim.priority, concurrency_gate(definition, claim.pipeline, next)};
+               definition.edge(next).delay_seconds, claim.priority, concurrency_gate(definition, claim.pipeline, next),
+               rate_gate(definition, claim.pipeline, next)};
   std::string step_id = tx.create_step(step);
   close_transition(tx, claim, step_id);
   tx.release_branch(claim.branch_id);
@@ -95,7 +96,8 @@ void empty_expand(BranchTx& tx, const Definition& definition, const BranchClaim&
   tx.complete_branch(claim.branch_id);
   NewStep step{claim.run_id, "", claim.pipeline, claim.step_id, *collapse_target,
                definition.edge(*collapse_target).klass, "collapse", "", definition.edge(*collapse_target).delay_seconds,
-               claim.priority, concurrency_gate(definition, claim.pipeline, *collapse_target)};
+               claim.priority, concurrency_gate(definition, claim.pipeline, *collapse_target),
+               rate_gate(definition, claim.pipeline, *collapse_target)};
   if (!tx.fire_fan_in(claim.branch_id, step).empty()) effects.jobs_created = 1;
 }
 
@@ -113,7 +115,7 @@ PendingArrival find_arrival(BranchTx& tx, const Definition& definition, const Br
   const std::string& next = edge.to.front();
   NewStep step{claim.run_id, "",        claim.pipeline, claim.step_id, next, definition.edge(next).klass,
                edge.type,    "",        definition.edge(next).delay_seconds, claim.priority,
-               concurrency_gate(definition, claim.pipeline, next)};
+               concurrency_gate(definition, claim.pipeline, next), rate_gate(definition, claim.pipeline, next)};
   return PendingArrival{claim, *barrier, std::move(step)};
 }
 
@@ -163,8 +165,9 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     std::vector<NewChild> children;
     for (const auto& target : edge.to) {
       const Edge& child = definition.edge(target);
-      children.push_back(
-          NewChild{target, child.klass, args, child.delay_seconds, concurrency_gate(definition, claim.pipeline, target)});
+      children.push_back(NewChild{target, child.klass, args, child.delay_seconds,
+                                  concurrency_gate(definition, claim.pipeline, target),
+                                  rate_gate(definition, claim.pipeline, target)});
     }
     fan_out(tx, claim, "divide", children, effects);
     return;
@@ -188,10 +191,11 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
     const std::string& klass = definition.edge(target).klass;
     const double delay = definition.edge(target).delay_seconds;
     const std::optional<GateSpec> gate = concurrency_gate(definition, claim.pipeline, target);
+    const std::optional<RateSpec> rate = rate_gate(definition, claim.pipeline, target);
     std::vector<NewChild> children;
     children.reserve(items.size());
     for (const Json& item : items) {
-      children.push_back(NewChild{target, klass, json_list_text(item.dump()), delay, gate});
+      children.push_back(NewChild{target, klass, json_list_text(item.dump()), delay, gate, rate});
     }
     fan_out(tx, claim, "expand", children, effects);
     return;

@@ -31,12 +31,12 @@ Json execution_document(const ExecutionRecord& e) {
 namespace {
 
 // Why a queued step has not started (issue 38): its pipeline is paused, its
-// job is not due yet, or its concurrency limit is full; null when it is not
-// queued or only waits for a free worker.
+// job is not due yet, its concurrency limit is full or its rate limit's
+// window is; null when it is not queued or only waits for a free worker.
 Json waits_for(const StepRecord& s, bool paused) {
   if (!s.queued) return Json();
   if (paused) return "paused";
-  if (*s.queued == "delay" || *s.queued == "concurrency") return *s.queued;
+  if (*s.queued == "delay" || *s.queued == "concurrency" || *s.queued == "rate_limit") return *s.queued;
   return Json();
 }
 

@@ -22,6 +22,7 @@ NewPipeline request_for(const Definition& definition, std::optional<int> priorit
   request.start_klass = definition.edge(request.start_node).klass;
   request.start_delay_seconds = definition.edge(request.start_node).delay_seconds;
   request.start_gate = concurrency_gate(definition, definition.pipeline, request.start_node);
+  request.start_rate = rate_gate(definition, definition.pipeline, request.start_node);
   return request;
 }
 

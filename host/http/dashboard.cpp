@@ -129,9 +129,10 @@ std::string Dashboard::pause_form(const std::string& name, bool paused) const {
 namespace {
 
 // Flow control (issue 38): per step, executions holding a slot of a
-// concurrency limit and the queued jobs held back, by reason.
+// concurrency limit and the queued jobs held back, by reason (a rate
+// limit's full window among them).
 std::string flow_section(const FlowCounts& flow) {
-  const std::vector<std::string> reasons = {"concurrency", "paused", "delay"};
+  const std::vector<std::string> reasons = {"concurrency", "rate_limit", "paused", "delay"};
   std::map<std::pair<std::string, std::string>, std::map<std::string, int64_t>> rows;
   for (const auto& [key, n] : flow.in_progress) rows[key]["in_progress"] = n;
   for (const auto& [key, n] : flow.waiting) rows[{std::get<0>(key), std::get<1>(key)}][std::get<2>(key)] = n;

@@ -142,7 +142,7 @@ std::string exposition(const Snapshot& snapshot, const MetricGauges& gauges,
   gauge(&out, "ductwork_processes", "Registered processes (database-wide), by role.", "role", gauges.processes);
   header(&out, "ductwork_flow_waiting", "gauge",
          "Queued jobs held back by flow control (database-wide): by pipeline, step and reason "
-         "(concurrency, paused, delay).");
+         "(concurrency, rate_limit, paused, delay).");
   for (const auto& [key, n] : gauges.flow.waiting) {
     out += "ductwork_flow_waiting{pipeline=\"" + escaped(std::get<0>(key)) + "\",step=\"" + escaped(std::get<1>(key)) +
            "\",reason=\"" + escaped(std::get<2>(key)) + "\"} " + std::to_string(n) + "\n";

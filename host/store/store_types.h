@@ -46,6 +46,16 @@ struct GateSpec {
   int64_t limit = 0;
 };
 
+// The rate limit a queued job counts against (issue 38, SPEC §17): `scope`
+// and `key` as for GateSpec; at most `limit` attempts of one rate gate start
+// in any `per` seconds.
+struct RateSpec {
+  std::string scope;
+  std::string key;
+  int64_t limit = 0;
+  double per = 0;
+};
+
 struct NewPipeline {
   std::string pipeline;         // pipeline name (klass)
   std::string definition_json;  // canonical definition snapshot
@@ -55,6 +65,7 @@ struct NewPipeline {
   std::string args_json;        // JSON array: the start step's args
   double start_delay_seconds = 0;  // the start step's `delay` (SPEC §13)
   std::optional<GateSpec> start_gate;  // the start step's concurrency limit
+  std::optional<RateSpec> start_rate;  // the start step's rate limit
   // The run's claim order (issue 38): 0 first, 9 last; every job of the run
   // is queued with it.
   int priority = 0;
@@ -111,6 +122,11 @@ struct ClaimedJob {
   // Whether this claim holds one of the gate's slots, to give back when the
   // execution ends (however it ends, recovery included).
   bool holds_slot = false;
+  // The rate gate the job counts against (empty: none), its limit and
+  // window, as queued: a retry is queued against it again.
+  std::string rate_gate;
+  int64_t rate_limit = 0;
+  int64_t rate_window_us = 0;
 };
 
 // How a supervisor saw a process die, for the crashed executions' results:
@@ -215,6 +231,9 @@ struct NewStep {
   // The node's concurrency limit (issue 38), if any: its job waits for a
   // slot of its gate, and is never taken by a worker inline.
   std::optional<GateSpec> gate;
+  // The node's rate limit (issue 38), if any: its job waits for room in its
+  // rate gate's window, and is never taken by a worker inline.
+  std::optional<RateSpec> rate;
 };
 
 // One child of a fan-out: the node its first step runs, that step's args
@@ -225,6 +244,7 @@ struct NewChild {
   std::string args_json;  // JSON array
   double delay_seconds = 0;
   std::optional<GateSpec> gate;  // the node's concurrency limit (NewStep::gate)
+  std::optional<RateSpec> rate;  // the node's rate limit (NewStep::rate)
 };
 
 // Where a fan-in arrival lands: the branch that fanned out (the barrier)
@@ -367,7 +387,8 @@ struct StepRecord {
   // null when never taken, e.g. queued, or copied by a revive).
   std::optional<std::string> first_attempt_at;
   // Its job is queued (issue 38): "delay" (not due yet), "concurrency" (due,
-  // its gate full) or "due"; null when nothing of it is queued.
+  // its gate full), "rate_limit" (due, its rate gate's window full) or
+  // "due"; null when nothing of it is queued.
   std::optional<std::string> queued;
 };
 
@@ -450,7 +471,7 @@ struct ProcessInfo {
 };
 
 // Flow control (issue 38), database-wide: queued jobs held back, by
-// pipeline, step class and reason (concurrency, paused, delay); executions
+// pipeline, step class and reason (concurrency, rate_limit, paused, delay); executions
 // holding a slot of a concurrency limit, by pipeline and step class.
 struct FlowCounts {
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> waiting;

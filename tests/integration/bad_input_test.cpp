@@ -160,6 +160,20 @@ TEST_P(BadInputTest, ABadConcurrencyLimitIsRefusedNamingTheStep) {
   }
 }
 
+TEST_P(BadInputTest, ABadRateLimitIsRefusedNamingTheStep) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{limit: 0, per: 1}", "'rate_limit' takes a limit from 1 to 1000000, not 0"},
+      {"{limit: 5, per: -2}", "'rate_limit' takes 'per', a number of seconds from 0.001 to 31622400"},
+      {"{limit: 5, per: 1, key: customer_id}", "the key of 'rate_limit' must be a JSON Pointer starting with '/'"}};
+  for (const auto& [value, rule] : cases) {
+    std::string file = ws_.define("rated.yml", "pipeline: Rat\nsteps:\n  - start: Inc\n  - chain: Echo\n"
+                                               "    rate_limit: " + value + "\n");
+    const std::string message = file + ":5: pipeline Rat: step Echo: " + rule;
+    expect_bad_input({"trigger", "Rat", "3"}, {message});
+    expect_bad_input({"validate"}, {message});
+  }
+}
+
 TEST_P(BadInputTest, DivertWithoutOtherwise) {
   std::string file =
       ws_.define("divert.yml", "pipeline: Dv\nsteps:\n  - start: Route\n  - divert: {a: Inc, b: Echo}\n");

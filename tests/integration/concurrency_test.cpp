@@ -268,7 +268,7 @@ TEST(ConcurrencyTest, AQueuedStepSaysItWaitsForItsLimitAndMetricsCountIt) {
   ASSERT_TRUE(browser.open("http://" + dashboard.address() + "/ui"));
   EXPECT_EQ(browser.evaluate("Array.from(document.querySelectorAll('#flow tr')).slice(1).map(r => "
                              "Array.from(r.cells).map(c => c.innerText).join('|')).join('\\n')"),
-            "Limited|Sleep|1|2|0|0");
+            "Limited|Sleep|1|2|0|0|0");
   keep_screenshot(browser, "concurrency-overview");
   host.stop();
 }

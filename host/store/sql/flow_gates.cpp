@@ -1,8 +1,7 @@
 #include "store/sql/flow_gates.h"
 
 #include "store/sql/row_writer.h"
-
-
+#include "util/rate_window.h"
 
 namespace ductwork::sql {
 namespace {
@@ -15,24 +14,46 @@ std::string counts_object(const std::map<std::string, int64_t>& counts) {
   return json_string_object(members);
 }
 
-std::vector<std::string> names_of(const std::map<std::string, int64_t>& counts) {
+template <typename Map>
+std::vector<std::string> names_of(const Map& gates) {
   std::vector<std::string> names;
-  names.reserve(counts.size());
-  for (const auto& [gate, n] : counts) names.push_back(gate);
+  names.reserve(gates.size());
+  for (const auto& [gate, _] : gates) names.push_back(gate);
   return names;
 }
 
-// Each gate's count in progress, its row locked (PostgreSQL) in name order:
-// every claim and release locks gates in that one order.
-std::map<std::string, int64_t> lock_gates(Connection& conn, const std::vector<std::string>& names) {
+// A gate's row as a claim reads it.
+struct GateRow {
+  int64_t in_progress = 0;
+  std::string rate_log;
+};
+
+// Each gate's row, locked (PostgreSQL) in name order: every claim and
+// release locks gates in that one order.
+std::map<std::string, GateRow> lock_gates(Connection& conn, const std::vector<std::string>& names) {
   const Keys gates(names);
-  auto read = conn.prepare("SELECT gate, in_progress FROM flow_gates WHERE gate" + gates.test(conn.dialect(), "?1") +
-                               " ORDER BY gate" + conn.dialect().for_update,
+  auto read = conn.prepare("SELECT gate, in_progress, rate_log FROM flow_gates WHERE gate" +
+                               gates.test(conn.dialect(), "?1") + " ORDER BY gate" + conn.dialect().for_update,
                            gates.planning());
   read.bind(1, gates.value());
-  std::map<std::string, int64_t> out;
-  while (read.step()) out.emplace(read.text(0), read.int64(1));
+  std::map<std::string, GateRow> out;
+  while (read.step()) out.emplace(read.text(0), GateRow{read.int64(1), read.is_null(2) ? "" : read.text(2)});
   return out;
+}
+
+// Writes rate gate `gate`'s window after a claim used it at `now`: the
+// starts it remembers, and while it is full the instant it opens again.
+void write_window(Connection& conn, const std::string& gate, const RateWindow& window, const std::string& now) {
+  const int64_t now_us = db_time_micros(now);
+  const std::optional<int64_t> opens = window.opens_at(now_us);
+  auto update = conn.prepare("UPDATE flow_gates SET rate_log = ?1, open_at = ?2, updated_at = ?3 WHERE gate = ?4");
+  update.bind(1, window.log(now_us));
+  if (opens) {
+    update.bind(2, add_seconds(now, static_cast<double>(*opens - now_us) / 1e6));
+  } else {
+    update.bind_null(2);
+  }
+  update.bind(3, now).bind(4, gate).exec_deferred();
 }
 
 // Adds `deltas` (gate -> change) to the gates' counts, never below 0. The
@@ -74,46 +95,78 @@ std::string gate_has_room(const std::string& alias) {
          ".gate AND g.in_progress >= " + alias + ".gate_limit))";
 }
 
-std::vector<bool> admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& now) {
-  std::vector<bool> admitted(wants.size(), true);
-  std::map<std::string, int64_t> wanted;
+std::string rate_is_closed(const std::string& alias, const std::string& now) {
+  return "(" + alias + ".rate_gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates r WHERE r.gate = " + alias +
+         ".rate_gate AND r.open_at > " + now + "))";
+}
+
+std::string gate_has_room(const std::string& alias, const std::string& now) {
+  return "(" + alias + ".gate IS NULL OR NOT EXISTS (SELECT 1 FROM flow_gates g WHERE g.gate = " + alias +
+         ".gate AND g.in_progress >= " + alias + ".gate_limit)) AND (" + alias +
+         ".rate_gate IS NULL OR NOT EXISTS (SELECT 1 FROM flow_gates r WHERE r.gate = " + alias +
+         ".rate_gate AND r.open_at > " + now + "))";
+}
+
+Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& pipeline,
+                         const std::string& now) {
+  Admission out{std::vector<bool>(wants.size(), true), now};
+  std::map<std::string, int64_t> wanted;  // every gate named, concurrency and rate
+  std::vector<std::string> to_read;       // the gates whose rows must be read
+  const bool row_locks = !conn.dialect().for_update.empty();
+  std::map<std::string, GateRow> rows;
   for (const GateWant& want : wants) {
-    if (!want.gate.empty()) wanted[want.gate] = 0;
-  }
-  if (wanted.empty()) return admitted;
-  std::map<std::string, int64_t> in_progress;
-  if (conn.dialect().for_update.empty()) {
-    // The pick's counts are current: the transaction holds the only write
-    // lock (SQLite), so no second read.
-    for (const GateWant& want : wants) {
-      if (!want.gate.empty() && want.in_progress) in_progress.emplace(want.gate, *want.in_progress);
+    if (!want.gate.empty()) {
+      wanted[want.gate] = 0;
+      // The pick's counts are current on SQLite: the transaction holds the
+      // only write lock, so no second read.
+      if (!row_locks && want.in_progress) rows[want.gate].in_progress = *want.in_progress;
     }
-  } else {
-    in_progress = lock_gates(conn, names_of(wanted));
+    if (!want.rate_gate.empty()) wanted[want.rate_gate] = 0;
   }
-  if (in_progress.size() < wanted.size()) {
+  if (wanted.empty()) return out;
+  for (const auto& [gate, _] : wanted) {
+    if (row_locks || !rows.count(gate)) to_read.push_back(gate);
+  }
+  if (!to_read.empty()) {
+    std::map<std::string, GateRow> read = lock_gates(conn, to_read);
+    for (auto& [gate, row] : read) rows[gate] = std::move(row);
+  }
+  if (rows.size() < wanted.size()) {
     // A gate's row exists from its first claim on: the missing ones are
     // inserted (in name order, as rows are locked) and then locked.
     std::map<std::string, int64_t> missing;
     for (const auto& [gate, n] : wanted) {
-      if (!in_progress.count(gate)) missing.emplace(gate, 0);
+      if (!rows.count(gate)) missing.emplace(gate, 0);
     }
-    RowWriter(conn).flow_gates_unless_exist(counts_object(missing), now);
-    in_progress.merge(lock_gates(conn, names_of(missing)));
+    RowWriter(conn).flow_gates_unless_exist(counts_object(missing), pipeline, now);
+    rows.merge(lock_gates(conn, names_of(missing)));
   }
+  // Stamped after the locks were granted: a claim that waited for another
+  // host's release or start is not stamped before it.
+  if (row_locks) out.at = db_now(conn);
+  const int64_t at_us = db_time_micros(out.at);
+  std::map<std::string, RateWindow> windows;
   std::map<std::string, int64_t> added;
   for (size_t i = 0; i < wants.size(); ++i) {
     const GateWant& want = wants[i];
-    if (want.gate.empty()) continue;
-    auto now_in = in_progress.find(want.gate);
-    const int64_t before = now_in == in_progress.end() ? 0 : now_in->second;
-    int64_t& more = added[want.gate];
-    admitted[i] = before + more < want.limit;
-    if (admitted[i]) ++more;
+    if (want.gate.empty() && want.rate_gate.empty()) continue;
+    bool room = want.gate.empty() || rows[want.gate].in_progress + added[want.gate] < want.limit;
+    if (!want.rate_gate.empty()) {
+      // Read once per gate, with the limit and window of its first job.
+      RateWindow& window =
+          windows.try_emplace(want.rate_gate, want.rate_limit, want.rate_window_us, rows[want.rate_gate].rate_log)
+              .first->second;
+      room = room && window.admit(at_us);  // records the start when admitted
+    }
+    out.admitted[i] = room;
+    if (room && !want.gate.empty()) ++added[want.gate];
   }
   for (auto it = added.begin(); it != added.end();) it = it->second == 0 ? added.erase(it) : std::next(it);
-  add_to_gates(conn, added, now);
-  return admitted;
+  add_to_gates(conn, added, out.at);
+  // Every rate gate read is written back: its forgotten starts go, and a
+  // window found full (another host filled it) says when it opens.
+  for (const auto& [gate, window] : windows) write_window(conn, gate, window, out.at);
+  return out;
 }
 
 void release_slots(Connection& conn, const std::map<std::string, int64_t>& slots, const std::string& now) {

@@ -1,11 +1,15 @@
-// Concurrency limits in SQL (issue 38, SPEC §17): the statements that admit
-// a claim's jobs to their gates and give the slots back. A gate is a row of
+// Concurrency and rate limits in SQL (issue 38, SPEC §17): the statements
+// that admit a claim's jobs to their gates and give the slots back. A gate is a row of
 // flow_gates counting its executions in progress; an admitted execution
 // carries its gate (executions.gate) while it runs, and the fenced
 // statement that ends it (success, failure, crash recovery, cancel, a claim
 // given back) succeeds once, so its slot is given back once. The engine
 // decides which gate a job counts against and its limit
 // (engine/flow_control.h); these only count.
+//
+// A rate gate (a job's rate_gate) is a row of the same table whose rate_log
+// remembers the starts it admitted in its window (util/rate_window.h) and
+// whose open_at, while the window is full, is the instant it admits again.
 #pragma once
 
 #include <cstdint>
@@ -24,26 +28,47 @@ namespace ductwork::sql {
 // (status --json's waits_for, the flow metrics).
 std::string gate_is_full(const std::string& alias);
 
+// The test that the queued job `alias` has a rate gate whose window is full
+// at `now` (an SQL expression): what holds it back (waits_for, metrics).
+std::string rate_is_closed(const std::string& alias, const std::string& now);
+
 // The claim's test that the queued job `alias` (a table name or alias of
-// availabilities) may start as far as its gate goes: it has none, or its
-// gate has a free slot. Refused jobs stay queued and cost no retry.
-std::string gate_has_room(const std::string& alias);
+// availabilities) may start at `now` as far as its gates go: it has none,
+// or its gate has a free slot and its rate gate is open. Refused jobs stay
+// queued and cost no retry.
+std::string gate_has_room(const std::string& alias, const std::string& now);
 
 // A picked job's gate and limit (empty gate: none), and the gate's count in
 // progress as the pick read it (none: no row yet), which SQLite's write lock
 // keeps current until the claim commits.
+// Its rate gate (empty: none), that gate's limit and window.
 struct GateWant {
   std::string gate;
   int64_t limit = 0;
   std::optional<int64_t> in_progress;
+  std::string rate_gate;
+  int64_t rate_limit = 0;
+  int64_t rate_window_us = 0;
 };
 
-// Admits the picked jobs `wants`, in claim order, to their gates: each gate
-// admits until it is full, and its count rises by what it admitted. Locks
-// the gates' rows in name order (PostgreSQL), so claims and releases on many
-// hosts do not deadlock on them. Returns, per want, whether it was admitted
-// (a job without a gate always is).
-std::vector<bool> admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& now);
+struct Admission {
+  // Per want, whether it was admitted (a job without a gate always is).
+  std::vector<bool> admitted;
+  // The instant the jobs were admitted at, what their attempts are stamped
+  // with: read after the gates' locks were granted (PostgreSQL), so the
+  // stored instants never show more in flight, or more starts in a window,
+  // than a gate allows.
+  std::string at;
+};
+
+// Admits the picked jobs `wants` of pipeline `pipeline`, in claim order, to
+// their gates: a job is admitted when its concurrency gate has a free slot
+// and its rate gate's window has room; each gate's count rises by what it
+// admitted, each rate gate remembers its admitted starts. Locks the gates'
+// rows in name order (PostgreSQL), so claims and releases on many hosts do
+// not deadlock on them. `now`: the claim's instant as read before.
+Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& pipeline,
+                         const std::string& now);
 
 // Gives back `slots` (gate -> how many) and wakes the workers waiting for
 // them: for executions that held them and just ended, or for admissions a

@@ -37,11 +37,11 @@ constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
     // trigger), else read from the run as the row is written (a resume, a
     // retry, a crash, a revive). COALESCE evaluates the lookup only when
     // the priority is NULL.
-    // A limited step's job also carries its gate and limit (issue 38).
+    // A limited step's job also carries its gates and limits (issue 38).
     {"availabilities",
      "id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority, gate, "
-     "gate_limit",
-     12, "(?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, (SELECT r.priority FROM runs r WHERE r.id = ?), 0), ?, ?)"},
+     "gate_limit, rate_gate, rate_limit, rate_window_us",
+     15, "(?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, (SELECT r.priority FROM runs r WHERE r.id = ?), 0), ?, ?, ?, ?, ?)"},
     {"transitions",
      "id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at", 8},
     {"advancements",
@@ -112,9 +112,10 @@ std::array<Cell, 9> cells_of(const JobRow& r) {
 std::array<Cell, 8> cells_of(const ExecutionRow& r) {
   return {r.id, r.job_id, r.process_id, r.retry_count, r.crash_count, r.started_at, r.created_at, r.updated_at};
 }
-std::array<Cell, 12> cells_of(const AvailabilityRow& r) {
-  return {r.id,         r.execution_id, r.pipeline_klass, r.process_id, r.started_at, r.completed_at,
-          r.created_at, r.updated_at,   r.priority,       r.run_id,     r.gate,       r.gate_limit};
+std::array<Cell, 15> cells_of(const AvailabilityRow& r) {
+  return {r.id,         r.execution_id, r.pipeline_klass, r.process_id, r.started_at,
+          r.completed_at, r.created_at, r.updated_at,     r.priority,   r.run_id,
+          r.gate,       r.gate_limit,   r.rate_gate,      r.rate_limit, r.rate_window_us};
 }
 std::array<Cell, 8> cells_of(const TransitionRow& r) {
   return {r.id, r.branch_id, r.in_step_id, r.out_step_id, r.started_at, r.completed_at, r.created_at, r.updated_at};
@@ -183,13 +184,14 @@ bool RowWriter::paused_pipeline_unless_paused(const std::string& pipeline, const
   return insert.step();
 }
 
-void RowWriter::flow_gates_unless_exist(const std::string& gates, const std::string& now) {
-  conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at) SELECT v.key, 0, ?2 FROM " +
+void RowWriter::flow_gates_unless_exist(const std::string& gates, const std::string& pipeline, const std::string& now) {
+  conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at, pipeline_klass) SELECT v.key, 0, ?2, ?3 FROM " +
                     conn_.dialect().json_object_rows("?1") +
                     " AS v WHERE true ORDER BY v.key ON CONFLICT (gate) DO NOTHING",
                 Connection::Planning::kEachRun)
       .bind(1, gates)
       .bind(2, now)
+      .bind(3, pipeline)
       .exec();
 }
 

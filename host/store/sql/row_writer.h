@@ -71,10 +71,11 @@ struct ExecutionRow {
 };
 // `priority`: the run's priority (issue 38) when the caller has it; when
 // NULL the row reads it from the run `run_id` as it is written. `gate` and
-// `gate_limit`: the concurrency gate of a limited step's job (NULL: none).
+// `gate_limit`: the concurrency gate of a limited step's job (NULL: none);
+// `rate_gate`, `rate_limit` and `rate_window_us`: its rate limit's (NULL: none).
 struct AvailabilityRow {
   Cell id, execution_id, pipeline_klass, process_id, started_at, completed_at, created_at, updated_at, priority,
-      run_id, gate, gate_limit;
+      run_id, gate, gate_limit, rate_gate, rate_limit, rate_window_us;
 };
 struct TransitionRow {
   Cell id, branch_id, in_step_id, out_step_id, started_at, completed_at, created_at, updated_at;
@@ -129,10 +130,11 @@ class RowWriter {
   // Marks the pipeline name `pipeline` paused at `now` (issue 38), written
   // at once unless it already is; true when this row was written.
   bool paused_pipeline_unless_paused(const std::string& pipeline, const std::string& now);
-  // Creates the concurrency gates of the JSON object `gates` (its keys, a
-  // gate each; issue 38) that do not exist yet, at once, in key order (the
-  // order claims lock gates in), each counting 0 in progress.
-  void flow_gates_unless_exist(const std::string& gates, const std::string& now);
+  // Creates the flow gates of the JSON object `gates` (its keys, a gate
+  // each; issue 38) of pipeline `pipeline` that do not exist yet, at once,
+  // in key order (the order claims lock gates in), each counting 0 in
+  // progress with an empty rate window.
+  void flow_gates_unless_exist(const std::string& gates, const std::string& pipeline, const std::string& now);
   void run(const RunRow& row);
   void branch(const BranchRow& row);
   void branch_link(const BranchLinkRow& row);

@@ -49,6 +49,7 @@ void SqlBranchTx::create_children(const BranchClaim& parent, const std::string& 
     step.args_json = child.args_json;
     step.delay_seconds = child.delay_seconds;
     step.gate = child.gate;
+    step.rate = child.rate;
     // Added parent-first, so each table's batch is written after the
     // batches of the rows it refers to.
     BranchRow branch = started_branch(step.branch_id, parent.run_id, parent.pipeline, now);

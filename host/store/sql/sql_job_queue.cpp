@@ -30,16 +30,16 @@ const std::string kNotPaused = "NOT EXISTS (SELECT 1 FROM paused_pipelines WHERE
 std::string due_priority(const std::string& now) {
   // First whether anything is queued at all (one seek): an idle worker
   // woken by another's commit usually finds the queue empty, and then asks
-  // no more. A due job whose gate is full (a concurrency limit) does not
-  // count: the index holds the gate, so an unlimited job is seen without
-  // reading its row.
+  // no more. A due job whose gate is full (a concurrency limit) or whose
+  // rate gate is closed does not count: the index holds both gates, so an
+  // unlimited job is seen without reading its row.
   std::string sql =
       "(CASE WHEN NOT EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL) "
       "THEN NULL";
   for (int p = 0; p <= 9; ++p) {
     const std::string n = std::to_string(p);
     sql += " WHEN EXISTS (SELECT 1 FROM availabilities q WHERE q.pipeline_klass = ?1 AND q.priority = " + n +
-           " AND q.completed_at IS NULL AND q.started_at <= " + now + " AND " + gate_has_room("q") + ") THEN " + n;
+           " AND q.completed_at IS NULL AND q.started_at <= " + now + " AND " + gate_has_room("q", now) + ") THEN " + n;
   }
   return sql + " END)";
 }
@@ -55,7 +55,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
     static const std::string seeks = "SELECT " + due_priority("dw_now()") + " WHERE " + kNotPaused;
     static const std::string walk =
         "SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND started_at <= dw_now() "
-        "AND " + kNotPaused + " AND " + gate_has_room("availabilities") + " LIMIT 1";
+        "AND " + kNotPaused + " AND " + gate_has_room("availabilities", "dw_now()") + " LIMIT 1";
     auto due = conn_.prepare(conn_.dialect().seek_each_priority ? seeks : walk);
     due.bind(1, pipeline);
     if (!due.step() || due.is_null(0)) return {};
@@ -68,23 +68,23 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
 
 std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
                                                    const std::string& picked_at, int max) {
-  const std::string* stamp = &picked_at;  // the claim's instant, re-read below after a gate's wait
   // A batch is claimed with a fixed number of statements, whatever its size:
   // each statement costs the server far more than each row it touches.
   // Best priority first, then oldest due (Dialect::seek_each_priority says
   // how the best priority is found; with seeks a batch takes from that one
   // priority only, and the next claim goes on to the next one).
   std::vector<std::string> availability_ids;
-  // Per picked job: its gate (a concurrency limit, issue 38) and whether
-  // its gate admitted it; a job its gate refuses is not taken.
+  // Per picked job: its gates (a concurrency and a rate limit, issue 38);
+  // a job its gates refuse is not taken.
   std::vector<GateWant> wants;
   std::vector<std::string> picked_executions;
   {
-    // A job whose gate is full is passed over, as a paused pipeline's are.
-    static const std::string room = gate_has_room("availabilities");
+    // A job whose gate is full or whose rate gate is closed is passed over,
+    // as a paused pipeline's are.
+    static const std::string room = gate_has_room("availabilities", "?2");
     static const std::string columns =
         "SELECT id, execution_id, gate, gate_limit, (SELECT g.in_progress FROM flow_gates g WHERE g.gate = "
-        "availabilities.gate) FROM availabilities WHERE ";
+        "availabilities.gate), rate_gate, rate_limit, rate_window_us FROM availabilities WHERE ";
     static const std::string seeks =
         columns + "pipeline_klass = ?1 AND priority = " +
         due_priority("?2") + " AND completed_at IS NULL AND started_at <= ?2 AND " + kNotPaused + " AND " + room +
@@ -98,38 +98,40 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     while (pick.step()) {
       availability_ids.push_back(pick.text(0));
       picked_executions.push_back(pick.text(1));
-      wants.emplace_back();
+      GateWant& want = wants.emplace_back();
       if (!pick.is_null(2)) {
-        wants.back() = GateWant{pick.text(2), pick.int64(3),
-                                pick.is_null(4) ? std::nullopt : std::optional<int64_t>(pick.int64(4))};
+        want.gate = pick.text(2);
+        want.limit = pick.int64(3);
+        if (!pick.is_null(4)) want.in_progress = pick.int64(4);
+      }
+      if (!pick.is_null(5)) {
+        want.rate_gate = pick.text(5);
+        want.rate_limit = pick.int64(6);
+        want.rate_window_us = pick.int64(7);
       }
     }
   }
   if (availability_ids.empty()) return {};
   // Admitted to their gates in claim order (a gate fills with its oldest
   // jobs); the refused stay queued untouched.
-  std::unordered_map<std::string, const GateWant*> admitted;  // execution -> its gate
+  std::unordered_map<std::string, const GateWant*> admitted;  // execution -> its gates
+  // A claim that may have waited for a gate's row lock (PostgreSQL: another
+  // host's release) is stamped after that wait, so the attempts' start and
+  // end instants never show more executions of a gate in flight, or more
+  // starts in a rate gate's window, than it allows. (SQLite's write lock
+  // was taken before the clock was read.)
+  const Admission admission = admit_to_gates(conn_, wants, pipeline, picked_at);
   {
-    const std::vector<bool> in = admit_to_gates(conn_, wants, picked_at);
     std::vector<std::string> taking;
     for (size_t i = 0; i < availability_ids.size(); ++i) {
-      if (!in[i]) continue;
+      if (!admission.admitted[i]) continue;
       taking.push_back(availability_ids[i]);
-      if (!wants[i].gate.empty()) admitted.emplace(picked_executions[i], &wants[i]);
+      if (!wants[i].gate.empty() || !wants[i].rate_gate.empty()) admitted.emplace(picked_executions[i], &wants[i]);
     }
     availability_ids.swap(taking);
   }
   if (availability_ids.empty()) return {};
-  // A claim that may have waited for a gate's row lock (PostgreSQL: another
-  // host's release) is stamped after that wait, so the attempts' start and
-  // end instants never show more executions of a gate in flight than it
-  // had. (SQLite's write lock was taken before the clock was read.)
-  std::string admitted_at;
-  if (!admitted.empty() && !conn_.dialect().for_update.empty()) {
-    admitted_at = db_now(conn_);
-    stamp = &admitted_at;
-  }
-  const std::string& now = *stamp;
+  const std::string& now = admission.at;
   // The predicate is asserted again as the rows are taken: a row another
   // process took between the pick and this write (where the pick did not
   // lock it) is not taken twice. It is written `(...) IS TRUE` so that no
@@ -155,7 +157,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     for (const Taken& t : taken) ours.insert(t.execution_id);
     std::map<std::string, int64_t> back;
     for (const auto& [execution_id, want] : admitted) {
-      if (!ours.count(execution_id)) ++back[want->gate];
+      if (!ours.count(execution_id) && !want->gate.empty()) ++back[want->gate];
     }
     release_slots(conn_, back, now);
   }
@@ -239,10 +241,16 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   for (const Taken& t : taken) {
     ClaimedJob& job = by_execution.at(t.execution_id);
     job.waited_seconds = seconds_between(t.due_at, now);
-    if (auto gate = admitted.find(t.execution_id); gate != admitted.end()) {
-      job.gate = gate->second->gate;
-      job.gate_limit = gate->second->limit;
-      job.holds_slot = true;
+    if (auto gates = admitted.find(t.execution_id); gates != admitted.end()) {
+      const GateWant& want = *gates->second;
+      if (!want.gate.empty()) {
+        job.gate = want.gate;
+        job.gate_limit = want.limit;
+        job.holds_slot = true;
+      }
+      job.rate_gate = want.rate_gate;
+      job.rate_limit = want.rate_limit;
+      job.rate_window_us = want.rate_window_us;
     }
     jobs.push_back(std::move(job));
   }
@@ -340,21 +348,29 @@ std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeli
   auto held = lock();
   // The earliest due time of any priority, NULL when nothing is queued,
   // the pipeline is paused or every queued job waits for a full gate (a
-  // release wakes the workers then, no poll needed). With seeks (SQLite)
-  // each priority's earliest is the first entry of its range of the claim
-  // index; PostgreSQL walks the pipeline's queued jobs
+  // release wakes the workers then, no poll needed). A job whose rate gate
+  // is closed is due when the gate opens (the pipeline's closed rate gates
+  // that hold a queued job, one seek each). With seeks (SQLite) each
+  // priority's earliest is the first entry of its range of the claim index;
+  // PostgreSQL walks the pipeline's queued jobs
   // (Dialect::seek_each_priority).
+  static const std::string rate_opens =
+      "SELECT MIN(g.open_at) AS due FROM flow_gates g WHERE g.pipeline_klass = ?1 AND g.open_at IS NOT NULL AND "
+      "g.open_at > dw_now() AND EXISTS (SELECT 1 FROM availabilities w WHERE w.rate_gate = g.gate AND "
+      "w.completed_at IS NULL)";
   static const std::string walk =
-      "SELECT (julianday(MIN(started_at)) - julianday(dw_now())) * 86400.0 FROM availabilities "
-      "WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " + kNotPaused + " AND " +
-      gate_has_room("availabilities");
+      "SELECT (julianday(MIN(due)) - julianday(dw_now())) * 86400.0 FROM (SELECT MIN(started_at) AS due FROM "
+      "availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL AND " +
+      gate_has_room("availabilities", "dw_now()") + " UNION ALL " + rate_opens + ") AS earliest WHERE " + kNotPaused;
   static const std::string seeks = [] {
     std::string earliest;
     for (int p = 0; p <= 9; ++p) {
       earliest += std::string(p ? " UNION ALL " : "") +
                   "SELECT MIN(q.started_at) AS due FROM availabilities q WHERE q.pipeline_klass = ?1 AND "
-                  "q.priority = " + std::to_string(p) + " AND q.completed_at IS NULL AND " + gate_has_room("q");
+                  "q.priority = " + std::to_string(p) + " AND q.completed_at IS NULL AND " +
+                  gate_has_room("q", "dw_now()");
     }
+    earliest += " UNION ALL " + rate_opens;
     // Nothing queued (one seek): no union of ten.
     return "SELECT (julianday(MIN(due)) - julianday(dw_now())) * 86400.0 FROM (" + earliest + ") AS earliest WHERE " +
            kNotPaused + " AND EXISTS (SELECT 1 FROM availabilities WHERE pipeline_klass = ?1 AND completed_at IS NULL)";

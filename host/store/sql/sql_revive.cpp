@@ -51,9 +51,9 @@ struct OldStep {
   bool has_job = false;
   std::string input_args;
   Value output_payload, job_started_at, job_completed_at;
-  // The concurrency gate and limit its job was last queued with (issue 38):
-  // a requeued copy waits for the same gate.
-  Value gate, gate_limit;
+  // The concurrency gate and limit, and the rate gate, limit and window its
+  // job was last queued with (issue 38): a requeued copy waits for the same.
+  Value gate, gate_limit, rate_gate, rate_limit, rate_window_us;
 };
 
 }  // namespace
@@ -105,7 +105,8 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
     auto s = conn_.prepare(
         "SELECT s.id, s.branch_id, s.source_step_id, s.node, s.klass, s.to_transition, s.status, s.started_at, "
         "s.completed_at, CASE WHEN j.id IS NULL THEN 0 ELSE 1 END, j.input_args, j.output_payload, j.started_at, "
-        "j.completed_at, COALESCE(s.idempotency_key, s.id), a.gate, a.gate_limit "
+        "j.completed_at, COALESCE(s.idempotency_key, s.id), a.gate, a.gate_limit, a.rate_gate, a.rate_limit, "
+        "a.rate_window_us "
         "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id "
         "LEFT JOIN availabilities a ON a.id = (SELECT a2.id FROM availabilities a2 JOIN executions e2 "
         "ON e2.id = a2.execution_id WHERE e2.job_id = j.id ORDER BY a2.created_at DESC, a2.id DESC LIMIT 1) "
@@ -114,7 +115,8 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
     while (s.step()) {
       OldStep step{s.text(0), s.text(1), s.text(14), text_or_null(s, 2), s.text(3), s.text(4), s.text(5), s.text(6),
                    s.text(7), text_or_null(s, 8), s.int64(9) != 0, s.text(10), text_or_null(s, 11),
-                   text_or_null(s, 12), text_or_null(s, 13), text_or_null(s, 15), int_or_null(s, 16)};
+                   text_or_null(s, 12), text_or_null(s, 13), text_or_null(s, 15), int_or_null(s, 16),
+                   text_or_null(s, 17), int_or_null(s, 18), int_or_null(s, 19)};
       step_ids[step.id] = new_uuid_v7(conn_.clock());
       last_step[step.branch_id] = steps.size();
       steps.push_back(std::move(step));
@@ -201,7 +203,10 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
                          .priority = priority,
                          .run_id = new_run,
                          .gate = step.gate,
-                         .gate_limit = step.gate_limit});
+                         .gate_limit = step.gate_limit,
+                         .rate_gate = step.rate_gate,
+                         .rate_limit = step.rate_limit,
+                         .rate_window_us = step.rate_window_us});
     } else {
       rows.job({.id = job_id,
                 .step_id = id,

@@ -296,7 +296,10 @@ void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& n
                      .priority = job.priority ? Cell(*job.priority) : Cell(),
                      .run_id = job.run_id,
                      .gate = job.gate.empty() ? Cell() : Cell(job.gate),
-                     .gate_limit = job.gate.empty() ? Cell() : Cell(job.gate_limit)});
+                     .gate_limit = job.gate.empty() ? Cell() : Cell(job.gate_limit),
+                     .rate_gate = job.rate_gate.empty() ? Cell() : Cell(job.rate_gate),
+                     .rate_limit = job.rate_gate.empty() ? Cell() : Cell(job.rate_limit),
+                     .rate_window_us = job.rate_gate.empty() ? Cell() : Cell(job.rate_window_us)});
   rows.flush();
   conn_.notify(Connection::Work::kJobs);
 }
@@ -330,7 +333,8 @@ void SqlStoreTx::delete_process(const std::string& process_id) {
 std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
   const std::string select =
       "SELECT e.id, e.job_id, e.retry_count, e.crash_count, e.process_id, j.step_id, j.klass, s.run_id, "
-      "s.branch_id, s.node, r.pipeline_klass, a.gate, a.gate_limit, e.gate "
+      "s.branch_id, s.node, r.pipeline_klass, a.gate, a.gate_limit, e.gate, a.rate_gate, a.rate_limit, "
+      "a.rate_window_us "
       "FROM executions e JOIN jobs j ON j.id = e.job_id "
       "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
       "LEFT JOIN availabilities a ON a.execution_id = e.id "
@@ -369,6 +373,11 @@ std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
     if (!stmt.is_null(13)) {
       open.job.gate = stmt.text(13);
       open.job.holds_slot = true;
+    }
+    if (!stmt.is_null(14)) {  // its rate gate: a retry is queued against it again
+      open.job.rate_gate = stmt.text(14);
+      open.job.rate_limit = stmt.int64(15);
+      open.job.rate_window_us = stmt.int64(16);
     }
     out.push_back(std::move(open));
   }

@@ -58,7 +58,8 @@ TriggeredPipeline SqlStoreTx::insert_pipeline(const NewPipeline& request) {
   queue_started_run(rows, out, branch_id, request, now);
   StepInserts steps(rows);
   steps.add(NewStep{out.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
-                    request.args_json, request.start_delay_seconds, request.priority, request.start_gate},
+                    request.args_json, request.start_delay_seconds, request.priority, request.start_gate,
+                    request.start_rate},
             "pending", now);
   steps.flush();
   out.pipeline = request.pipeline;
@@ -94,7 +95,8 @@ std::vector<TriggeredPipeline> SqlStoreTx::insert_pipelines(const std::vector<Ne
                    .updated_at = now});
     queue_started_run(rows, made, branch_id, request, now);
     steps.add(NewStep{made.run_id, branch_id, request.pipeline, "", request.start_node, request.start_klass, "start",
-                      request.args_json, request.start_delay_seconds, request.priority, request.start_gate},
+                      request.args_json, request.start_delay_seconds, request.priority, request.start_gate,
+                      request.start_rate},
               "pending", now);
   }
   steps.flush();

@@ -1,5 +1,7 @@
 #include "store/sql/step_rows.h"
 
+#include <cmath>
+
 #include "util/json.h"
 #include "util/json_pointer.h"
 
@@ -10,11 +12,25 @@
 
 namespace ductwork::sql {
 
-std::string flow_gate_name(const GateSpec& spec, const std::string& args_json) {
-  if (spec.key.empty()) return spec.scope;
+namespace {
+
+std::string gate_name(const std::string& scope, const std::string& key, const std::string& args_json) {
+  if (key.empty()) return scope;
   const std::optional<Json> args = try_parse_json(args_json);
-  const Json* value = args ? resolve_json_pointer(*args, spec.key) : nullptr;
-  return spec.scope + " " + (value != nullptr ? value->dump() : std::string("null"));
+  const Json* value = args ? resolve_json_pointer(*args, key) : nullptr;
+  return scope + " " + (value != nullptr ? value->dump() : std::string("null"));
+}
+
+int64_t window_micros(const RateSpec& spec) { return std::llround(spec.per * 1e6); }
+
+}  // namespace
+
+std::string flow_gate_name(const GateSpec& spec, const std::string& args_json) {
+  return gate_name(spec.scope, spec.key, args_json);
+}
+
+std::string rate_gate_name(const RateSpec& spec, const std::string& args_json) {
+  return "rate " + gate_name(spec.scope, spec.key, args_json);
 }
 
 namespace {
@@ -31,6 +47,7 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
   const std::string due = add_seconds(now, step.delay_seconds);
   const Cell source = step.source_step_id.empty() ? Cell() : Cell(step.source_step_id);
   const std::string gate = step.gate ? flow_gate_name(*step.gate, step.args_json) : std::string();
+  const std::string rate = step.rate ? rate_gate_name(*step.rate, step.args_json) : std::string();
   emit(StepRow{.id = step_id,
                .run_id = step.run_id,
                .branch_id = step.branch_id,
@@ -49,7 +66,10 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
                        .started_at = due, .created_at = now, .updated_at = now,
                        .priority = step.priority ? Cell(*step.priority) : Cell(), .run_id = step.run_id,
                        .gate = step.gate ? Cell(gate) : Cell(),
-                       .gate_limit = step.gate ? Cell(step.gate->limit) : Cell()});
+                       .gate_limit = step.gate ? Cell(step.gate->limit) : Cell(),
+                       .rate_gate = step.rate ? Cell(rate) : Cell(),
+                       .rate_limit = step.rate ? Cell(step.rate->limit) : Cell(),
+                       .rate_window_us = step.rate ? Cell(window_micros(*step.rate)) : Cell()});
   return step_id;
 }
 
@@ -65,7 +85,7 @@ StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& s
   });
   rows.run_id = step.run_id;
   rows.due_now = step.delay_seconds <= 0;
-  rows.gated = step.gate.has_value();
+  rows.gated = step.gate.has_value() || step.rate.has_value();
   return rows;
 }
 

@@ -19,8 +19,8 @@ struct StepRows {
   // Due at once (no delay): a worker may take it in the transaction that
   // creates it (take_step_rows).
   bool due_now = false;
-  // Counts against a concurrency limit (issue 38): only a claim takes it,
-  // never a worker's inline take.
+  // Counts against a concurrency or rate limit (issue 38): only a claim
+  // takes it, never a worker's inline take.
   bool gated = false;
 };
 
@@ -29,6 +29,10 @@ struct StepRows {
 // points to in the job's arguments `args_json` ("null" when it points to
 // nothing).
 std::string flow_gate_name(const GateSpec& spec, const std::string& args_json);
+
+// The rate gate of a job of a rate-limited step: "rate " and the name
+// flow_gate_name gives its scope and key (no pipeline name has a space).
+std::string rate_gate_name(const RateSpec& spec, const std::string& args_json);
 
 // The rows of `step`, created with `status`, stamped `now` (its job is due
 // at now + the step's delay), with ids of `clock`'s time.

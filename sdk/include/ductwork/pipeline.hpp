@@ -12,6 +12,7 @@
 //    .on_halt("NotifyOps");
 //   p.chain("Transcode").timeout(600).delay(5)   // options of the step just named
 //    .chain("Charge").concurrency(2, "/0/customer_id")  // at most 2 in progress per customer
+//    .rate_limit(50, 1)                          // and at most 50 starts a second
 //    .dampen("Publish");                         // park until `ductwork resume`
 //   std::string text = p.dump();
 //
@@ -71,6 +72,15 @@ using Routes = std::vector<std::pair<std::string, std::string>>;
 // into the step's arguments (empty: one limit for all).
 struct ConcurrencyLimit {
   long long limit = 0;
+  std::string key;
+};
+
+// `rate_limit: {limit, per, key}` of a step or a pipeline (SPEC §17): at
+// most `limit` attempts start in any `per` seconds per value of `key` (a
+// JSON Pointer into the step's arguments; empty: one limit for all).
+struct RateLimit {
+  long long limit = 0;
+  double per = 0;
   std::string key;
 };
 
@@ -181,6 +191,24 @@ inline void check_concurrency(long long limit, const std::string& key) {
   check_key_pointer("concurrency", key);
 }
 
+inline constexpr double kMinRatePeriod = 0.001;
+inline constexpr double kMaxRatePeriod = 366.0 * 24 * 3600;
+
+// What `rate_limit:` takes (SPEC §17): a limit of 1 to kMaxConcurrencyLimit
+// attempts per window of `per` seconds (from a millisecond to a year) and an
+// optional key pointer.
+inline void check_rate_limit(long long limit, double per, const std::string& key) {
+  if (limit < 1 || limit > kMaxConcurrencyLimit) {
+    throw PipelineError("'rate_limit' takes a limit from 1 to " + std::to_string(kMaxConcurrencyLimit) + ", not " +
+                        std::to_string(limit));
+  }
+  if (!(per >= kMinRatePeriod) || per > kMaxRatePeriod) {
+    throw PipelineError("'rate_limit' takes 'per', a number of seconds from 0.001 to " +
+                        std::to_string(static_cast<long long>(kMaxRatePeriod)));
+  }
+  check_key_pointer("rate_limit", key);
+}
+
 enum class FanOut { kDivide, kExpand, kDivert };
 
 inline const char* fan_out_name(FanOut kind) {
@@ -223,6 +251,9 @@ class PipelineGraph {
     // SPEC §17: at most `limit` executions of this step with the same key
     // value in progress at once, across every host.
     std::optional<ConcurrencyLimit> concurrency;
+    // SPEC §17: at most `limit` attempts of this step with the same key
+    // value start in any `per` seconds, across every host.
+    std::optional<RateLimit> rate_limit;
   };
 
   explicit PipelineGraph(std::string name) : name_(std::move(name)) {
@@ -287,6 +318,24 @@ class PipelineGraph {
     concurrency_ = ConcurrencyLimit{limit, key};
   }
 
+  // Sets the rate limit of every node of `nodes`, once per step.
+  void set_rate_limit(const std::vector<std::string>& nodes, long long limit, double per, const std::string& key) {
+    check_rate_limit(limit, per, key);
+    for (const auto& name : nodes) {
+      Node& node = nodes_.at(name);
+      if (node.rate_limit) throw PipelineError("'rate_limit' is given twice for step " + node.klass);
+      node.rate_limit = RateLimit{limit, per, key};
+    }
+  }
+
+  // The pipeline's own rate limit: every step without its own counts
+  // against it.
+  void set_pipeline_rate_limit(long long limit, double per, const std::string& key) {
+    if (rate_limit_) throw PipelineError("the pipeline's 'rate_limit' is given twice");
+    check_rate_limit(limit, per, key);
+    rate_limit_ = RateLimit{limit, per, key};
+  }
+
   void set_on_halt(const std::string& klass) {
     if (on_halt_) throw PipelineError("'on_halt' is given twice (a pipeline has one on-halt step)");
     on_halt_ = klass;
@@ -308,6 +357,7 @@ class PipelineGraph {
     if (on_halt_) metadata.emplace("on_halt", Json::Object{{"klass", Json(*on_halt_)}});
     if (priority_) metadata.emplace("priority", Json(static_cast<std::int64_t>(*priority_)));
     if (concurrency_) metadata.emplace("concurrency", limit_json(*concurrency_));
+    if (rate_limit_) metadata.emplace("rate_limit", limit_json(*rate_limit_));
     Json::Array nodes;
     Json::Object edges;
     for (const auto& name : order_) {
@@ -318,6 +368,7 @@ class PipelineGraph {
       if (node.timeout) entry.emplace("timeout", seconds_json(*node.timeout));
       if (node.delay) entry.emplace("delay", seconds_json(*node.delay));
       if (node.concurrency) entry.emplace("concurrency", limit_json(*node.concurrency));
+      if (node.rate_limit) entry.emplace("rate_limit", limit_json(*node.rate_limit));
       if (!node.type.empty()) {
         entry.emplace("type", node.type);
         if (node.type == "divert") {
@@ -358,6 +409,14 @@ class PipelineGraph {
     return Json(std::move(out));
   }
 
+  static Json limit_json(const RateLimit& r) {
+    Json::Object out;
+    out.emplace("limit", Json(static_cast<std::int64_t>(r.limit)));
+    out.emplace("per", seconds_json(r.per));
+    if (!r.key.empty()) out.emplace("key", r.key);
+    return Json(std::move(out));
+  }
+
   static Json::Array strings(const std::vector<std::string>& items) {
     Json::Array out;
     for (const auto& item : items) out.emplace_back(item);
@@ -370,6 +429,7 @@ class PipelineGraph {
   std::optional<std::string> on_halt_;
   std::optional<int> priority_;
   std::optional<ConcurrencyLimit> concurrency_;
+  std::optional<RateLimit> rate_limit_;
 };
 
 // Where building continues: the open ends and the open fan-outs of one
@@ -394,6 +454,10 @@ class Cursor {
   void concurrency(PipelineGraph& g, long long limit, const std::string& key) {
     if (made_.empty()) throw PipelineError("'concurrency' before 'start' (it follows a step)");
     g.set_concurrency(made_, limit, key);
+  }
+  void rate_limit(PipelineGraph& g, long long limit, double per, const std::string& key) {
+    if (made_.empty()) throw PipelineError("'rate_limit' before 'start' (it follows a step)");
+    g.set_rate_limit(made_, limit, per, key);
   }
   // The innermost open fan-out, if any.
   std::optional<FanOut> innermost() const {
@@ -520,6 +584,10 @@ class Branch {
   }
   Branch& concurrency(long long limit, const std::string& key = "") {
     cursor_.concurrency(*graph_, limit, key);
+    return *this;
+  }
+  Branch& rate_limit(long long limit, double per, const std::string& key = "") {
+    cursor_.rate_limit(*graph_, limit, per, key);
     return *this;
   }
 
@@ -684,6 +752,20 @@ class Pipeline {
   // step. At most once.
   Pipeline& pipeline_concurrency(long long limit, const std::string& key = "") {
     graph_.set_pipeline_concurrency(limit, key);
+    return *this;
+  }
+  // At most `limit` attempts of the step(s) the previous operation named
+  // start in any `per` seconds across every host (SPEC §17), per value of
+  // `key` (a JSON Pointer into the step's arguments; empty: one limit for
+  // the step).
+  Pipeline& rate_limit(long long limit, double per, const std::string& key = "") {
+    started("rate_limit").rate_limit(graph_, limit, per, key);
+    return *this;
+  }
+  // The same rate limit for the whole pipeline (metadata.rate_limit): every
+  // step without a rate limit of its own counts against it. At most once.
+  Pipeline& pipeline_rate_limit(long long limit, double per, const std::string& key = "") {
+    graph_.set_pipeline_rate_limit(limit, per, key);
     return *this;
   }
   // The step run when the pipeline halts (metadata.on_halt); at most once.
