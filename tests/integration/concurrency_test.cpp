@@ -148,6 +148,45 @@ TEST(ConcurrencyTest, APipelineWideLimitIsSharedByItsSteps) {
   expect_every_slot_back(ws);
 }
 
+// A gate's other queued jobs are parked out of the claims' way once it is
+// full (migration 026), and come back one per slot given back, oldest
+// first: with a limit of one, five jobs of one key start in the order they
+// were triggered, one at a time, and none is left parked.
+TEST(ConcurrencyTest, JobsOfAFullGateAreParkedAndComeBackOldestFirst) {
+  ConfigOptions options = http_options();
+  options.job_workers = 3;
+  options.job_worker_extra = "batch: 1";
+  Workspace ws(options);
+  ws.define("limited.yml", limited_definition("Limited", "concurrency: {limit: 1, key: /1}"));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(ws.trigger("Limited", {std::to_string(300 + i), "\"a\""}));
+  Served host(ws, {"start"});
+  const char* const parked = "SELECT count(*) FROM availabilities WHERE parked_due IS NOT NULL";
+  ASSERT_TRUE(eventually(30, [&] { return number(ws, parked) == 4; }))
+      << ws.sql("SELECT started_at, parked_due, completed_at FROM availabilities");
+  // A parked job says it waits for its limit, not for a delay.
+  EXPECT_EQ(ws.status(ids.back())["runs"][0]["steps"][0]["waits_for"], "concurrency");
+  ASSERT_TRUE(eventually(60, [&] {
+    return number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 5;
+  })) << ws.sql("SELECT started_at, parked_due, completed_at FROM availabilities");
+  host.stop();
+  EXPECT_EQ(number(ws, parked), 0);
+  // Started in trigger order (each sleeps 300 + i ms), never two at once.
+  const std::string order = ws.sql(
+      "SELECT j.input_args FROM attempts a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
+      "ORDER BY a.started_at");
+  std::vector<int> sleeps;
+  std::istringstream lines(order);
+  for (std::string line; std::getline(lines, line);) {
+    json args = json::parse(line, nullptr, false);
+    if (args.is_object()) args = args["args"];
+    if (args.is_array() && !args.empty()) sleeps.push_back(args[0].get<int>());
+  }
+  EXPECT_EQ(sleeps, (std::vector<int>{300, 301, 302, 303, 304})) << order;
+  EXPECT_LE(most_in_flight(ws).at("a"), 1);
+  expect_every_slot_back(ws);
+}
+
 std::unique_ptr<Subprocess> start_host(const Workspace& ws, const std::string& machine) {
   testsupport::ProcessOptions options = ws.process_options(240);
   options.env = {{"DUCTWORK_MACHINE_ID", machine}, {"XDG_CACHE_HOME", ws.dir() + "/.cache"}};

@@ -6,6 +6,9 @@
 namespace ductwork::sql {
 namespace {
 
+// A parked job's started_at: after every instant a claim asks for.
+constexpr const char* kParkedDue = "9999-12-31 23:59:59.999999";
+
 // gate -> count, as the JSON object of strings json_object_rows reads.
 std::string counts_object(const std::map<std::string, int64_t>& counts) {
   std::vector<std::pair<std::string, std::string>> members;
@@ -84,8 +87,13 @@ void add_to_gates(Connection& conn, const std::map<std::string, int64_t>& deltas
 }  // namespace
 
 std::string gate_is_full(const std::string& alias) {
-  return "(" + alias + ".gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g WHERE g.gate = " + alias +
-         ".gate AND g.in_progress >= " + alias + ".gate_limit))";
+  return "(" + alias + ".parked_due IS NOT NULL OR (" + alias +
+         ".gate IS NOT NULL AND EXISTS (SELECT 1 FROM flow_gates g WHERE g.gate = " + alias +
+         ".gate AND g.in_progress >= " + alias + ".gate_limit)))";
+}
+
+std::string due_of(const std::string& alias) {
+  return "COALESCE(" + alias + ".parked_due, " + alias + ".started_at)";
 }
 
 // gate_is_full's negation, written as the claim's statements were measured
@@ -161,12 +169,34 @@ Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, c
     out.admitted[i] = room;
     if (room && !want.gate.empty()) ++added[want.gate];
   }
+  // The gates left full: a gate's limit is read from its first job (a
+  // changed limit applies to jobs queued after the change).
+  std::map<std::string, int64_t> limits;
+  for (const GateWant& want : wants) {
+    if (!want.gate.empty()) limits.emplace(want.gate, want.limit);
+  }
+  for (const auto& [gate, limit] : limits) {
+    if (rows[gate].in_progress + added[gate] >= limit) out.filled.push_back(gate);
+  }
   for (auto it = added.begin(); it != added.end();) it = it->second == 0 ? added.erase(it) : std::next(it);
   add_to_gates(conn, added, out.at);
   // Every rate gate read is written back: its forgotten starts go, and a
   // window found full (another host filled it) says when it opens.
   for (const auto& [gate, window] : windows) write_window(conn, gate, window, out.at);
   return out;
+}
+
+void park_queued(Connection& conn, const std::vector<std::string>& gates, const std::string& now) {
+  if (gates.empty()) return;
+  const Keys names(gates);
+  conn.prepare("UPDATE availabilities SET parked_due = started_at, started_at = '" + std::string(kParkedDue) +
+                   "', updated_at = ?1 WHERE id IN (SELECT id FROM availabilities WHERE gate" +
+                   names.test(conn.dialect(), "?2") + " AND completed_at IS NULL AND parked_due IS NULL" +
+                   conn.dialect().skip_locked + ")",
+               names.planning())
+      .bind(1, now)
+      .bind(2, names.value())
+      .exec_deferred();
 }
 
 void release_slots(Connection& conn, const std::map<std::string, int64_t>& slots, const std::string& now) {
@@ -176,6 +206,18 @@ void release_slots(Connection& conn, const std::map<std::string, int64_t>& slots
   // On SQLite the transaction already holds the only write lock.
   if (!conn.dialect().for_update.empty()) lock_gates(conn, names_of(deltas));
   add_to_gates(conn, deltas, now);
+  // As many parked jobs of each gate come back as it has slots given back:
+  // the oldest of the best priority, due again when they were due.
+  for (const auto& [gate, n] : slots) {
+    conn.prepare(
+            "UPDATE availabilities SET started_at = parked_due, parked_due = NULL, updated_at = ?1 WHERE id IN "
+            "(SELECT id FROM availabilities WHERE gate = ?2 AND completed_at IS NULL AND parked_due IS NOT NULL "
+            "ORDER BY priority, parked_due LIMIT ?3)")
+        .bind(1, now)
+        .bind(2, gate)
+        .bind(3, n)
+        .exec_deferred();
+  }
   // Jobs refused for want of these slots may start now, on any host.
   conn.notify(Connection::Work::kJobs);
 }

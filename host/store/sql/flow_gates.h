@@ -24,9 +24,13 @@
 namespace ductwork::sql {
 
 // The test that the queued job `alias` (a table name or alias of
-// availabilities) has a gate and that gate is full: what holds it back
-// (status --json's waits_for, the flow metrics).
+// availabilities) is parked or has a gate and that gate is full: what holds
+// it back (status --json's waits_for, the flow metrics).
 std::string gate_is_full(const std::string& alias);
+
+// When the queued job `alias` is due: a parked job's own due time, not the
+// end of time its started_at was moved to.
+std::string due_of(const std::string& alias);
 
 // The test that the queued job `alias` has a rate gate whose window is full
 // at `now` (an SQL expression): what holds it back (waits_for, metrics).
@@ -59,6 +63,9 @@ struct Admission {
   // stored instants never show more in flight, or more starts in a window,
   // than a gate allows.
   std::string at;
+  // The concurrency gates this claim left full: their other queued jobs are
+  // to be parked (park_queued) once the claim has taken its own.
+  std::vector<std::string> filled;
 };
 
 // Admits the picked jobs `wants` of pipeline `pipeline`, in claim order, to
@@ -70,9 +77,18 @@ struct Admission {
 Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& pipeline,
                          const std::string& now);
 
+// Parks the queued jobs of `gates`, concurrency gates the caller's claim
+// admitted to and left full, under their row locks: each job's due time
+// moves to parked_due and its started_at past every claim's range, so no
+// claim walks it until a slot of its gate is given back (release_slots
+// unparks). Jobs another transaction holds are left (PostgreSQL: SKIP
+// LOCKED); the next claim that fills the gate parks them.
+void park_queued(Connection& conn, const std::vector<std::string>& gates, const std::string& now);
+
 // Gives back `slots` (gate -> how many) and wakes the workers waiting for
 // them: for executions that held them and just ended, or for admissions a
-// claim did not take.
+// claim did not take. Each slot given back unparks its gate's oldest
+// parked job (best priority first).
 void release_slots(Connection& conn, const std::map<std::string, int64_t>& slots, const std::string& now);
 
 // The slot `job` holds, if any, given back (its execution just ended or was

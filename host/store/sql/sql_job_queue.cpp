@@ -120,7 +120,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // end instants never show more executions of a gate in flight, or more
   // starts in a rate gate's window, than it allows. (SQLite's write lock
   // was taken before the clock was read.)
-  const Admission admission = admit_to_gates(conn_, wants, pipeline, picked_at);
+  Admission admission = admit_to_gates(conn_, wants, pipeline, picked_at);
   {
     std::vector<std::string> taking;
     for (size_t i = 0; i < availability_ids.size(); ++i) {
@@ -160,7 +160,14 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       if (!ours.count(execution_id) && !want->gate.empty()) ++back[want->gate];
     }
     release_slots(conn_, back, now);
+    // A gate that got a slot back is not full: nothing of it is parked.
+    std::vector<std::string>& filled = admission.filled;
+    filled.erase(std::remove_if(filled.begin(), filled.end(), [&](const std::string& g) { return back.count(g) > 0; }),
+                 filled.end());
   }
+  // The other queued jobs of the gates this claim filled leave the claim's
+  // way until a slot frees (issue 38: a claim must not walk them).
+  park_queued(conn_, admission.filled, now);
   if (taken.empty()) return {};
   // Oldest due first, as picked.
   std::stable_sort(taken.begin(), taken.end(), [](const Taken& x, const Taken& y) { return x.due_at < y.due_at; });

@@ -77,7 +77,7 @@ const std::string kStepColumns =
     // Its job still queued (issue 38): not due yet, due but its gate full (a
     // concurrency limit) or its rate gate's window full, or due (two seeks,
     // more for a limited job).
-    "(SELECT CASE WHEN a.started_at > dw_now() THEN 'delay' WHEN " + gate_is_full("a") +
+    "(SELECT CASE WHEN " + due_of("a") + " > dw_now() THEN 'delay' WHEN " + gate_is_full("a") +
     " THEN 'concurrency' WHEN " + rate_is_closed("a", "dw_now()") +
     " THEN 'rate_limit' ELSE 'due' END FROM executions e JOIN availabilities a "
     "ON a.execution_id = e.id WHERE e.job_id = j.id AND a.completed_at IS NULL LIMIT 1)";
@@ -378,7 +378,7 @@ FlowCounts read_flow_counts(Connection& conn) {
   auto waiting = conn.prepare(
       "SELECT pipeline_klass, klass, reason, COUNT(*) FROM (SELECT a.pipeline_klass, j.klass, CASE "
       "WHEN EXISTS (SELECT 1 FROM paused_pipelines p WHERE p.klass = a.pipeline_klass) THEN 'paused' "
-      "WHEN a.started_at > dw_now() THEN 'delay' WHEN " + gate_is_full("a") + " THEN 'concurrency' WHEN " +
+      "WHEN " + due_of("a") + " > dw_now() THEN 'delay' WHEN " + gate_is_full("a") + " THEN 'concurrency' WHEN " +
       rate_is_closed("a", "dw_now()") + " THEN 'rate_limit' END AS reason "
       "FROM availabilities a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
       "WHERE a.completed_at IS NULL) AS queued WHERE reason IS NOT NULL GROUP BY pipeline_klass, klass, reason");
