@@ -116,7 +116,7 @@ std::string gate_has_room(const std::string& alias, const std::string& now) {
 }
 
 Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& pipeline,
-                         const std::string& now) {
+                         const std::string& now, const std::map<std::string, int64_t>* releasing) {
   Admission out{std::vector<bool>(wants.size(), true), now};
   std::map<std::string, int64_t> wanted;  // every gate named, concurrency and rate
   std::vector<std::string> to_read;       // the gates whose rows must be read
@@ -132,20 +132,24 @@ Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, c
     if (!want.rate_gate.empty()) wanted[want.rate_gate] = 0;
   }
   if (wanted.empty()) return out;
-  for (const auto& [gate, _] : wanted) {
+  std::map<std::string, int64_t> locking = wanted;
+  if (row_locks && releasing != nullptr) {
+    for (const auto& [gate, n] : *releasing) locking.emplace(gate, 0);
+  }
+  for (const auto& [gate, _] : locking) {
     if (row_locks || !rows.count(gate)) to_read.push_back(gate);
   }
   if (!to_read.empty()) {
     std::map<std::string, GateRow> read = lock_gates(conn, to_read);
     for (auto& [gate, row] : read) rows[gate] = std::move(row);
   }
-  if (rows.size() < wanted.size()) {
+  std::map<std::string, int64_t> missing;
+  for (const auto& [gate, n] : wanted) {
+    if (!rows.count(gate)) missing.emplace(gate, 0);
+  }
+  if (!missing.empty()) {
     // A gate's row exists from its first claim on: the missing ones are
     // inserted (in name order, as rows are locked) and then locked.
-    std::map<std::string, int64_t> missing;
-    for (const auto& [gate, n] : wanted) {
-      if (!rows.count(gate)) missing.emplace(gate, 0);
-    }
     RowWriter(conn).flow_gates_unless_exist(counts_object(missing), pipeline, now);
     rows.merge(lock_gates(conn, names_of(missing)));
   }

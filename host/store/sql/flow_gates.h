@@ -74,8 +74,12 @@ struct Admission {
 // admitted, each rate gate remembers its admitted starts. Locks the gates'
 // rows in name order (PostgreSQL), so claims and releases on many hosts do
 // not deadlock on them. `now`: the claim's instant as read before.
+// `releasing`: gates whose slots the caller's transaction gives back before
+// it commits (release_slots), locked in the same statement: a transaction
+// that locked gates in two statements could deadlock with another doing the
+// same in the other order (measured: a second's stall each time).
 Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, const std::string& pipeline,
-                         const std::string& now);
+                         const std::string& now, const std::map<std::string, int64_t>* releasing = nullptr);
 
 // Parks the queued jobs of `gates`, concurrency gates the caller's claim
 // admitted to and left full, under their row locks: each job's due time

@@ -198,31 +198,53 @@ std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
 
 namespace {
 
-// A limited step (issue 38) is left to a claim, which admits it to its gate:
-// under a backlog the slot its branch's last step freed is the oldest
-// waiting job's, so admitting here too only added statements (measured).
-bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs) {
-  return rows.due_now && !rows.gated && runs.count(rows.run_id) > 0;
+// A limited step (issue 38) is left to a claim, which admits it to its gate
+// (under a backlog, admitting here too only added statements: measured),
+// unless an execution this transaction ended held a slot of its own
+// concurrency gate: that slot is handed over, no count changes. A step
+// with a rate limit always goes through a claim, which records its start.
+bool handed_a_slot(const StepRows& rows, const std::map<std::string, int64_t>* slots) {
+  if (slots == nullptr || rows.rate_gated || rows.gate.empty()) return false;
+  auto held = slots->find(rows.gate);
+  return held != slots->end() && held->second > 0;
+}
+
+bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs,
+              const std::map<std::string, int64_t>* slots) {
+  return rows.due_now && (!rows.gated || handed_a_slot(rows, slots)) && runs.count(rows.run_id) > 0;
 }
 
 }  // namespace
 
-int SqlStore::takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs) {
+int SqlStore::takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
+                                 const std::map<std::string, int64_t>* slots) {
+  std::map<std::string, int64_t> left = slots ? *slots : std::map<std::string, int64_t>();
   int n = 0;
-  for (const StepRows& rows : batch.new_steps) n += takeable(rows, runs) ? 1 : 0;
+  for (const StepRows& rows : batch.new_steps) {
+    if (!takeable(rows, runs, &left)) continue;
+    if (rows.gated) --left[rows.gate];
+    ++n;
+  }
   return n;
 }
 
 std::vector<ClaimedJob> SqlStore::take_new_steps(InlineBatch& batch,
                                                  const std::unordered_map<std::string, std::string>& runs,
-                                                 const std::string& process_id, const std::string& now, int max) {
+                                                 const std::string& process_id, const std::string& now, int max,
+                                                 std::map<std::string, int64_t>* slots) {
   std::vector<ClaimedJob> taken;
   for (StepRows& rows : batch.new_steps) {
     if (static_cast<int>(taken.size()) >= max) break;
-    if (!takeable(rows, runs)) continue;
+    if (!takeable(rows, runs, slots)) continue;
     const std::string& definition_sha1 = runs.at(rows.run_id);
     taken.push_back(take_step_rows(rows, process_id, now));
     taken.back().definition_sha1 = definition_sha1;
+    if (rows.gated) {  // handed the slot an ended execution held
+      --(*slots)[rows.gate];
+      taken.back().gate = rows.gate;
+      taken.back().gate_limit = rows.gate_limit;
+      taken.back().holds_slot = true;
+    }
   }
   return taken;
 }
@@ -301,19 +323,33 @@ void SqlStoreTx::hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) {
 
 int SqlStoreTx::takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) {
   if (reads_.pipeline_paused) return 0;
-  return SqlStore::takeable_new_steps(own_batch_, runs);
+  return SqlStore::takeable_new_steps(own_batch_, runs, &ended_slots_);
 }
 
 std::vector<ClaimedJob> SqlStoreTx::take_new_steps(const std::unordered_map<std::string, std::string>& runs,
                                                    const std::string& process_id, int max) {
   if (reads_.pipeline_paused) return {};
-  return store_.take_new_steps(own_batch_, runs, process_id, now_, max);
+  return store_.take_new_steps(own_batch_, runs, process_id, now_, max, &ended_slots_);
 }
 
 void SqlStoreTx::write_own_advances(const std::vector<ClaimedJob>& taken) {
   reads_.claim_rows.write(conn_, now_);
   own_batch_.write(conn_, now_);
   if (!taken.empty()) record_attempts(conn_, taken, now_);
+  // A step handed a slot carries its gate, as a claim's admitted execution
+  // does: the statement that ends it gives the slot back.
+  std::map<std::string, std::vector<std::string>> handed;  // gate -> executions
+  for (const ClaimedJob& job : taken) {
+    if (job.holds_slot) handed[job.gate].push_back(job.execution_id);
+  }
+  for (const auto& [gate, execution_ids] : handed) {
+    const Keys executions(execution_ids);
+    conn_.prepare("UPDATE executions SET gate = ?1 WHERE id" + executions.test(conn_.dialect(), "?2"),
+                  executions.planning())
+        .bind(1, gate)
+        .bind(2, executions.value())
+        .exec_deferred();
+  }
 }
 
 }  // namespace ductwork::sql

@@ -67,7 +67,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs(const std::string& pipeline, const 
 }
 
 std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
-                                                   const std::string& picked_at, int max) {
+                                                   const std::string& picked_at, int max,
+                                                   const std::map<std::string, int64_t>* releasing) {
   // A batch is claimed with a fixed number of statements, whatever its size:
   // each statement costs the server far more than each row it touches.
   // Best priority first, then oldest due (Dialect::seek_each_priority says
@@ -120,7 +121,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // end instants never show more executions of a gate in flight, or more
   // starts in a rate gate's window, than it allows. (SQLite's write lock
   // was taken before the clock was read.)
-  Admission admission = admit_to_gates(conn_, wants, pipeline, picked_at);
+  Admission admission = admit_to_gates(conn_, wants, pipeline, picked_at, releasing);
   {
     std::vector<std::string> taking;
     for (size_t i = 0; i < availability_ids.size(); ++i) {
@@ -339,16 +340,17 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
   }
   results.flush();
   update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now_);
-  std::map<std::string, int64_t> slots;  // concurrency slots these executions held (issue 38)
+  // The concurrency slots these executions held (issue 38) are given back
+  // when the transaction finishes, unless a next step of the same gate its
+  // advances create is handed one first (take_new_steps).
   for (std::size_t i = 0; i < done.size(); ++i) {
-    if (committed[i] && done[i].job->holds_slot) ++slots[done[i].job->gate];
+    if (committed[i] && done[i].job->holds_slot) ++ended_slots_[done[i].job->gate];
   }
-  release_slots(conn_, slots, now_);
   return committed;
 }
 
 std::vector<ClaimedJob> SqlStoreTx::claim_jobs(const std::string& pipeline, const std::string& process_id, int max) {
-  return store_.claim_jobs_in_tx(pipeline, process_id, now_, max);
+  return store_.claim_jobs_in_tx(pipeline, process_id, now_, max, &ended_slots_);
 }
 
 std::optional<double> SqlStore::seconds_until_next_job(const std::string& pipeline) {

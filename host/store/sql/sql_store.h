@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -128,8 +129,11 @@ class SqlStore final : public Store, public StoreReader {
   // crash first.
   int64_t previous_advancement_crashes(const std::string& transition_id, const std::string& now);
   // Up to `max` due jobs of `pipeline`, oldest first (claim_jobs).
+  // `releasing`: gates whose slots the transaction gives back before it
+  // commits, locked with the claim's own gates (admit_to_gates).
   std::vector<ClaimedJob> claim_jobs_in_tx(const std::string& pipeline, const std::string& process_id,
-                                           const std::string& now, int max);
+                                           const std::string& now, int max,
+                                           const std::map<std::string, int64_t>* releasing = nullptr);
   // The claims of a success transaction's own branches
   // (SqlStoreTx::lock_own_branches), in one statement (InlineAdvance in
   // sql_branch_tx.h): each branch that was locked and is as its job left it
@@ -139,14 +143,20 @@ class SqlStore final : public Store, public StoreReader {
   // child's position and parent are added to `reads`.
   std::unordered_map<std::string, bool> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
                                                              BatchReads& reads);
-  // How many of the steps in `batch` take_new_steps could take.
-  static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs);
+  // How many of the steps in `batch` take_new_steps could take. `slots`:
+  // the concurrency slots (gate -> how many) executions of this
+  // transaction ended with and did not give back yet, which a new step of
+  // the same gate may be handed (issue 38); null: none.
+  static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
+                                const std::map<std::string, int64_t>* slots);
   // Takes for `process_id` up to `max` of the steps the inline advances of
   // `batch` created that are due at once and whose run is in progress
   // (`runs`: run → its definition), as a claim would, before the batch is
   // written: the worker runs them next without claiming them again.
+  // A limited step is taken only by handing it one of `slots` (consumed).
   std::vector<ClaimedJob> take_new_steps(InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
-                                         const std::string& process_id, const std::string& now, int max);
+                                         const std::string& process_id, const std::string& now, int max,
+                                         std::map<std::string, int64_t>* slots);
   // The claim of a branch lock_inline_branches locked, and its rows.
   BranchClaim inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
                            const std::string& output_json, InlineAdvance* rows);

@@ -16,7 +16,11 @@ void SqlStore::transact(const std::function<void(StoreTx&)>& body) {
   tx.commit();
 }
 
-void SqlStoreTx::finish() { reads_.claim_rows.write(conn_, now_); }
+void SqlStoreTx::finish() {
+  reads_.claim_rows.write(conn_, now_);
+  release_slots(conn_, ended_slots_, now_);
+  ended_slots_.clear();
+}
 
 // ---- branch claims
 

@@ -3,6 +3,7 @@
 // inside the transaction SqlStore::transact opened.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -109,6 +110,11 @@ class SqlStoreTx final : public StoreTx {
   InlineAdvance own_rows_;
   std::optional<SqlBranchTx> own_tx_;
   InlineBatch own_batch_;
+  // Concurrency slots (gate -> how many) the executions this transaction
+  // closed with a success held (issue 38): a step its own advances create
+  // in the same gate may be handed one (take_new_steps); finish() gives
+  // back the rest.
+  std::map<std::string, int64_t> ended_slots_;
 };
 
 }  // namespace ductwork::sql

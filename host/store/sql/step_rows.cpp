@@ -86,6 +86,11 @@ StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& s
   rows.run_id = step.run_id;
   rows.due_now = step.delay_seconds <= 0;
   rows.gated = step.gate.has_value() || step.rate.has_value();
+  if (step.gate) {
+    rows.gate = flow_gate_name(*step.gate, step.args_json);
+    rows.gate_limit = step.gate->limit;
+  }
+  rows.rate_gated = step.rate.has_value();
   return rows;
 }
 

@@ -19,9 +19,13 @@ struct StepRows {
   // Due at once (no delay): a worker may take it in the transaction that
   // creates it (take_step_rows).
   bool due_now = false;
-  // Counts against a concurrency or rate limit (issue 38): only a claim
-  // takes it, never a worker's inline take.
+  // Counts against a concurrency or rate limit (issue 38): a claim takes
+  // it, or a worker's inline take that hands it the slot of its gate an
+  // execution of the same transaction just ended with (no rate limit).
   bool gated = false;
+  std::string gate;        // its concurrency gate (empty: none)
+  int64_t gate_limit = 0;  // and that gate's limit
+  bool rate_gated = false;
 };
 
 // The gate of a job of a limited step (issue 38): the limit's scope, and
