@@ -207,7 +207,9 @@ class Reader {
       }
     }
     try {
-      if (!shaped) throw PipelineError("\"rate_limit\" must be {\"limit\": N, \"per\": SECONDS, \"key\": \"/pointer\"}");
+      if (!shaped) {
+        throw PipelineError("\"rate_limit\" must be {\"limit\": N, \"per\": SECONDS, \"key\": \"/pointer\"}");
+      }
       detail::check_rate_limit(out.limit, out.per, out.key);
     } catch (const PipelineError& e) {
       if (strict_) throw fail(where + e.what());

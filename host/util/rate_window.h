@@ -5,7 +5,7 @@
 // hundredth of the window (at least a millisecond), so a window keeps about
 // a hundred entries whatever its limit, and a start is forgotten at most
 // that much later than it could be: the limit is never exceeded, and the
-// rate lost to rounding is at most 1 %.
+// rate lost to rounding is at most 1 % for a window of 0.1 s or more.
 //
 // Starts recorded out of order (another host's clock a little behind) keep
 // the guarantee: a start is admitted only when fewer than `limit` starts are

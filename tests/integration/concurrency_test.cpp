@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "flow_support.h"
 #include "headless_browser.h"
 #include "http_client.h"
 
@@ -22,17 +23,6 @@ using testsupport::Subprocess;
 // (a step option line such as "concurrency: {limit: 2, key: /1}", or "").
 std::string limited_definition(const std::string& name, const std::string& limit_line) {
   return "pipeline: " + name + "\nsteps:\n  - start: Sleep\n" + (limit_line.empty() ? "" : "    " + limit_line + "\n");
-}
-
-// Triggers `per_key` runs of `pipeline` for each of `keys` keys, keys
-// interleaved (k0, k1, …, k0, k1, …), each sleeping `ms`.
-void trigger_keys(const Workspace& ws, const std::string& pipeline, int keys, int per_key, int ms) {
-  std::string lines;
-  for (int i = 0; i < per_key; ++i) {
-    for (int k = 0; k < keys; ++k) lines += "[" + std::to_string(ms) + ", \"k" + std::to_string(k) + "\"]\n";
-  }
-  ProcessResult r = ws.run({"trigger", pipeline, "--from", ws.write(pipeline + "-runs.jsonl", lines)}, 60);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
 }
 
 // The most attempts of Sleep in progress at one instant, per key (the
@@ -71,16 +61,11 @@ std::map<std::string, int> most_in_flight(const Workspace& ws) {
 // Executions holding a slot of a concurrency limit.
 const char* const kHeld = "SELECT count(*) FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL";
 
-int64_t number(const Workspace& ws, const std::string& query) {
-  const std::string out = ws.sql(query);
-  return out.empty() ? -1 : std::stoll(out);
-}
-
 // Every slot was given back: no execution holds one, no gate counts one.
 void expect_every_slot_back(const Workspace& ws) {
-  EXPECT_EQ(number(ws, "SELECT count(*) FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL"), 0)
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL"), 0)
       << ws.sql("SELECT id, gate, process_id FROM executions WHERE gate IS NOT NULL AND completed_at IS NULL");
-  EXPECT_EQ(number(ws, "SELECT COALESCE(SUM(in_progress), 0) FROM flow_gates"), 0)
+  EXPECT_EQ(sql_number(ws, "SELECT COALESCE(SUM(in_progress), 0) FROM flow_gates"), 0)
       << ws.sql("SELECT gate, in_progress FROM flow_gates");
 }
 
@@ -99,7 +84,7 @@ void expect_limit_holds(const std::string& extra) {
     ws.define("limited.yml", limited_definition("Limited", limited ? "concurrency: {limit: 2, key: /1}" : ""));
     trigger_keys(ws, "Limited", 2, 12, 60);
     ws.drain(120);
-    EXPECT_EQ(number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'"), 24);
+    EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'"), 24);
     const std::map<std::string, int> most = most_in_flight(ws);
     ASSERT_EQ(most.size(), 2u);
     for (const auto& [key, peak] : most) {
@@ -129,7 +114,7 @@ TEST(ConcurrencyTest, APipelineWideLimitIsSharedByItsSteps) {
   ws.define("one.yml", "pipeline: OneAtATime\nconcurrency: {limit: 1}\nsteps:\n  - start: Sleep\n  - chain: Sleep\n");
   for (int i = 0; i < 4; ++i) ws.trigger("OneAtATime", {"40", "\"k" + std::to_string(i) + "\""});
   ws.drain(60);
-  EXPECT_EQ(number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'"), 4);
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'"), 4);
   // The second step's argument is the first's output (40): every attempt
   // of either step is one gate's.
   const std::string rows = ws.sql(
@@ -169,15 +154,15 @@ TEST(ConcurrencyTest, JobsOfAFullGateAreParkedAndComeBackOldestFirst) {
   for (int i = 0; i < 5; ++i) ids.push_back(ws.trigger("Limited", {std::to_string(300 + i), "\"a\""}));
   Served host(ws, {"start"});
   const char* const parked = "SELECT count(*) FROM availabilities WHERE parked_due IS NOT NULL";
-  ASSERT_TRUE(eventually(30, [&] { return number(ws, parked) == 4; }))
+  ASSERT_TRUE(eventually(30, [&] { return sql_number(ws, parked) == 4; }))
       << ws.sql("SELECT started_at, parked_due, completed_at FROM availabilities");
   // A parked job says it waits for its limit, not for a delay.
   EXPECT_EQ(ws.status(ids.back())["runs"][0]["steps"][0]["waits_for"], "concurrency");
   ASSERT_TRUE(eventually(60, [&] {
-    return number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 5;
+    return sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 5;
   })) << ws.sql("SELECT started_at, parked_due, completed_at FROM availabilities");
   host.stop();
-  EXPECT_EQ(number(ws, parked), 0);
+  EXPECT_EQ(sql_number(ws, parked), 0);
   // Started in trigger order (each sleeps 300 + i ms), never two at once.
   const std::string order = ws.sql(
       "SELECT j.input_args FROM attempts a JOIN executions e ON e.id = a.execution_id JOIN jobs j ON j.id = e.job_id "
@@ -194,12 +179,6 @@ TEST(ConcurrencyTest, JobsOfAFullGateAreParkedAndComeBackOldestFirst) {
   expect_every_slot_back(ws);
 }
 
-std::unique_ptr<Subprocess> start_host(const Workspace& ws, const std::string& machine) {
-  testsupport::ProcessOptions options = ws.process_options(240);
-  options.env = {{"DUCTWORK_MACHINE_ID", machine}, {"XDG_CACHE_HOME", ws.dir() + "/.cache"}};
-  return std::make_unique<Subprocess>(ws.command({"start"}), options);
-}
-
 // Issue 38 item 7: three hosts, a limit of two per key, 50 keys of 20 jobs
 // of a 50 ms step, all racing for the same keys. Runs on both dialects
 // (three hosts on one SQLite file race the same way, through its lock).
@@ -212,14 +191,14 @@ TEST(ConcurrencyTest, ThreeHostsRacingForTheSameKeysKeepTheLimit) {
   ASSERT_EQ(ws.run({"migrate"}).exit_code, 0);
   trigger_keys(ws, "Limited", 50, 20, 50);
   std::vector<std::unique_ptr<Subprocess>> hosts;
-  for (const char* machine : {"machine-a", "machine-b", "machine-c"}) hosts.push_back(start_host(ws, machine));
+  for (const char* machine : {"machine-a", "machine-b", "machine-c"}) hosts.push_back(start_named_host(ws, machine));
   // How many machines held executions at once, at its most: the race is
   // real only when more than one host works.
   int64_t machines = 0;
   ASSERT_TRUE(eventually(180, [&] {
-    machines = std::max(machines, number(ws, "SELECT count(DISTINCT p.machine_identifier) FROM executions e "
-                                             "JOIN processes p ON p.id = e.process_id WHERE e.completed_at IS NULL"));
-    return number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 1000;
+    machines = std::max(machines, sql_number(ws, "SELECT count(DISTINCT p.machine_identifier) FROM executions e "
+                                                 "JOIN processes p ON p.id = e.process_id WHERE e.completed_at IS NULL"));
+    return sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 1000;
   })) << ws.sql("SELECT status, count(*) FROM pipelines GROUP BY status");
   EXPECT_GE(machines, 2) << "the hosts never worked at the same time";
   for (auto& host : hosts) {
@@ -251,19 +230,19 @@ TEST(ConcurrencyTest, SlotsOfAKilledHostAreFreedByRecovery) {
   ASSERT_EQ(ws.run({"migrate"}).exit_code, 0);
   trigger_keys(ws, "Limited", 1, 2, 5000);  // the two the killed host holds
   trigger_keys(ws, "Limited", 1, 4, 50);
-  auto a = start_host(ws, "machine-a");
-  ASSERT_TRUE(eventually(30, [&] { return number(ws, kHeld) == 2; }))
+  auto a = start_named_host(ws, "machine-a");
+  ASSERT_TRUE(eventually(30, [&] { return sql_number(ws, kHeld) == 2; }))
       << ws.sql("SELECT id, gate FROM executions");
   ASSERT_EQ(::kill(-a->pid(), SIGKILL), 0);
   a->wait(10);
-  EXPECT_EQ(number(ws, "SELECT in_progress FROM flow_gates"), 2) << "the dead host's slots are still counted";
-  auto b = start_host(ws, "machine-b");
+  EXPECT_EQ(sql_number(ws, "SELECT in_progress FROM flow_gates"), 2) << "the dead host's slots are still counted";
+  auto b = start_named_host(ws, "machine-b");
   ASSERT_TRUE(eventually(120, [&] {
-    return number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 6;
+    return sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 6;
   })) << ws.sql("SELECT status, count(*) FROM pipelines GROUP BY status") << b->stderr_so_far();
   ::kill(b->pid(), SIGTERM);
   b->wait(60);
-  EXPECT_GE(number(ws, "SELECT count(*) FROM results WHERE error_klass = 'ProcessCrash'"), 2)
+  EXPECT_GE(sql_number(ws, "SELECT count(*) FROM results WHERE error_klass = 'ProcessCrash'"), 2)
       << "the killed host's executions were recovered as crashes";
   const std::map<std::string, int> most = most_in_flight(ws);
   ASSERT_EQ(most.count("k0"), 1u);
@@ -287,7 +266,7 @@ TEST(ConcurrencyTest, AQueuedStepSaysItWaitsForItsLimitAndMetricsCountIt) {
   const std::string third = ws.trigger("Limited", {"6000", "\"a\""});
   Served host(ws, {"start"});
   ASSERT_FALSE(host.address().empty());
-  ASSERT_TRUE(eventually(30, [&] { return number(ws, kHeld) == 1; }));
+  ASSERT_TRUE(eventually(30, [&] { return sql_number(ws, kHeld) == 1; }));
   const std::string other = ws.trigger("Limited", {"1", "\"b\""});
   ASSERT_TRUE(eventually(30, [&] { return ws.status(other)["status"] == "completed"; }))
       << "a job of another key is not held back by key a's limit";

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 
+#include "flow_support.h"
 #include "http_client.h"
 
 namespace ductwork::it {
@@ -21,17 +22,6 @@ using testsupport::Subprocess;
 // Pipeline `name`: one Sleep step (args [ms, key]) with `limit_line` beside it.
 std::string rate_limited(const std::string& name, const std::string& limit_line) {
   return "pipeline: " + name + "\nsteps:\n  - start: Sleep\n    " + limit_line + "\n";
-}
-
-// `per_key` runs of `pipeline` for each of `keys` keys, interleaved, each
-// sleeping `ms`.
-void trigger_keys(const Workspace& ws, const std::string& pipeline, int keys, int per_key, int ms) {
-  std::string lines;
-  for (int i = 0; i < per_key; ++i) {
-    for (int k = 0; k < keys; ++k) lines += "[" + std::to_string(ms) + ", \"k" + std::to_string(k) + "\"]\n";
-  }
-  ProcessResult r = ws.run({"trigger", pipeline, "--from", ws.write(pipeline + "-runs.jsonl", lines)}, 60);
-  ASSERT_EQ(r.exit_code, 0) << r.describe();
 }
 
 // The start instants of Sleep's attempts, per key (the second argument),
@@ -67,17 +57,6 @@ int most_in_any_window(const std::vector<double>& starts, double window) {
   return most;
 }
 
-int64_t number(const Workspace& ws, const std::string& query) {
-  const std::string out = ws.sql(query);
-  return out.empty() ? -1 : std::stoll(out);
-}
-
-std::unique_ptr<Subprocess> start_host(const Workspace& ws, const std::string& machine) {
-  testsupport::ProcessOptions options = ws.process_options(240);
-  options.env = {{"DUCTWORK_MACHINE_ID", machine}, {"XDG_CACHE_HOME", ws.dir() + "/.cache"}};
-  return std::make_unique<Subprocess>(ws.command({"start"}), options);
-}
-
 // Issue 38 item 7: a rate limit of 50 a second per key, two hosts and two
 // keys with a backlog of 14 seconds each: no window of one second holds
 // more than 50 starts of a key, and ten seconds in the middle of the
@@ -91,9 +70,9 @@ TEST(RateLimitTest, FiftyASecondPerKeyHoldsAcrossHostsWithinTenPercentOverTenSec
   ASSERT_EQ(ws.run({"migrate"}).exit_code, 0);
   trigger_keys(ws, "Rated", 2, 700, 1);
   std::vector<std::unique_ptr<Subprocess>> hosts;
-  for (const char* machine : {"machine-a", "machine-b"}) hosts.push_back(start_host(ws, machine));
+  for (const char* machine : {"machine-a", "machine-b"}) hosts.push_back(start_named_host(ws, machine));
   ASSERT_TRUE(eventually(90, [&] {
-    return number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 1400;
+    return sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 1400;
   })) << ws.sql("SELECT status, count(*) FROM pipelines GROUP BY status");
   for (auto& host : hosts) {
     EXPECT_TRUE(host->running()) << host->stderr_so_far();
@@ -101,7 +80,7 @@ TEST(RateLimitTest, FiftyASecondPerKeyHoldsAcrossHostsWithinTenPercentOverTenSec
   }
   for (auto& host : hosts) host->wait(60);
   // Both hosts' workers claimed (a worker process per host in forking mode).
-  EXPECT_GE(number(ws, "SELECT count(DISTINCT process_id) FROM executions"), 2) << "only one host worked";
+  EXPECT_GE(sql_number(ws, "SELECT count(DISTINCT process_id) FROM executions"), 2) << "only one host worked";
   const std::map<std::string, std::vector<double>> starts = starts_by_key(ws);
   ASSERT_EQ(starts.size(), 2u);
   for (const auto& [key, list] : starts) {
@@ -119,7 +98,7 @@ TEST(RateLimitTest, FiftyASecondPerKeyHoldsAcrossHostsWithinTenPercentOverTenSec
     EXPECT_LE(in_ten_seconds, 550);
     EXPECT_GE(list.back() - list.front(), 12.0) << "the backlog went through faster than the limit allows";
   }
-  EXPECT_EQ(number(ws, "SELECT count(*) FROM executions WHERE retry_count > 0"), 0) << "a held job spent a retry";
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM executions WHERE retry_count > 0"), 0) << "a held job spent a retry";
 }
 
 // Issue 38 items 2 and 5: one start per 3 s for key "a". The jobs after the
@@ -141,7 +120,7 @@ TEST(RateLimitTest, AHeldJobSaysWhyAndItsWorkerWakesWhenTheWindowOpens) {
   const std::string other = ws.trigger("Rated", {"1", "\"b\""});
   Served host(ws, {"start"});
   ASSERT_FALSE(host.address().empty());
-  ASSERT_TRUE(eventually(30, [&] { return number(ws, "SELECT count(*) FROM attempts") >= 2; }));
+  ASSERT_TRUE(eventually(30, [&] { return sql_number(ws, "SELECT count(*) FROM attempts") >= 2; }));
   ASSERT_TRUE(eventually(10, [&] { return ws.status(other)["status"] == "completed"; }))
       << "a job of another key is not held back by key a's window";
   std::map<std::string, int> reasons;
@@ -158,7 +137,7 @@ TEST(RateLimitTest, AHeldJobSaysWhyAndItsWorkerWakesWhenTheWindowOpens) {
             2)
       << text;
   ASSERT_TRUE(eventually(20, [&] {
-    return number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 4;
+    return sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") == 4;
   })) << ws.sql("SELECT status, count(*) FROM pipelines GROUP BY status");
   host.stop();
   const std::vector<double> a = starts_by_key(ws).at("a");
@@ -167,7 +146,7 @@ TEST(RateLimitTest, AHeldJobSaysWhyAndItsWorkerWakesWhenTheWindowOpens) {
     EXPECT_GE(a[i] - a[i - 1], 3.0) << "start " << i << " came before the window allowed it";
     EXPECT_LT(a[i] - a[i - 1], 4.0) << "start " << i << " waited for a poll, not for the window to open";
   }
-  EXPECT_EQ(number(ws, "SELECT count(*) FROM executions WHERE retry_count > 0"), 0) << "a held job spent a retry";
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM executions WHERE retry_count > 0"), 0) << "a held job spent a retry";
 }
 
 }  // namespace

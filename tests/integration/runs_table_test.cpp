@@ -23,7 +23,8 @@ TEST(RunsTableTest, AnOlderDatabaseKeepsItsRunsAndRunsOnTheRowidTable) {
   std::string pending_id = ws.trigger("EchoTwo", {"2"});  // a run still to do when the table is rebuilt
 
   // Back to the layout 009 left: a WITHOUT ROWID runs table carrying each
-  // run's definition snapshot, 010, 017 and 023 (priorities) not applied.
+  // run's definition snapshot, 010, 017, 023 (priorities) and 026 (parked
+  // jobs, whose index holds the priority) not applied.
   ws.sql(
       "CREATE TABLE runs_old (id TEXT PRIMARY KEY, pipeline_id TEXT NOT NULL REFERENCES pipelines(id), "
       "pipeline_klass TEXT NOT NULL, definition_sha1 TEXT NOT NULL, status TEXT NOT NULL, triggered_at TEXT NOT NULL, "
@@ -34,10 +35,13 @@ TEST(RunsTableTest, AnOlderDatabaseKeepsItsRunsAndRunsOnTheRowidTable) {
       "r.updated_at, r.cancelled_at, d.definition FROM runs r JOIN definitions d ON d.sha1 = r.definition_sha1; "
       "DROP TABLE runs; ALTER TABLE runs_old RENAME TO runs; DROP TABLE definitions; "
       "CREATE INDEX index_runs_pipeline ON runs (pipeline_id, created_at); "
+      "DROP INDEX index_availabilities_parked; DROP INDEX index_availabilities_gate_queued; "
+      "ALTER TABLE availabilities DROP COLUMN parked_due; "
       "DROP INDEX index_availabilities_claim; ALTER TABLE availabilities DROP COLUMN priority; "
       "CREATE INDEX index_availabilities_claim ON availabilities (pipeline_klass, started_at) "
       "WHERE completed_at IS NULL; "
-      "DELETE FROM schema_migrations WHERE version IN ('010_runs_rowid', '017_definitions', '023_priority');");
+      "DELETE FROM schema_migrations WHERE version IN ('010_runs_rowid', '017_definitions', '023_priority', "
+      "'026_parked_jobs');");
   ASSERT_NE(runs_table_sql(ws).find("WITHOUT ROWID"), std::string::npos);
   const std::string columns =
       "id, pipeline_id, pipeline_klass, definition_sha1, status, triggered_at, started_at, completed_at, halted_at, "
