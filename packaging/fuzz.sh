@@ -14,7 +14,7 @@ build=${DUCTWORK_FUZZ_BUILD_DIR:-$root/build-fuzz}
 CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDUCTWORK_FUZZ=ON \
   -DDUCTWORK_BUILD_TESTS=OFF -DDUCTWORK_WERROR=ON >/dev/null
 names=("$@")
-if ((${#names[@]} == 0)); then names=(definition definition_json config sdk_json trigger_args); fi
+if ((${#names[@]} == 0)); then names=(definition definition_json config sdk_json trigger_args cron); fi
 cmake --build "$build" -j2 --target "${names[@]/#/fuzz_}"
 mkdir -p "$build/findings"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -7,10 +7,12 @@
 set -euo pipefail
 
 # The host (Poco with its SQLite and PostgreSQL connectors, Boost.DLL,
-# yaml-cpp, zlib for the prune archive), the plugins, and the demo's jq.
+# yaml-cpp, zlib for the prune archive, Howard Hinnant's date library and
+# the system's tzdata for cron schedules' time zones), the plugins, and the
+# demo's jq.
 packages=(
   build-essential cmake g++
-  libpoco-dev libboost-dev libyaml-cpp-dev zlib1g-dev
+  libpoco-dev libboost-dev libyaml-cpp-dev zlib1g-dev libhowardhinnant-date-dev tzdata
   libsqlite3-dev sqlite3 libpq-dev
   jq
 )

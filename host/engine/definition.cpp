@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <set>
 
+#include "util/cron.h"
+
 namespace ductwork {
 namespace {
 
@@ -218,6 +220,41 @@ class Reader {
     return out;
   }
 
+  // metadata.schedules (SPEC §18): every option written, as the builder
+  // writes them; strict: the expression parses, the zone is known and the
+  // expression fires at all. A stored snapshot's schedules are not read
+  // (a run never needs them).
+  void read_schedules(const Json& list) {
+    if (!strict_) return;
+    if (!list.is_array()) throw fail("metadata.schedules must be a list");
+    std::set<std::string> names;
+    for (const Json& v : list.as_array()) {
+      Schedule s;
+      bool shaped = v.is_object() && v.contains("cron") && v["cron"].is_string() && v.contains("timezone") &&
+                    v["timezone"].is_string() && v.contains("args") && v.contains("name") && v["name"].is_string() &&
+                    v.contains("overlap") && v["overlap"].is_string() && v.contains("catch_up") &&
+                    v["catch_up"].is_string() && v.contains("catch_up_limit") && v["catch_up_limit"].is_int64() &&
+                    v.as_object().size() == 7;
+      if (!shaped) {
+        throw fail("metadata.schedules: each entry is {\"cron\", \"timezone\", \"args\", \"name\", \"overlap\", "
+                   "\"catch_up\", \"catch_up_limit\"}");
+      }
+      s.cron = v["cron"].as_string();
+      s.timezone = v["timezone"].as_string();
+      s.args = v["args"];
+      s.name = v["name"].as_string();
+      s.overlap = v["overlap"].as_string();
+      s.catch_up = v["catch_up"].as_string();
+      s.catch_up_limit = v["catch_up_limit"].as_int();
+      const std::string where = "schedule '" + s.name + "': ";
+      detail::check_schedule(s, [&](const std::string& rule) { throw fail(where + rule); });
+      if (!names.insert(s.name).second) throw fail(where + "two schedules have this name");
+      const std::string problem = schedule_problem(s);
+      if (!problem.empty()) throw fail(where + problem);
+      def_.schedules.push_back(std::move(s));
+    }
+  }
+
   // The rules of the language for one parsed edge (strict mode).
   void check_edge(const std::string& node, const Edge& edge) const {
     if (edge.type.empty()) {
@@ -273,6 +310,7 @@ class Reader {
     }
     if (metadata.contains("concurrency")) def_.concurrency = limit(metadata["concurrency"], "metadata: ");
     if (metadata.contains("rate_limit")) def_.rate_limit = rate(metadata["rate_limit"], "metadata: ");
+    if (metadata.contains("schedules")) read_schedules(metadata["schedules"]);
     if (!metadata.contains("on_halt")) return;
     const Json& h = metadata["on_halt"];
     if (h.is_object() && h.contains("klass") && h["klass"].is_string()) {
@@ -291,6 +329,17 @@ class Reader {
 };
 
 }  // namespace
+
+std::string schedule_problem(const Schedule& s) {
+  try {
+    const CronExpression expr = CronExpression::parse(s.cron);
+    const date::time_zone& zone = find_time_zone(s.timezone);
+    if (!expr.next_after(*parse_utc_seconds("2000-01-01 00:00:00"), zone)) return "cron '" + s.cron + "' never fires";
+  } catch (const CronError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 const Edge& Definition::edge(const std::string& node) const {
   auto it = edges.find(node);
@@ -325,6 +374,11 @@ Json Definition::to_json() const {
   };
   if (concurrency) metadata["concurrency"] = limit_json(*concurrency);
   if (rate_limit) metadata["rate_limit"] = rate_json(*rate_limit);
+  if (!schedules.empty()) {
+    Json list = Json::array();
+    for (const Schedule& s : schedules) list.as_array().push_back(detail::schedule_json(s));
+    metadata["schedules"] = list;
+  }
   Json edge_doc = Json::object();
   for (const auto& node : nodes) {
     const Edge& e = edge(node);

@@ -64,6 +64,9 @@ struct Definition {
   // The pipeline's rate limit (metadata.rate_limit): a node without its own
   // counts against it.
   std::optional<RateLimit> rate_limit;
+  // Cron schedules that trigger it (metadata.schedules, SPEC §18), each
+  // named (the name defaults to the cron text in the builder).
+  std::vector<Schedule> schedules;
 
   const std::string& start_node() const { return nodes.front(); }
   const Edge& edge(const std::string& node) const;
@@ -89,5 +92,10 @@ struct Definition {
   static Definition from_json(const Json& doc, const std::string& pipeline, const std::string& source,
                               bool strict = true);
 };
+
+// Why a schedule's expression or zone cannot be used, "" when it can: the
+// expression parses (util/cron.h), the zone is in the system's tzdata, and
+// a tick comes within 28 years of 2000 (30 February never does).
+std::string schedule_problem(const Schedule& s);
 
 }  // namespace ductwork

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/compiled_definition_cache.h"
+#include "engine/definition_schedules.h"
 #include "util/bounded_read.h"
 #include "util/json_limits.h"
 
@@ -33,9 +34,10 @@ class Compiler {
     for (const auto& kv : root) {
       std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
       if (key != "pipeline" && key != "steps" && key != "on_halt" && key != "priority" && key != "concurrency" &&
-          key != "rate_limit") {
+          key != "rate_limit" && key != "schedules") {
         fail(kv.first, "unknown key '" + key +
-                           "' (expected 'pipeline', 'steps', 'on_halt', 'priority', 'concurrency' and 'rate_limit')");
+                           "' (expected 'pipeline', 'steps', 'on_halt', 'priority', 'concurrency', 'rate_limit' "
+                           "and 'schedules')");
       }
     }
     if (!root["pipeline"] || !root["pipeline"].IsScalar() || root["pipeline"].Scalar().empty()) {
@@ -88,6 +90,19 @@ class Compiler {
       if (kv.first.Scalar() == "rate_limit") {
         const RateLimit limit = read_rate_limit(kv.first, kv.second, "the pipeline's ");
         pipeline.pipeline_rate_limit(limit.limit, limit.per, limit.key);
+      }
+      if (kv.first.Scalar() == "schedules") {
+        try {
+          const std::vector<Schedule> schedules = read_schedules(kv.second);
+          for (size_t i = 0; i < schedules.size(); ++i) {
+            const YAML::Node at = kv.second[i];
+            guarded(at, [&] { pipeline.schedule(schedules[i]); });
+            const std::string problem = schedule_problem(schedules[i]);
+            if (!problem.empty()) fail(at, problem);
+          }
+        } catch (const ScheduleEntryError& e) {
+          fail(e.at, e.rule);
+        }
       }
       if (kv.first.Scalar() != "on_halt") continue;
       std::string klass = step_name(kv.second, "on_halt", kv.first);

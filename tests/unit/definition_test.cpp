@@ -362,7 +362,7 @@ TEST(DefinitionRules, StartNameAndShapeRules) {
             "defs/p.yml:3: pipeline P: step name 'A B' may only contain letters, digits, '_', ':' and '-'");
   EXPECT_EQ(error_of("pipeline: P\nextra: 1\nsteps:\n  - start: A\n"),
             "defs/p.yml:2: unknown key 'extra' (expected 'pipeline', 'steps', 'on_halt', 'priority', "
-            "'concurrency' and 'rate_limit')");
+            "'concurrency', 'rate_limit' and 'schedules')");
   EXPECT_EQ(error_of("pipeline: P\nsteps:\n  - start: A\n    chain: B\n"),
             "defs/p.yml:3: pipeline P: each entry of 'steps' is one 'keyword: StepName' pair");
   EXPECT_EQ(error_of("- just a list\n"), "defs/p.yml:1: a definition file must be a map with 'pipeline' and 'steps'");

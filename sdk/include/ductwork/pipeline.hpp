@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "ductwork/json.hpp"
+#include "ductwork/schedule.hpp"
 
 namespace ductwork {
 
@@ -341,6 +342,18 @@ class PipelineGraph {
     on_halt_ = klass;
   }
 
+  void add_schedule(Schedule schedule) {
+    detail::check_schedule(schedule, [](const std::string& rule) { throw PipelineError(rule); });
+    if (schedule.name.empty()) schedule.name = schedule.cron;
+    for (const Schedule& s : schedules_) {
+      if (s.name == schedule.name) {
+        throw PipelineError("two schedules are named '" + schedule.name +
+                            "' (give each its own 'name'; it defaults to the cron text)");
+      }
+    }
+    schedules_.push_back(std::move(schedule));
+  }
+
   void set_priority(long long priority) {
     if (priority_) throw PipelineError("'priority' is given twice (a pipeline has one priority)");
     if (priority < 0 || priority > 9) {
@@ -358,6 +371,11 @@ class PipelineGraph {
     if (priority_) metadata.emplace("priority", Json(static_cast<std::int64_t>(*priority_)));
     if (concurrency_) metadata.emplace("concurrency", limit_json(*concurrency_));
     if (rate_limit_) metadata.emplace("rate_limit", limit_json(*rate_limit_));
+    if (!schedules_.empty()) {
+      Json::Array schedules;
+      for (const Schedule& s : schedules_) schedules.push_back(detail::schedule_json(s));
+      metadata.emplace("schedules", std::move(schedules));
+    }
     Json::Array nodes;
     Json::Object edges;
     for (const auto& name : order_) {
@@ -430,6 +448,7 @@ class PipelineGraph {
   std::optional<int> priority_;
   std::optional<ConcurrencyLimit> concurrency_;
   std::optional<RateLimit> rate_limit_;
+  std::vector<Schedule> schedules_;
 };
 
 // Where building continues: the open ends and the open fan-outs of one
@@ -772,6 +791,13 @@ class Pipeline {
   Pipeline& on_halt(const std::string& klass) {
     detail::check_step_name(klass);
     graph_.set_on_halt(klass);
+    return *this;
+  }
+
+  // Triggers this pipeline on a cron schedule (metadata.schedules, SPEC
+  // §18; schedule.hpp); any number, each with its own name.
+  Pipeline& schedule(Schedule schedule) {
+    graph_.add_schedule(std::move(schedule));
     return *this;
   }
 
