@@ -30,6 +30,7 @@
 #include "process/host_runtime.h"
 #include "process/process_hooks.h"
 #include "process/pruner.h"
+#include "process/scheduler.h"
 #include "process/sd_notify.h"
 #include "process/spawn.h"
 #include "process/supervisor.h"
@@ -143,6 +144,20 @@ void compact_after_clean_stop(Bootstrap& boot) {
   }
 }
 
+// The schedules of the pipelines this host runs, looked at on a thread of
+// the process that runs no plugin code (SPEC §18); none under --drain,
+// which ends once the work already queued is done.
+std::unique_ptr<Scheduler> start_scheduler(Bootstrap& boot, const std::vector<std::string>& pipelines, bool drain) {
+  if (drain) return nullptr;
+  std::vector<const Definition*> served;
+  for (const std::string& name : pipelines) served.push_back(boot.definitions().find(name));
+  std::vector<Definition> scheduled = Scheduler::scheduled(served);
+  if (scheduled.empty()) return nullptr;
+  auto scheduler = std::make_unique<Scheduler>(std::move(scheduled), boot.stores(), boot.logger());
+  scheduler->start();
+  return scheduler;
+}
+
 // `refused`: the definitions this host leaves out, for `health` to report.
 int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, const std::vector<std::string>& refused,
                  const sigset_t& signals, bool drain, RuntimeRole role, SystemdNotifier* systemd, const Args& args) {
@@ -180,6 +195,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
     pruner = std::make_unique<Pruner>(boot.config(), stores, boot.logger());
     pruner->start();
   }
+  std::unique_ptr<Scheduler> scheduler = role.supervised ? nullptr : start_scheduler(boot, pipelines, drain);
   if (systemd) systemd->notify("READY=1\nSTATUS=Running " + std::to_string(pipelines.size()) + " pipelines in threads");
   std::unique_ptr<ProgressLine> progress;
   if (::isatty(STDOUT_FILENO)) progress = std::make_unique<ProgressLine>(boot.logger(), boot.stores().clock());
@@ -207,6 +223,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   });
   progress.reset();
   if (systemd) systemd->notify(sig == SIGHUP ? "RELOADING=1" : "STOPPING=1");
+  if (scheduler) scheduler->stop();
   if (pruner) pruner->stop();
   runtime.stop();
   hooks.stop(runtime.abandoned_running());
@@ -263,7 +280,9 @@ int run_supervisor(Bootstrap& boot, const Args& args, const std::vector<std::str
       progress->update(totals.pipelines_total - totals.pipelines_open, totals.pipelines_total, steps);
     };
   }
+  std::unique_ptr<Scheduler> scheduler = start_scheduler(boot, pipelines, drain);
   int rc = supervisor.run(signals, on_progress);
+  if (scheduler) scheduler->stop();
   progress.reset();
   if (rc == kExitOk) compact_after_clean_stop(boot);
   return rc;

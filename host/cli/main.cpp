@@ -44,6 +44,7 @@ const char* kUsage =
     "                                       [previous output, VALUE_JSON]\n"
     "  pause PIPELINE / unpause PIPELINE  stop / restart new attempts of a pipeline's jobs on every host\n"
     "                                       (running ones finish; triggers are still accepted)\n"
+    "  schedules [--json]                   the pipelines' cron schedules with their next and last ticks\n"
     "  prune [--older-than SECONDS] [--status S] [--pipeline P] [--dry-run] [--archive DIR]   delete\n"
     "                                       finished pipelines, every row of each (S: completed, halted or\n"
     "                                       cancelled), archived first in DIR (or retention.archive)\n"
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
     if (command == "context") return cmd_context(parse_args(argc, argv, {"json"}, {"run"}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
+    if (command == "schedules") return cmd_schedules(parse_args(argc, argv, {"json"}, {}));
     if (command == "pause" || command == "unpause") return cmd_pause(parse_args(argc, argv, {}, {}), command == "pause");
     if (command == "serve") {
       return run_server_command(argc, argv, {{"child"}, {"metrics-folder"}, [](const Args& args, auto& wait) {

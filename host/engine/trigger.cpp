@@ -28,10 +28,15 @@ NewPipeline request_for(const Definition& definition, std::optional<int> priorit
 
 }  // namespace
 
-TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const Json& args,
-                                   const std::optional<std::string>& idempotency_key, std::optional<int> priority) {
+NewPipeline trigger_request(const Definition& definition, const Json& args, std::optional<int> priority) {
   NewPipeline request = request_for(definition, priority);
   request.args_json = args.is_array() ? args.dump() : Json::array({args}).dump();
+  return request;
+}
+
+TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, const Json& args,
+                                   const std::optional<std::string>& idempotency_key, std::optional<int> priority) {
+  NewPipeline request = trigger_request(definition, args, priority);
   request.idempotency_key = idempotency_key;
   TriggeredPipeline made;
   store.transact([&](StoreTx& tx) { made = tx.insert_pipeline(request); });

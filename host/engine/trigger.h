@@ -22,6 +22,11 @@ TriggeredPipeline trigger_pipeline(Store& store, const Definition& definition, c
                                    const std::optional<std::string>& idempotency_key = std::nullopt,
                                    std::optional<int> priority = std::nullopt);
 
+// The request trigger_pipeline makes of `definition` and `args` (a JSON
+// array) at `priority` (else the definition's, else 0), for a use-case that
+// triggers inside a transaction of its own (StoreTx::insert_pipeline).
+NewPipeline trigger_request(const Definition& definition, const Json& args, std::optional<int> priority = std::nullopt);
+
 // Priorities run from 0 (claimed first) to kMaxPriority.
 constexpr int kMaxPriority = 9;
 

@@ -44,6 +44,9 @@ class StoreReader {
   // Every paused pipeline name (issue 38) with when it was paused
   // (database clock), by name.
   virtual std::map<std::string, std::string> paused_pipelines() = 0;
+  // Every schedule row (issue 39) with its newest tick acted on, by
+  // pipeline and name.
+  virtual std::vector<ScheduleRecord> schedule_records() = 0;
   // Flow control's counts (issue 38): /metrics and the dashboard.
   virtual FlowCounts flow_counts() = 0;
   // Whether a queued job of `pipeline` with a priority other than 0 has

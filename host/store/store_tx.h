@@ -248,6 +248,28 @@ class StoreTx {
   // Sets the priority of every queued job of `pipeline` due for longer
   // than `waited_seconds` (database clock) to 0; returns how many.
   virtual int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) = 0;
+  // Whether the pipeline named `pipeline` is paused.
+  virtual bool pipeline_paused(const std::string& pipeline) = 0;
+
+  // ---- schedules (issue 39; engine/schedules.h decides)
+  // The transaction's instant on the database clock, as every row it
+  // writes carries it.
+  virtual const std::string& transaction_time() const = 0;
+  // The schedule's row, locked to the end of the transaction (PostgreSQL:
+  // another host's tick decision for it waits here); created first, first
+  // seen now, when there is none.
+  virtual ScheduleState lock_schedule(const std::string& pipeline, const std::string& name) = 0;
+  // Writes the tick's row; false, writing nothing, when that tick of that
+  // schedule has one already.
+  virtual bool record_schedule_tick(const ScheduleTick& tick) = 0;
+  // The pipeline the tick recorded above triggered.
+  virtual void set_schedule_tick_pipeline(const ScheduleTick& tick, const std::string& pipeline_id) = 0;
+  // The schedule's newest decided tick becomes `tick_at`.
+  virtual void set_schedule_last_tick(const std::string& pipeline, const std::string& name,
+                                      const std::string& tick_at) = 0;
+  // The pipeline the schedule's newest triggered tick started, when it has
+  // not finished (nor been pruned); nullopt otherwise.
+  virtual std::optional<std::string> open_scheduled_pipeline(const std::string& pipeline, const std::string& name) = 0;
 };
 
 }  // namespace ductwork

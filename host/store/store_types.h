@@ -539,4 +539,32 @@ struct PrunablePipeline {
   std::string finished_at;
 };
 
+// ---- schedules (issue 39, SPEC §18)
+// A schedule's row as the tick decision reads it under its lock
+// (database-clock instants, 'YYYY-MM-DD HH:MM:SS.ffffff').
+struct ScheduleState {
+  std::string first_seen_at;
+  std::optional<std::string> last_tick_at;  // the newest tick decided
+};
+
+// One tick acted on: outcome "triggered" (with its pipeline),
+// "skipped_overlap" or "skipped_paused".
+struct ScheduleTick {
+  std::string pipeline;
+  std::string name;
+  std::string tick_at;
+  std::string outcome;
+  std::optional<std::string> pipeline_id;
+};
+
+// A schedule as `ductwork schedules` and the API list it: its row, and its
+// newest tick acted on (if any).
+struct ScheduleRecord {
+  std::string pipeline;
+  std::string name;
+  std::string first_seen_at;
+  std::optional<std::string> last_tick_at;
+  std::optional<ScheduleTick> last_acted;
+};
+
 }  // namespace ductwork

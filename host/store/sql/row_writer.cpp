@@ -184,6 +184,30 @@ bool RowWriter::paused_pipeline_unless_paused(const std::string& pipeline, const
   return insert.step();
 }
 
+void RowWriter::schedule_unless_exists(const std::string& pipeline, const std::string& name, const std::string& now) {
+  conn_
+      .prepare("INSERT INTO schedules (pipeline_klass, name, first_seen_at) VALUES (?1, ?2, ?3) "
+               "ON CONFLICT (pipeline_klass, name) DO NOTHING")
+      .bind(1, pipeline)
+      .bind(2, name)
+      .bind(3, now)
+      .exec();
+}
+
+bool RowWriter::schedule_tick_unless_exists(const ScheduleTick& tick, const std::string& now) {
+  auto insert = conn_.prepare(
+      "INSERT INTO schedule_ticks (pipeline_klass, name, tick_at, outcome, pipeline_id, created_at) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (pipeline_klass, name, tick_at) DO NOTHING RETURNING tick_at");
+  insert.bind(1, tick.pipeline).bind(2, tick.name).bind(3, tick.tick_at).bind(4, tick.outcome);
+  if (tick.pipeline_id) {
+    insert.bind(5, *tick.pipeline_id);
+  } else {
+    insert.bind_null(5);
+  }
+  insert.bind(6, now);
+  return insert.step();
+}
+
 void RowWriter::flow_gates_unless_exist(const std::string& gates, const std::string& pipeline, const std::string& now) {
   conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at, pipeline_klass) SELECT v.key, 0, ?2, ?3 FROM " +
                     conn_.dialect().json_object_rows("?1") +

@@ -8,6 +8,7 @@
 
 #include "store/sql/batch_insert.h"
 #include "store/sql/sql_connection.h"
+#include "store/store_types.h"
 
 namespace ductwork::sql {
 
@@ -130,6 +131,12 @@ class RowWriter {
   // Marks the pipeline name `pipeline` paused at `now` (issue 38), written
   // at once unless it already is; true when this row was written.
   bool paused_pipeline_unless_paused(const std::string& pipeline, const std::string& now);
+  // Creates a schedule's row (issue 39), first seen at `now`, unless it
+  // exists; written at once.
+  void schedule_unless_exists(const std::string& pipeline, const std::string& name, const std::string& now);
+  // Writes a schedule tick's row at once unless that tick has one; true
+  // when this row was written.
+  bool schedule_tick_unless_exists(const ScheduleTick& tick, const std::string& now);
   // Creates the flow gates of the JSON object `gates` (its keys, a gate
   // each; issue 38) of pipeline `pipeline` that do not exist yet, at once,
   // in key order (the order claims lock gates in), each counting 0 in

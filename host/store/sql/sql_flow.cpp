@@ -17,6 +17,12 @@ bool SqlStoreTx::set_paused(const std::string& pipeline, bool paused) {
   return true;
 }
 
+bool SqlStoreTx::pipeline_paused(const std::string& pipeline) {
+  auto probe = conn_.prepare("SELECT 1 FROM paused_pipelines WHERE klass = ?1");
+  probe.bind(1, pipeline);
+  return probe.step();
+}
+
 namespace {
 
 // Queued jobs of pipeline ?1 with a priority other than 0, due at or before

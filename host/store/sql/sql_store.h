@@ -92,6 +92,7 @@ class SqlStore final : public Store, public StoreReader {
   MetricGauges metric_gauges() override;
   DatabaseSpace database_space() override;
   std::map<std::string, std::string> paused_pipelines() override;  // sql_flow.cpp
+  std::vector<ScheduleRecord> schedule_records() override;          // sql_schedules.cpp
   FlowCounts flow_counts() override;                                 // sql_reports.cpp
   bool has_jobs_waiting_longer(const std::string& pipeline, double waited_seconds) override;  // sql_flow.cpp
   std::optional<PipelineRecord> pipeline_header(const std::string& pipeline_id) override;

@@ -92,6 +92,15 @@ class SqlStoreTx final : public StoreTx {
   std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
   int64_t release_free_pages(int64_t max_pages) override;
   bool set_paused(const std::string& pipeline, bool paused) override;  // sql_flow.cpp
+  bool pipeline_paused(const std::string& pipeline) override;          // sql_flow.cpp
+  // sql_schedules.cpp
+  const std::string& transaction_time() const override { return now_; }
+  ScheduleState lock_schedule(const std::string& pipeline, const std::string& name) override;
+  bool record_schedule_tick(const ScheduleTick& tick) override;
+  void set_schedule_tick_pipeline(const ScheduleTick& tick, const std::string& pipeline_id) override;
+  void set_schedule_last_tick(const std::string& pipeline, const std::string& name,
+                              const std::string& tick_at) override;
+  std::optional<std::string> open_scheduled_pipeline(const std::string& pipeline, const std::string& name) override;
   int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) override;  // sql_flow.cpp
 
  private:
