@@ -12,6 +12,7 @@
 #include "engine/pipeline_summary.h"
 #include "engine/retention.h"
 #include "engine/run_policy.h"
+#include "engine/schedule_list.h"
 #include "engine/status_document.h"
 #include "engine/trigger.h"
 #include "metrics/exposition.h"
@@ -174,6 +175,10 @@ Response ApiV1::handle(const Request& request) {
     if (s.size() == 3 && what == "processes") {
       need_method(request, "GET");
       return processes();
+    }
+    if (s.size() == 3 && what == "schedules") {
+      need_method(request, "GET");
+      return schedules();
     }
     if (s.size() == 3 && what == "plugins") {
       need_method(request, "GET");
@@ -416,6 +421,12 @@ Response ApiV1::processes() {
   Json out = Json::array();
   for (const ProcessInfo& p : context_.stores.take()->reads().processes()) out.push_back(process_document(p));
   return json_response(200, Json::object({{"processes", out}}));
+}
+
+Response ApiV1::schedules() {
+  auto store = context_.stores.take();
+  const SysSeconds now = std::chrono::time_point_cast<std::chrono::seconds>(store->clock().wall());
+  return json_response(200, schedules_document(*store, context_.definitions, now));
 }
 
 Response ApiV1::metrics_text() {

@@ -48,6 +48,7 @@ class ApiV1 {
   Response remove(const std::string& id);
   Response pause(const std::string& name, const Request& request, bool paused);
   Response processes();
+  Response schedules();
   Response metrics_text();
 
   ApiContext context_;

@@ -10,6 +10,7 @@
 
 #include "engine/api_documents.h"
 #include "engine/definition.h"
+#include "engine/schedule_list.h"
 #include "http/dashboard_graph.h"
 #include "http/dashboard_parts.h"
 #include "http/html.h"
@@ -155,6 +156,28 @@ std::string flow_section(const FlowCounts& flow) {
   return out + "</table>";
 }
 
+// Cron schedules (issue 39): per schedule its expression and zone, its next
+// tick and its last one acted on, linked to the pipeline it triggered.
+std::string schedules_section(const Json& doc) {
+  const Json::Array& list = doc["schedules"].as_array();
+  std::string out = "<h2>Schedules</h2>";
+  if (list.empty()) return out + "<p>No pipeline has a schedule.</p>";
+  auto text = [](const Json& v) { return v.is_string() ? escape_html(v.as_string()) : std::string("-"); };
+  out += "<table id=\"schedules\"><tr><th>pipeline</th><th>schedule</th><th>cron</th><th>time zone</th>"
+         "<th>next tick (UTC)</th><th>last tick (UTC)</th><th>last outcome</th></tr>";
+  for (const Json& s : list) {
+    std::string outcome = text(s["last_outcome"]);
+    if (s["last_pipeline_id"].is_string()) {
+      outcome = "<a href=\"/ui/pipelines/" + url_encoded(s["last_pipeline_id"].as_string()) + "\">" + outcome + "</a>";
+    }
+    if (s["paused"].as_bool()) outcome += " " + badge("paused");
+    out += "<tr><td>" + text(s["pipeline"]) + "</td><td>" + text(s["name"]) + "</td><td>" + text(s["cron"]) +
+           "</td><td>" + text(s["timezone"]) + "</td><td>" + text(s["next_tick"]) + "</td><td>" + text(s["last_tick"]) +
+           "</td><td>" + outcome + "</td></tr>";
+  }
+  return out + "</table>";
+}
+
 }  // namespace
 
 Response Dashboard::overview(const Request& request) {
@@ -187,6 +210,8 @@ Response Dashboard::overview(const Request& request) {
   }
   body += "</table>";
   body += flow_section(store->reads().flow_counts());
+  body += schedules_section(schedules_document(
+      *store, context_.definitions, std::chrono::time_point_cast<std::chrono::seconds>(store->clock().wall())));
 
   body += "<h2>Step results, last 15 minutes</h2>";
   std::vector<MinuteCount> minutes = store->reads().results_per_minute(15);

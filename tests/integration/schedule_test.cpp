@@ -8,6 +8,8 @@
 #include <ctime>
 
 #include "flow_support.h"
+#include "headless_browser.h"
+#include "http_client.h"
 
 namespace ductwork::it {
 namespace {
@@ -115,6 +117,75 @@ TEST(ScheduleTest, ABrokenScheduleIsRefusedNamingTheLineAndNothingRuns) {
   EXPECT_EQ(none.exit_code, 0) << none.describe();
   EXPECT_NE(none.out.find("no schedules"), std::string::npos) << none.out;
   EXPECT_EQ(ws.run({"schedules", "extra"}).exit_code, 2);
+}
+
+// GET /api/v1/schedules says what `schedules --json` says, and the
+// dashboard's overview shows each schedule with its next and last ticks
+// (headless Chromium, screenshot kept).
+TEST(ScheduleTest, TheApiAndTheDashboardShowEachScheduleWithItsTicks) {
+  Workspace ws(http_options());
+  ws.define("every.yml", kMinutely);
+  ws.define("nightly.yml",
+            "pipeline: Nightly\nsteps:\n  - start: Echo\nschedules:\n  - cron: '30 2 * * *'\n"
+            "    timezone: Europe/Berlin\n    name: nightly\n    overlap: skip\n");
+  ASSERT_EQ(ws.run({"migrate"}).exit_code, 0);
+  ws.sql("INSERT INTO schedules (pipeline_klass, name, first_seen_at) VALUES ('Every', 'minutely', '" +
+         db_time_ago(600) + "')");
+  Served host(ws, {"start"});
+  ASSERT_FALSE(host.address().empty());
+  ASSERT_TRUE(eventually(60, [&] {
+    return sql_number(ws, "SELECT count(*) FROM pipelines WHERE status = 'completed'") >= 5;
+  })) << ws.sql("SELECT status, count(*) FROM pipelines GROUP BY status");
+  const Reply reply = get(host.address(), "/api/v1/schedules");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const json api = json::parse(reply.body);
+  ASSERT_EQ(api["schedules"].size(), 2u) << reply.body;
+  const json& every = api["schedules"][0];
+  const json& nightly = api["schedules"][1];
+  EXPECT_EQ(every["pipeline"], "Every");
+  EXPECT_EQ(every["last_outcome"], "triggered");
+  EXPECT_EQ(nightly["pipeline"], "Nightly");
+  EXPECT_EQ(nightly["timezone"], "Europe/Berlin");
+  EXPECT_EQ(nightly["overlap"], "skip");
+  EXPECT_TRUE(nightly["last_tick"].is_null()) << "a new schedule fires nothing from before it was seen";
+  ASSERT_TRUE(nightly["next_tick"].is_string());
+  // 02:30 in Berlin is 01:30Z in winter, 00:30Z in summer.
+  const std::string next = nightly["next_tick"].get<std::string>();
+  EXPECT_TRUE(next.substr(11) == "01:30:00Z" || next.substr(11) == "00:30:00Z") << next;
+  EXPECT_EQ(get(host.address(), "/api/v1/schedules", "").status, 401);
+  const ProcessResult cli = ws.run({"schedules", "--json"});
+  ASSERT_EQ(cli.exit_code, 0);
+  json from_cli = json::parse(cli.out);
+  json from_api = api;
+  // A tick may have fired between the two reads: compare what stays.
+  for (json* doc : {&from_cli, &from_api}) {
+    for (json& s : (*doc)["schedules"]) {
+      for (const char* moving : {"last_tick", "last_pipeline_id", "next_tick"}) s.erase(moving);
+    }
+  }
+  EXPECT_EQ(from_cli, from_api);
+
+  ConfigOptions open_dashboard = http_options();
+  open_dashboard.extra = "http: {listen: '127.0.0.1:0'}\n";
+  ws.write_config(open_dashboard);
+  Served dashboard(ws, {"serve"});
+  ASSERT_FALSE(dashboard.address().empty()) << dashboard.process().stdout_so_far();
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + dashboard.address() + "/ui"));
+  const std::string rows = browser.evaluate(
+      "Array.from(document.querySelectorAll('#schedules tr')).slice(1).map(r => "
+      "Array.from(r.cells).map(c => c.innerText).join('|')).join('\\n')");
+  std::istringstream lines(rows);
+  std::string first, second;
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_EQ(first.substr(0, first.find('|', first.find('|', first.find('|') + 1) + 1)), "Every|minutely|* * * * *")
+      << rows;
+  EXPECT_NE(first.find("|triggered"), std::string::npos) << rows;
+  EXPECT_EQ(second, "Nightly|nightly|30 2 * * *|Europe/Berlin|" + next + "|-|-") << rows;
+  keep_screenshot(browser, "schedules-overview");
+  host.stop();
 }
 
 }  // namespace
