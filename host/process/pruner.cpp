@@ -20,32 +20,18 @@ Pruner::Pruner(const Config& config, StoreFactory& stores, Logger& logger)
 Pruner::~Pruner() { stop(); }
 
 void Pruner::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { run(); });
+  thread_.start([this] { run(); });
 }
 
-void Pruner::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Pruner::stop() { thread_.stop(); }
 
 void Pruner::run() {
   const auto interval = std::chrono::duration<double>(config_.retention.interval);
   std::unique_ptr<Store> store;
   std::unique_ptr<PruneArchive> archive;
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (wake_.wait_for(lock, interval, [this] { return stopping_; })) return;
-    }
-    auto keep_going = [this] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      return !wake_.wait_for(lock, kPauseBetweenBatches, [this] { return stopping_; });
-    };
+    if (thread_.stopping_within(interval)) return;
+    auto keep_going = [this] { return !thread_.stopping_within(kPauseBetweenBatches); };
     try {
       if (!store) store = stores_.open();
       if (config_.retention.archive && !archive) archive = std::make_unique<PruneArchive>(*config_.retention.archive);

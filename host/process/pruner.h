@@ -1,11 +1,7 @@
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-
 #include "config/config.h"
+#include "process/stoppable_thread.h"
 #include "store/store.h"
 #include "util/logger.h"
 
@@ -37,10 +33,7 @@ class Pruner {
   const Config& config_;
   StoreFactory& stores_;
   Logger& logger_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  StoppableThread thread_;
 };
 
 }  // namespace ductwork

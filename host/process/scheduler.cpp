@@ -33,18 +33,11 @@ std::vector<Definition> Scheduler::scheduled(const std::vector<const Definition*
 }
 
 void Scheduler::start() {
-  if (thread_.joinable() || definitions_.empty()) return;
-  thread_ = std::thread([this] { run(); });
+  if (definitions_.empty()) return;
+  thread_.start([this] { run(); });
 }
 
-void Scheduler::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void Scheduler::stop() { thread_.stop(); }
 
 void Scheduler::run() {
   using Wall = std::chrono::system_clock::time_point;
@@ -62,10 +55,7 @@ void Scheduler::run() {
     const Wall now = stores_.clock().wall();
     for (Entry& e : entries) {
       if (e.due > now) continue;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stopping_) return;
-      }
+      if (thread_.stopping()) return;
       try {
         if (!store) store = stores_.open();
         const TickReport report = run_due_ticks(*store, *e.definition, *e.schedule);
@@ -97,9 +87,7 @@ void Scheduler::run() {
     }
     Wall earliest = stores_.clock().wall() + kLongestWait;
     for (const Entry& e : entries) earliest = std::min(earliest, e.due);
-    const auto wait = earliest - stores_.clock().wall();
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (wake_.wait_for(lock, std::max(wait, Wall::duration::zero()), [this] { return stopping_; })) return;
+    if (thread_.stopping_within(earliest - stores_.clock().wall())) return;
   }
 }
 

@@ -1,11 +1,9 @@
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "engine/definition.h"
+#include "process/stoppable_thread.h"
 #include "store/store.h"
 #include "util/logger.h"
 
@@ -41,10 +39,7 @@ class Scheduler {
   std::vector<Definition> definitions_;
   StoreFactory& stores_;
   Logger& logger_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  StoppableThread thread_;
 };
 
 }  // namespace ductwork

