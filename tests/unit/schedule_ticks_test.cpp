@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "engine/control.h"
@@ -141,16 +142,24 @@ TEST_F(ScheduleTicksTest, ThreeLooksRacingOnTheirOwnConnectionsTriggerEachTickOn
   run_due_ticks(*store, def, def.schedules[0]);
   move_to("2026-05-01T10:20:30Z");
   std::atomic<int> triggered{0};
+  std::mutex failures_mutex;
+  std::vector<std::string> failures;
   std::vector<std::thread> hosts;
   for (int i = 0; i < 3; ++i) {
     hosts.emplace_back([&] {
-      auto own = factory->open();
-      for (int look = 0; look < 5; ++look) {
-        triggered += static_cast<int>(run_due_ticks(*own, def, def.schedules[0]).triggered.size());
+      try {
+        auto own = factory->open();
+        for (int look = 0; look < 5; ++look) {
+          triggered += static_cast<int>(run_due_ticks(*own, def, def.schedules[0]).triggered.size());
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(failures_mutex);
+        failures.push_back(e.what());
       }
     });
   }
   for (std::thread& t : hosts) t.join();
+  EXPECT_EQ(failures, std::vector<std::string>{});
   EXPECT_EQ(triggered.load(), 20);
   EXPECT_EQ(store->reads().list_pipelines({.limit = 100}).size(), 20u);
 }
