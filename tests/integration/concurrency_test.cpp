@@ -151,7 +151,9 @@ TEST(ConcurrencyTest, JobsOfAFullGateAreParkedAndComeBackOldestFirst) {
   Workspace ws(options);
   ws.define("limited.yml", limited_definition("Limited", "concurrency: {limit: 1, key: /1}"));
   std::vector<std::string> ids;
-  for (int i = 0; i < 5; ++i) ids.push_back(ws.trigger("Limited", {std::to_string(300 + i), "\"a\""}));
+  // Each runs 1.5 s: the last is still parked when the test reads its
+  // status, even where a status command takes a second (ASan).
+  for (int i = 0; i < 5; ++i) ids.push_back(ws.trigger("Limited", {std::to_string(1500 + i), "\"a\""}));
   Served host(ws, {"start"});
   const char* const parked = "SELECT count(*) FROM availabilities WHERE parked_due IS NOT NULL";
   ASSERT_TRUE(eventually(30, [&] { return sql_number(ws, parked) == 4; }))
@@ -174,7 +176,7 @@ TEST(ConcurrencyTest, JobsOfAFullGateAreParkedAndComeBackOldestFirst) {
     if (args.is_object()) args = args["args"];
     if (args.is_array() && !args.empty()) sleeps.push_back(args[0].get<int>());
   }
-  EXPECT_EQ(sleeps, (std::vector<int>{300, 301, 302, 303, 304})) << order;
+  EXPECT_EQ(sleeps, (std::vector<int>{1500, 1501, 1502, 1503, 1504})) << order;
   EXPECT_LE(most_in_flight(ws).at("a"), 1);
   expect_every_slot_back(ws);
 }

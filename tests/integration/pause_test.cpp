@@ -31,8 +31,9 @@ TEST(PauseTest, ARunningStepFinishesNoNewAttemptStartsAndUnpauseRunsTheRest) {
   ws.define("slow.yml", chain_definition("Slow", {"StubbornSleep", "Inc"}));
   ws.define("other.yml", chain_definition("Other", {"Inc"}));
   // Long enough that the pause and the two triggers below land while it
-  // runs, even on a loaded machine.
-  const std::string first = ws.trigger("Slow", {"3500"});
+  // runs, even on a loaded machine (3.5 s was not under ASan: the drain
+  // ended before `other` was triggered).
+  const std::string first = ws.trigger("Slow", {"8000"});
   testsupport::Subprocess host(ws.command({"start", "--drain"}), ws.process_options(90));
   ASSERT_TRUE(eventually(30, [&] { return step_statuses(ws.status(first)["runs"][0])["in_progress"] == 1; }))
       << host.stdout_so_far();
@@ -93,7 +94,7 @@ TEST(PauseTest, ARunningStepFinishesNoNewAttemptStartsAndUnpauseRunsTheRest) {
   doc = ws.status(first);
   EXPECT_EQ(doc["status"], "completed") << doc.dump(2);
   EXPECT_EQ(doc["paused"], false);
-  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 3501);
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], 8001);
   EXPECT_EQ(ws.status(second)["status"], "completed");
 }
 
