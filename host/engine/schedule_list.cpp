@@ -31,7 +31,8 @@ Json schedules_document(Store& store, const DefinitionSet& definitions, SysSecon
       Json last_tick, last_outcome, last_pipeline;
       if (row != rows.end()) {
         if (row->second.last_tick_at) {
-          if (auto decided = parse_utc_seconds(*row->second.last_tick_at); decided && *decided > after) after = *decided;
+          const std::optional<SysSeconds> decided = parse_utc_seconds(*row->second.last_tick_at);
+          if (decided && *decided > after) after = *decided;
         }
         if (const auto& acted = row->second.last_acted) {
           last_tick = instant_or_null(acted->tick_at);

@@ -123,8 +123,10 @@ TickReport run_due_ticks(Store& store, const Definition& definition, const Sched
       report.cancelled = cancelled;
       return report;
     } catch (const CancelFirst& first) {
-      if (round >= 3) throw StoreError("schedule " + schedule.name + " of " + definition.pipeline +
-                                       ": the previous tick's pipeline " + first.pipeline_id + " stays open after cancel");
+      if (round >= 3) {
+        throw StoreError("schedule " + schedule.name + " of " + definition.pipeline + ": the previous tick's pipeline " +
+                         first.pipeline_id + " stays open after cancel");
+      }
       try {
         cancel_pipeline(store, first.pipeline_id);
         ++cancelled;
