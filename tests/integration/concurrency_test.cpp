@@ -286,17 +286,12 @@ TEST(ConcurrencyTest, AQueuedStepSaysItWaitsForItsLimitAndMetricsCountIt) {
       << text;
   // The dashboard's overview shows the same counts (headless Chromium): a
   // `serve` without a token (no sign-in) beside the running host.
-  ConfigOptions open_dashboard = options;
-  open_dashboard.extra = "http: {listen: '127.0.0.1:0'}\n";
-  ws.write_config(open_dashboard);
-  Served dashboard(ws, {"serve"});
-  ASSERT_FALSE(dashboard.address().empty()) << dashboard.process().stdout_so_far();
+  auto dashboard = serve_open_dashboard(ws, options);
+  ASSERT_FALSE(dashboard->address().empty()) << dashboard->process().stdout_so_far();
   HeadlessBrowser browser;
   ASSERT_EQ(browser.problem(), "");
-  ASSERT_TRUE(browser.open("http://" + dashboard.address() + "/ui"));
-  EXPECT_EQ(browser.evaluate("Array.from(document.querySelectorAll('#flow tr')).slice(1).map(r => "
-                             "Array.from(r.cells).map(c => c.innerText).join('|')).join('\\n')"),
-            "Limited|Sleep|1|2|0|0|0");
+  ASSERT_TRUE(browser.open("http://" + dashboard->address() + "/ui"));
+  EXPECT_EQ(table_rows(browser, "flow"), "Limited|Sleep|1|2|0|0|0");
   keep_screenshot(browser, "concurrency-overview");
   EXPECT_EQ(sql_number(ws, kHeld), 1) << "the first job was still running while the test looked";
   ::kill(-host.process().pid(), SIGKILL);

@@ -307,4 +307,9 @@ void keep_screenshot(HeadlessBrowser& browser, const std::string& name) {
   EXPECT_TRUE(fs::exists(png) && fs::file_size(png) > 10000) << "no screenshot at " << png;
 }
 
+std::string table_rows(HeadlessBrowser& browser, const std::string& id) {
+  return browser.evaluate("Array.from(document.querySelectorAll('#" + id +
+                          " tr')).slice(1).map(r => Array.from(r.cells).map(c => c.innerText).join('|')).join('\\n')");
+}
+
 }  // namespace ductwork::it

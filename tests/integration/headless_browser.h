@@ -88,4 +88,8 @@ class HeadlessBrowser {
 // (pg-NAME.png on PostgreSQL), this run's, checked to be a real image.
 void keep_screenshot(HeadlessBrowser& browser, const std::string& name);
 
+// The rows of the page's table `#id` after its header row, one line each,
+// the cells' text joined by '|'.
+std::string table_rows(HeadlessBrowser& browser, const std::string& id);
+
 }  // namespace ductwork::it

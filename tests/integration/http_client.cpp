@@ -94,6 +94,12 @@ ConfigOptions http_options(const std::string& http_extra) {
   return options;
 }
 
+std::unique_ptr<Served> serve_open_dashboard(Workspace& ws, ConfigOptions options) {
+  options.extra = "http: {listen: '127.0.0.1:0'}\n";
+  ws.write_config(options);
+  return std::make_unique<Served>(ws, std::vector<std::string>{"serve"});
+}
+
 void define_echo(Workspace& ws) { ws.define("echo.yml", chain_definition("EchoTwice", {"Echo", "Echo"})); }
 
 double metrics_sample(const std::string& text, const std::string& series) {

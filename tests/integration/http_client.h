@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,11 @@ class Served {
 // A configuration that serves HTTP on any free loopback port with kToken
 // (and `http_extra` inside the http map).
 ConfigOptions http_options(const std::string& http_extra = "");
+
+// A `serve` of the dashboard without a token (no sign-in), on any free
+// loopback port, beside whatever else runs in `ws`: `options` with its
+// `http` map replaced, written as the workspace's configuration.
+std::unique_ptr<Served> serve_open_dashboard(Workspace& ws, ConfigOptions options);
 
 // The pipeline most HTTP tests trigger: EchoTwice, two Echo steps.
 void define_echo(Workspace& ws);

@@ -165,17 +165,12 @@ TEST(ScheduleTest, TheApiAndTheDashboardShowEachScheduleWithItsTicks) {
   }
   EXPECT_EQ(from_cli, from_api);
 
-  ConfigOptions open_dashboard = http_options();
-  open_dashboard.extra = "http: {listen: '127.0.0.1:0'}\n";
-  ws.write_config(open_dashboard);
-  Served dashboard(ws, {"serve"});
-  ASSERT_FALSE(dashboard.address().empty()) << dashboard.process().stdout_so_far();
+  auto dashboard = serve_open_dashboard(ws, http_options());
+  ASSERT_FALSE(dashboard->address().empty()) << dashboard->process().stdout_so_far();
   HeadlessBrowser browser;
   ASSERT_EQ(browser.problem(), "");
-  ASSERT_TRUE(browser.open("http://" + dashboard.address() + "/ui"));
-  const std::string rows = browser.evaluate(
-      "Array.from(document.querySelectorAll('#schedules tr')).slice(1).map(r => "
-      "Array.from(r.cells).map(c => c.innerText).join('|')).join('\\n')");
+  ASSERT_TRUE(browser.open("http://" + dashboard->address() + "/ui"));
+  const std::string rows = table_rows(browser, "schedules");
   std::istringstream lines(rows);
   std::string first, second;
   std::getline(lines, first);
