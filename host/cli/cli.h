@@ -50,6 +50,7 @@ int cmd_cancel(const Args& args);
 int cmd_resume(const Args& args);
 int cmd_pause(const Args& args, bool paused);  // pause / unpause
 int cmd_schedules(const Args& args);
+int cmd_signal(const Args& args);
 int cmd_new_plugin(const Args& args);
 // `wait_for_termination` blocks until SIGINT, SIGTERM or SIGQUIT (server_shell.h).
 int cmd_serve(const Args& args, const std::function<void()>& wait_for_termination);

@@ -49,6 +49,13 @@ void print_text(const Json& doc) {
         std::printf("    branch %s halted: %s\n", branch["id"].as_string().c_str(),
                     or_dash(branch["halt_reason"]).c_str());
       }
+      if (const Json* awaiting = branch.find("awaiting")) {
+        const Json& a = *awaiting;
+        std::printf("    branch %s awaits event %s%s%s%s\n", branch["id"].as_string().c_str(),
+                    a["event"].as_string().c_str(), a["any_key"].as_bool() ? " (any key)" : " with key ",
+                    a["any_key"].as_bool() ? "" : a["key"].dump().c_str(),
+                    a["deadline"].is_string() ? (" until " + a["deadline"].as_string()).c_str() : "");
+      }
     }
     for (const Json& step : run["steps"].as_array()) {
       std::printf("    %-10s %-24s in %s  out %s  (%zu execution%s)\n", step["status"].as_string().c_str(),

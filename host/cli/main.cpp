@@ -42,6 +42,9 @@ const char* kUsage =
     "  cancel PIPELINE_ID                   stop a pipeline: withdraw its queued jobs, advance nothing more\n"
     "  resume PIPELINE_ID [VALUE_JSON] [--node NODE]   run the step after each dampened branch with\n"
     "                                       [previous output, VALUE_JSON]\n"
+    "  signal NAME [--key KEY_JSON] [--idempotency-key K] [--json] [VALUE_JSON]   deliver an event: each\n"
+    "                                       branch awaiting NAME whose match equals KEY_JSON runs its next step\n"
+    "                                       with [previous output, VALUE_JSON]; kept for a later await if none\n"
     "  pause PIPELINE / unpause PIPELINE  stop / restart new attempts of a pipeline's jobs on every host\n"
     "                                       (running ones finish; triggers are still accepted)\n"
     "  schedules [--json]                   the pipelines' cron schedules with their next and last ticks\n"
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
     if (command == "context") return cmd_context(parse_args(argc, argv, {"json"}, {"run"}));
     if (command == "cancel") return cmd_cancel(parse_args(argc, argv, {}, {}));
     if (command == "resume") return cmd_resume(parse_args(argc, argv, {}, {"node"}));
+    if (command == "signal") return cmd_signal(parse_args(argc, argv, {"json"}, {"key", "idempotency-key"}));
     if (command == "schedules") return cmd_schedules(parse_args(argc, argv, {"json"}, {}));
     if (command == "pause" || command == "unpause") return cmd_pause(parse_args(argc, argv, {}, {}), command == "pause");
     if (command == "serve") {

@@ -37,7 +37,7 @@ constexpr long long kMaxBatch = 1024;
 
 const std::vector<std::string> kTopLevelKeys = {"database", "plugins", "definitions", "pipelines", "job_worker",
                                                 "pipeline_advancer", "supervisor", "logger", "forking", "role", "http",
-                                                "retention"};
+                                                "retention", "events"};
 
 // The sections of a ductwork.yml, each read with YamlReader's typed readers.
 class Parser : public config_internal::YamlReader {
@@ -101,6 +101,10 @@ class Parser : public config_internal::YamlReader {
     if (auto logger = root["logger"]) parse_logger(logger, &config);
     if (auto http = root["http"]) parse_http(http, &config);
     if (auto retention = root["retention"]) parse_retention(retention, &config);
+    if (auto events = root["events"]) {
+      only_keys(events, "events", {"retention"});
+      if (events["retention"]) config.events.retention = seconds(events["retention"], "events.retention", 0);
+    }
     // Sections are parsed key by key; report names in the order they were written.
     std::stable_sort(config.scoped_names.begin(), config.scoped_names.end(),
                      [](const ScopedName& a, const ScopedName& b) { return a.line < b.line; });

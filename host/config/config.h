@@ -160,6 +160,13 @@ struct RetentionConfig {
   bool enabled() const;
 };
 
+// SPEC §18: events delivered by `ductwork signal` / POST /api/v1/events.
+struct EventsConfig {
+  // Seconds an event is kept: one no branch waited for can be taken by an
+  // await that begins meanwhile, and a repeated idempotency_key is known.
+  double retention = 86400;
+};
+
 struct SupervisorConfig {
   double polling_timeout = 1.0;
   double reaper_timeout = 300.0;
@@ -219,6 +226,7 @@ struct Config {
   SupervisorConfig supervisor;
   HttpConfig http;
   RetentionConfig retention;
+  EventsConfig events;
   LogLevel log_level = LogLevel::kInfo;
   // logger.format: json (one object per line, the default) or text (one
   // human-readable line, for terminals).

@@ -5,6 +5,7 @@
 #include "engine/branch_claims.h"
 #include "engine/claim_fence.h"
 #include "engine/error_info.h"
+#include "engine/events.h"
 #include "engine/router.h"
 #include "engine/run_policy.h"
 #include "util/fault.h"
@@ -29,7 +30,17 @@ int Advancer::candidate_window(const std::string& pipeline) const {
   return std::clamp(4 * config_.pipeline_advancer.count.get(pipeline), 2 * kAdvanceBatch, 4 * kAdvanceBatch);
 }
 
+void Advancer::tend_waits() {
+  const Clock::Instant now = store_.clock().monotonic();
+  if (last_tended_ != Clock::Instant{} && now - last_tended_ < std::chrono::seconds(1)) return;
+  last_tended_ = now;
+  for (const EndedWait& ended : tend_event_waits(store_, pipelines_, kAdvanceBatch)) {
+    advance_.after_commit(ended.claim, ended.effects);
+  }
+}
+
 BranchClaimResult Advancer::run_once() {
+  tend_waits();
   bool contended = false;
   for (size_t i = 0; i < pipelines_.size(); ++i) {
     const std::string& pipeline = pipelines_[(next_pipeline_ + i) % pipelines_.size()];

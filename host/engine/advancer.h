@@ -32,7 +32,12 @@ class Advancer {
   // compete for them (its pipeline_advancer.count), as the Ruby gem does.
   int candidate_window(const std::string& pipeline) const;
 
+  // Ends the waits for events (SPEC §18) of its pipelines that timed out
+  // or missed a kept event, at most once a second.
+  void tend_waits();
+
   std::vector<std::string> pipelines_;
+  Clock::Instant last_tended_{};
   size_t next_pipeline_ = 0;
   Store& store_;
   const Config& config_;

@@ -4,7 +4,7 @@
 
 #include "engine/definition.h"
 #include "engine/retry_when_busy.h"
-#include "engine/flow_control.h"
+#include "engine/parked_branch.h"
 #include "engine/run_policy.h"
 #include "store/store_error.h"
 #include "store/store_tx.h"
@@ -63,6 +63,7 @@ CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id) {
         result.branches += branches;
         if (pass > 0 && branches == 0 && withdrawn == 0) break;
       }
+      tx.drop_event_waits(result.run_id);  // its awaits wait no more (SPEC §18)
       tx.close_advancements(result.run_id);
       tx.mark_cancelled(pipeline_id, result.run_id);
       fault_point("before_cancel_commit");
@@ -93,19 +94,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
     if (node && *node != branch.step_node && *node != branch.step_klass && *node != target && *node != next.klass) {
       return std::nullopt;
     }
-    NewStep step;
-    step.run_id = branch.run_id;
-    step.branch_id = branch.branch_id;
-    step.pipeline = branch.pipeline;
-    step.source_step_id = branch.step_id;
-    step.node = target;
-    step.klass = next.klass;
-    step.to_transition = "dampen";
-    step.args_json = "[" + branch.output_json + "," + value_json + "]";
-    step.delay_seconds = next.delay_seconds;
-    step.gate = concurrency_gate(*definition, branch.pipeline, target);
-    step.rate = rate_gate(*definition, branch.pipeline, target);
-    return step;
+    return parked_next_step(*definition, branch, target, "[" + branch.output_json + "," + value_json + "]", "dampen");
   };
   ResumeResult result = retry_when_busy([&] {
     ResumeResult resumed;
@@ -119,12 +108,7 @@ ResumeResult resume_pipeline(Store& store, const std::string& pipeline_id, const
         resumed.parked_at.push_back(branch.step_node);
         std::optional<NewStep> next = plan(branch);
         if (!next) continue;
-        // What an advance along a chain writes, minus the claim: the step,
-        // its transition completed with it, the branch back in_progress.
-        BranchTx& moved = tx.branches();
-        const std::string step_id = moved.create_step(*next);
-        if (!branch.transition_id.empty()) moved.complete_transition(branch.transition_id, step_id);
-        moved.release_branch(branch.branch_id);
+        continue_parked(tx.branches(), branch, *next);
         ++resumed.resumed;
       }
       if (resumed.resumed == 0) return;  // nothing was written

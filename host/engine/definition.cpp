@@ -19,10 +19,10 @@ std::string sha1_hex(const std::string& text) {
   return Poco::DigestEngine::digestToHex(engine.digest());
 }
 
-const std::set<std::string> kEdgeTypes = {"chain",  "divide",   "combine", "expand",
-                                          "collapse", "divert", "converge", "dampen"};
+const std::set<std::string> kEdgeTypes = {"chain",  "divide",   "combine", "expand", "collapse",
+                                          "divert", "converge", "dampen",  "await"};
 // Edge types that lead to exactly one node.
-const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge", "dampen"};
+const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge", "dampen", "await"};
 
 // A step option as canonical JSON: an integer when whole (as the SDK's
 // builder writes it), so the text and its SHA-1 do not depend on the form.
@@ -120,7 +120,7 @@ class Reader {
       edge.type = e["type"].as_string();
       if (strict_ && !kEdgeTypes.count(edge.type)) {
         throw fail_at(node, "unknown edge type '" + edge.type +
-                                "' (expected chain, divide, combine, expand, collapse, divert, converge or dampen)");
+                                "' (expected chain, divide, combine, expand, collapse, divert, converge, dampen or await)");
       }
       const Json* to = e.find("to");
       if (to && to->is_object() && (edge.type == "divert" || !strict_)) {
@@ -140,6 +140,7 @@ class Reader {
     edge.delay_seconds = option(node, e, "delay");
     if (e.contains("concurrency")) edge.concurrency = limit(e["concurrency"], "node " + node + ": ");
     if (e.contains("rate_limit")) edge.rate_limit = rate(e["rate_limit"], "node " + node + ": ");
+    if (e.contains("await")) edge.await = await_spec(node, e["await"]);
     if (e.contains("barrier_node")) {
       const Json& b = e["barrier_node"];
       if (b.is_string()) {
@@ -220,6 +221,40 @@ class Reader {
     return out;
   }
 
+  // {"event", "match", "timeout", "on_timeout"} of an await edge (SPEC
+  // §18); a stored snapshot with a bad one reads as none (lenient mode:
+  // routing then halts the branch as transition_invalid).
+  std::optional<Await> await_spec(const std::string& node, const Json& v) const {
+    Await out;
+    bool shaped = v.is_object() && v.contains("event") && v["event"].is_string();
+    if (shaped) {
+      out.event = v["event"].as_string();
+      for (const auto& [key, value] : v.as_object()) {
+        if (key == "match" && value.is_string()) {
+          out.match = value.as_string();
+        } else if (key == "timeout" && value.is_number()) {
+          out.timeout = value.as_double();
+        } else if (key == "on_timeout" && value.is_string()) {
+          out.on_timeout = value.as_string();
+        } else if (key != "event") {
+          shaped = false;
+        }
+      }
+    }
+    try {
+      if (!shaped) {
+        throw PipelineError("\"await\" must be {\"event\": NAME, \"match\": \"/pointer\", \"timeout\": SECONDS, "
+                            "\"on_timeout\": \"halt\"|\"continue\"}");
+      }
+      detail::check_await(out, [](const std::string& rule) { throw PipelineError(rule); });
+      detail::check_key_pointer("await", out.match, "match");
+    } catch (const PipelineError& e) {
+      if (strict_) throw fail_at(node, e.what());
+      return std::nullopt;
+    }
+    return out;
+  }
+
   // metadata.schedules (SPEC §18): every option written, as the builder
   // writes them; strict: the expression parses, the zone is known and the
   // expression fires at all. A stored snapshot's schedules are not read
@@ -268,6 +303,10 @@ class Reader {
     }
     if (kSingleTarget.count(edge.type) && edge.to.size() != 1) {
       throw fail_at(node, "a '" + edge.type + "' edge has exactly one target");
+    }
+    if ((edge.type == "await") != edge.await.has_value()) {
+      throw fail_at(node, edge.await ? "\"await\" on an edge that is not an 'await'"
+                                     : "an 'await' edge names its event in \"await\"");
     }
     if (edge.type == "divert" && !edge.routes.count("otherwise")) {
       throw fail_at(node, "'divert' needs an 'otherwise' target");
@@ -390,6 +429,7 @@ Json Definition::to_json() const {
     if (!e.type.empty()) {
       entry["type"] = e.type;
       entry["to"] = e.routes.empty() ? json_strings(e.to) : string_map(e.routes);
+      if (e.await) entry["await"] = detail::await_json(*e.await);
       if (!e.barrier_nodes.empty()) {
         entry["barrier_node"] =
             e.barrier_nodes.size() == 1 ? Json(e.barrier_nodes.front()) : json_strings(e.barrier_nodes);

@@ -24,7 +24,7 @@ class DefinitionError : public std::runtime_error {
 // targets, in the order of `routes`).
 struct Edge {
   std::string klass;
-  std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge, dampen
+  std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge, dampen, await
   std::vector<std::string> to;
   // divert only: routing key -> target node; always has "otherwise".
   std::map<std::string, std::string> routes;
@@ -44,6 +44,8 @@ struct Edge {
   // SPEC §17: at most `limit` attempts of this node's step start in any
   // `per` seconds per key value, across every host.
   std::optional<RateLimit> rate_limit;
+  // SPEC §18, await edges only: the event the branch waits for.
+  std::optional<Await> await;
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named

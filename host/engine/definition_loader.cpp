@@ -132,7 +132,40 @@ class Compiler {
   }
 
   static bool is_option(const std::string& key) {
-    return key == "timeout" || key == "delay" || key == "concurrency" || key == "rate_limit";
+    return key == "timeout" || key == "delay" || key == "concurrency" || key == "rate_limit" || is_await_option(key);
+  }
+  // The keys beside `await: STEP` (SPEC §18); its `timeout` is the wait's.
+  static bool is_await_option(const std::string& key) {
+    return key == "event" || key == "match" || key == "on_timeout";
+  }
+
+  // The event an `await:` entry waits for: `event: NAME`, `match: /POINTER`,
+  // `timeout: SECONDS`, `on_timeout: halt|continue`; the builder checks them.
+  Await read_await(const YAML::Node& entry) const {
+    Await out;
+    const YAML::Node event = entry["event"];
+    if (!event || !event.IsScalar()) fail(entry, "'await' needs 'event: NAME', the event it waits for");
+    out.event = event.Scalar();
+    if (const YAML::Node match = entry["match"]) {
+      if (!match.IsScalar()) fail(match, "'match' takes a JSON Pointer into the previous output, e.g. '/order_id'");
+      out.match = match.Scalar();
+    }
+    if (const YAML::Node timeout = entry["timeout"]) {
+      bool number = timeout.IsScalar();
+      if (number) {
+        try {
+          out.timeout = timeout.as<double>();
+        } catch (const YAML::Exception&) {
+          number = false;
+        }
+      }
+      if (!number) fail(timeout, "the 'timeout' of 'await' takes a number of seconds, e.g. 'timeout: 3600'");
+    }
+    if (const YAML::Node on_timeout = entry["on_timeout"]) {
+      if (!on_timeout.IsScalar()) fail(on_timeout, "'on_timeout' takes halt or continue");
+      out.on_timeout = on_timeout.Scalar();
+    }
+    return out;
   }
 
   // `concurrency: {limit: N, key: /POINTER}` (or `concurrency: N`), checked
@@ -244,9 +277,12 @@ class Compiler {
   // of the step(s) that entry named (SPEC §13).
   template <class Target>
   void apply_options(Target& target, const YAML::Node& entry) const {
+    const bool awaits = keyword(entry) == "await";
     for (const auto& kv : entry) {
       const std::string key = kv.first.Scalar();
       if (!is_option(key)) continue;
+      if (is_await_option(key) && !awaits) fail(kv.first, "'" + key + "' goes with 'await: StepName' only");
+      if (awaits && (key == "timeout" || is_await_option(key))) continue;  // the wait's (read_await)
       if (key == "concurrency") {
         const ConcurrencyLimit limit = read_concurrency(kv.first, kv.second, entry_steps(entry));
         guarded(kv.first, [&] { target.concurrency(limit.limit, limit.key); });
@@ -360,9 +396,13 @@ class Compiler {
         branches.push_back(kv.second);
       }
       guarded(entry, [&] { target.divert(routes, branch_block(branches)); });
+    } else if (kw == "await") {
+      std::string klass = step_name(value, kw, entry);
+      const Await spec = read_await(entry);
+      guarded(entry, [&] { target.await(klass, spec); });
     } else {
       fail(entry, "unknown keyword '" + kw +
-                      "' (expected chain, divide, combine, expand, collapse, divert, converge or dampen)");
+                      "' (expected chain, divide, combine, expand, collapse, divert, converge, dampen or await)");
     }
     apply_options(target, entry);
   }

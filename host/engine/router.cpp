@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/events.h"
 #include "engine/flow_control.h"
 #include "engine/run_policy.h"
 #include "util/json.h"
@@ -211,6 +212,10 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
   }
   if (edge.type == "dampen") {
     park_branch(tx, claim, effects);
+    return;
+  }
+  if (edge.type == "await") {
+    await_event(tx, definition, claim, edge, effects);
     return;
   }
   throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");

@@ -77,11 +77,20 @@ Json run_json(const RunRecord& run, bool paused) {
   Json branches = Json::array();
   for (const auto& b : run.branches) {
     auto it = parents.find(b.id);
-    branches.push_back(Json::object({{"id", b.id},
-                                     {"status", b.status},
-                                     {"halt_reason", text_or_null(b.halt_reason)},
-                                     {"fanout_index", b.fanout_index ? Json(*b.fanout_index) : Json()},
-                                     {"parent_ids", it == parents.end() ? Json::array() : it->second}}));
+    Json branch = Json::object({{"id", b.id},
+                                {"status", b.status},
+                                {"halt_reason", text_or_null(b.halt_reason)},
+                                {"fanout_index", b.fanout_index ? Json(*b.fanout_index) : Json()},
+                                {"parent_ids", it == parents.end() ? Json::array() : it->second}});
+    // Only on a branch parked by an await (SPEC §18): what it waits for.
+    if (b.awaiting) {
+      const std::optional<Json> key = b.awaiting->key_json ? try_parse_json(*b.awaiting->key_json) : std::nullopt;
+      branch["awaiting"] = Json::object({{"event", b.awaiting->event},
+                                         {"key", key ? *key : Json()},
+                                         {"any_key", !b.awaiting->key_json},
+                                         {"deadline", text_or_null(b.awaiting->deadline)}});
+    }
+    branches.push_back(std::move(branch));
   }
   std::map<std::string, Json> executions;  // job id -> executions, in order
   for (const auto& e : run.executions) executions[e.job_id].push_back(execution_document(e));

@@ -7,6 +7,7 @@
 #include "engine/api_documents.h"
 #include "engine/catalog.h"
 #include "engine/control.h"
+#include "engine/events.h"
 #include "engine/flow_control.h"
 #include "engine/run_context.h"
 #include "engine/pipeline_summary.h"
@@ -175,6 +176,10 @@ Response ApiV1::handle(const Request& request) {
     if (s.size() == 3 && what == "processes") {
       need_method(request, "GET");
       return processes();
+    }
+    if (s.size() == 3 && what == "events") {
+      need_method(request, "POST");
+      return signal(request);
     }
     if (s.size() == 3 && what == "schedules") {
       need_method(request, "GET");
@@ -404,6 +409,39 @@ Response ApiV1::resume(const std::string& id, const Request& request) {
     return json_response(200, Json::object({{"id", id}, {"branches_resumed", result.resumed}}));
   } catch (const ControlRefused& e) {
     refused(e, "resume");
+  }
+}
+
+Response ApiV1::signal(const Request& request) {
+  Json body = body_object(request, {"name", "key", "value", "idempotency_key"});
+  if (!body.contains("name") || !body["name"].is_string()) unprocessable("name must be the event's name, a string");
+  EventSignal event;
+  event.name = body["name"].as_string();
+  if (body.contains("key")) event.key = body["key"];
+  event.value = body.contains("value") ? body["value"] : Json(nullptr);
+  const auto max_bytes = static_cast<size_t>(context_.config.job_worker.max_output_bytes);
+  const size_t value_bytes = event.value.dump().size();
+  if (value_bytes > max_bytes) {
+    unprocessable("value is " + std::to_string(value_bytes) + " bytes of JSON, more than the limit of " +
+                  std::to_string(max_bytes) + " (job_worker.max_output_bytes)");
+  }
+  if (body.contains("idempotency_key")) {
+    if (!body["idempotency_key"].is_string() || body["idempotency_key"].as_string().empty()) {
+      unprocessable("idempotency_key must be a non-empty string");
+    }
+    event.idempotency_key = body["idempotency_key"].as_string();
+  }
+  try {
+    const SignalOutcome outcome = signal_event(*context_.stores.take(), event, context_.config.events.retention);
+    Json::Array pipelines;
+    for (const std::string& id : outcome.pipeline_ids) pipelines.emplace_back(id);
+    return json_response(200, Json::object({{"event_id", outcome.event_id},
+                                            {"delivered", outcome.delivered},
+                                            {"kept", outcome.kept},
+                                            {"repeated", outcome.repeated},
+                                            {"pipeline_ids", Json(std::move(pipelines))}}));
+  } catch (const EventRefused& e) {
+    unprocessable(e.what());
   }
 }
 

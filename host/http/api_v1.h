@@ -49,6 +49,7 @@ class ApiV1 {
   Response pause(const std::string& name, const Request& request, bool paused);
   Response processes();
   Response schedules();
+  Response signal(const Request& request);
   Response metrics_text();
 
   ApiContext context_;

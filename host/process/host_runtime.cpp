@@ -33,7 +33,7 @@ void log_drained(Logger& logger, const Progress& totals) {
   std::string parked;
   if (totals.pipelines_dampened > 0) {
     parked += "; " + std::to_string(totals.pipelines_dampened) +
-              " dampened pipeline(s) parked until `ductwork resume`";
+              " dampened pipeline(s) parked until `ductwork resume` or an awaited event";
   }
   if (totals.pipelines_paused > 0) {
     parked += "; " + std::to_string(totals.pipelines_paused) +

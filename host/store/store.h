@@ -108,6 +108,15 @@ class BranchTx {
   // Parks the branch `dampened` (SPEC §13), claim cleared; its transition
   // stays open until a resume completes it.
   virtual void dampen_branch(const std::string& branch_id) = 0;
+  // Records that the branch, parked above, waits for an event (SPEC §18):
+  // its wait row, with a deadline `timeout_seconds` after now when set.
+  virtual void await_event(const EventWait& wait) = 0;
+  // Takes the oldest event of `event` still kept (it reached no branch, has
+  // not expired, no other await took it) whose key is `key_json` (nullopt:
+  // any key): it is kept no longer and counts one delivery. nullopt when
+  // there is none.
+  virtual std::optional<KeptEvent> take_kept_event(const std::string& event,
+                                                   const std::optional<std::string>& key_json) = 0;
   // Takes the run's row lock for the rest of the transaction, before run
   // settlement reads its branches: two transactions that settle the last
   // open branches of one run concurrently (PostgreSQL) are serialised, so

@@ -163,6 +163,8 @@ class StoreTx {
   // The run's `dampened` branches in start order, each with the step that
   // parked it, that step's output and its open transition.
   virtual std::vector<DampenedBranch> dampened_branches(const std::string& run_id) = 0;
+  // The branch as dampened_branches shows it, when it is `dampened`.
+  virtual std::optional<DampenedBranch> dampened_branch(const std::string& branch_id) = 0;
 
   // ---- revive (SPEC §7)
   // Every run of the pipeline, oldest first, with its count of context values.
@@ -270,6 +272,37 @@ class StoreTx {
   // The pipeline the schedule's newest triggered tick started, when it has
   // not finished (nor been pruned); nullopt otherwise.
   virtual std::optional<std::string> open_scheduled_pipeline(const std::string& pipeline, const std::string& name) = 0;
+
+  // ---- events (SPEC §18; engine/events.h decides)
+  // The branches waiting for `event` that an event with key `key_json`
+  // reaches: those whose matched value is that key, and those with no
+  // match; an event without a key (nullopt) reaches only the latter.
+  // Oldest wait first.
+  virtual std::vector<WaitingBranch> waits_for_event(const std::string& event,
+                                                     const std::optional<std::string>& key_json) = 0;
+  // Up to `limit` waits of the pipelines named `pipelines` whose deadline
+  // has passed (database clock).
+  virtual std::vector<WaitingBranch> expired_waits(const std::vector<std::string>& pipelines, int limit) = 0;
+  // Up to `limit` waits of those pipelines with a kept event that matches
+  // them, oldest event first (what a delivery and a concurrent await
+  // missed of each other).
+  virtual std::vector<KeptMatch> kept_event_matches(const std::vector<std::string>& pipelines, int limit) = 0;
+  // Deletes the branch's wait row; false when it had none (another
+  // transaction delivered to it, timed it out or cancelled it first).
+  virtual bool drop_event_wait(const std::string& branch_id) = 0;
+  // Deletes every wait row of the run (it was cancelled).
+  virtual void drop_event_waits(const std::string& run_id) = 0;
+  // The kept event is taken (kept no longer, one more delivery); false when
+  // it no longer was kept.
+  virtual bool take_event(const std::string& event_id) = 0;
+  // The event recorded with `idempotency_key` and not yet expired, if any.
+  virtual std::optional<RecordedEvent> event_with_key(const std::string& idempotency_key) = 0;
+  // Writes the event's row; returns its id, or nullopt (nothing written)
+  // when an event with its idempotency key exists (PostgreSQL: also one a
+  // concurrent transaction wrote, once that one committed).
+  virtual std::optional<std::string> record_event(const NewEvent& event) = 0;
+  // Deletes the events past their retention; returns how many.
+  virtual int64_t forget_expired_events() = 0;
 };
 
 }  // namespace ductwork

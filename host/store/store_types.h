@@ -318,11 +318,56 @@ struct DampenedBranch {
   std::string run_id;
   std::string pipeline;
   std::string definition_json;  // the run's snapshot
+  std::string definition_sha1;  // and its SHA-1
   std::string step_id;          // the step that parked it (completed)
   std::string step_node;
   std::string step_klass;
   std::string transition_id;  // its open transition
   std::string output_json;    // that step's return value
+};
+
+// ---- events (SPEC §18; engine/events.h decides)
+// A branch parking at an `await` edge: what its wait row holds.
+struct EventWait {
+  std::string branch_id;
+  std::string run_id;
+  std::string event;
+  // The canonical JSON of the value the await's match found in the
+  // previous output; nullopt: no match, every event of the name will do.
+  std::optional<std::string> key_json;
+  double timeout_seconds = 0;  // 0: waits for ever
+};
+// A wait row, as a delivery or a timeout finds it.
+struct WaitingBranch {
+  std::string branch_id;
+  std::string run_id;
+  std::string pipeline_id;
+};
+// An event kept for a later await, as that await takes it.
+struct KeptEvent {
+  std::string id;
+  std::string value_json;
+};
+// A wait and a kept event that matches it (an event that arrived while the
+// await's transaction was still open, PostgreSQL).
+struct KeptMatch {
+  WaitingBranch wait;
+  KeptEvent event;
+};
+// An event's row: kept (for a later await) when it reached no branch.
+struct NewEvent {
+  std::string name;
+  std::optional<std::string> key_json;  // canonical; nullopt: it has no key
+  std::string value_json;
+  std::optional<std::string> idempotency_key;
+  int64_t delivered = 0;           // branches it was delivered to
+  double retention_seconds = 0;    // kept this long after now
+};
+// An event recorded earlier under an idempotency key.
+struct RecordedEvent {
+  std::string id;
+  int64_t delivered = 0;
+  bool kept = false;
 };
 
 struct ResumeResult {
@@ -392,10 +437,18 @@ struct StepRecord {
   std::optional<std::string> queued;
 };
 
+// What a branch parked by an await waits for (SPEC §18).
+struct AwaitRecord {
+  std::string event;
+  std::optional<std::string> key_json;  // the matched value; none: any key
+  std::optional<std::string> deadline;  // database clock; none: no timeout
+};
+
 struct BranchRecord {
   std::string id, status;
   std::optional<std::string> halt_reason;
   std::optional<int64_t> fanout_index;
+  std::optional<AwaitRecord> awaiting;
 };
 
 struct BranchLinkRecord {

@@ -208,6 +208,36 @@ bool RowWriter::schedule_tick_unless_exists(const ScheduleTick& tick, const std:
   return insert.step();
 }
 
+void RowWriter::event_wait(const EventWait& wait, const std::string& deadline, const std::string& now) {
+  auto insert = conn_.prepare(
+      "INSERT INTO event_waits (branch_id, run_id, pipeline_id, pipeline_klass, event, key_json, deadline, "
+      "created_at) SELECT ?1, r.id, r.pipeline_id, r.pipeline_klass, ?3, ?4, ?5, ?6 FROM runs r WHERE r.id = ?2");
+  insert.bind(1, wait.branch_id).bind(2, wait.run_id).bind(3, wait.event).bind_optional(4, wait.key_json);
+  if (deadline.empty()) {
+    insert.bind_null(5);
+  } else {
+    insert.bind(5, deadline);
+  }
+  insert.bind(6, now).exec();
+}
+
+bool RowWriter::event(const std::string& id, const NewEvent& event, const std::string& expires_at,
+                      const std::string& now) {
+  return conn_
+      .prepare("INSERT INTO events (id, name, key_json, value_json, idempotency_key, delivered, kept, received_at, "
+               "expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (idempotency_key) DO NOTHING")
+      .bind(1, id)
+      .bind(2, event.name)
+      .bind_optional(3, event.key_json)
+      .bind(4, event.value_json)
+      .bind_optional(5, event.idempotency_key)
+      .bind(6, event.delivered)
+      .bind(7, int64_t{event.delivered == 0 ? 1 : 0})
+      .bind(8, now)
+      .bind(9, expires_at)
+      .exec() == 1;
+}
+
 void RowWriter::flow_gates_unless_exist(const std::string& gates, const std::string& pipeline, const std::string& now) {
   conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at, pipeline_klass) SELECT v.key, 0, ?2, ?3 FROM " +
                     conn_.dialect().json_object_rows("?1") +

@@ -137,6 +137,13 @@ class RowWriter {
   // Writes a schedule tick's row at once unless that tick has one; true
   // when this row was written.
   bool schedule_tick_unless_exists(const ScheduleTick& tick, const std::string& now);
+  // The wait row of a branch parked by an await (SPEC §18), its pipeline
+  // read from its run, written at once; `deadline` empty for none.
+  void event_wait(const EventWait& wait, const std::string& deadline, const std::string& now);
+  // An event's row (SPEC §18) with id `id`, received at `now`, expiring at
+  // `expires_at`, written at once unless an event has its idempotency key
+  // (also one another transaction is writing); true when written.
+  bool event(const std::string& id, const NewEvent& event, const std::string& expires_at, const std::string& now);
   // Creates the flow gates of the JSON object `gates` (its keys, a gate
   // each; issue 38) of pipeline `pipeline` that do not exist yet, at once,
   // in key order (the order claims lock gates in), each counting 0 in

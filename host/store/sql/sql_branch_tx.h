@@ -143,6 +143,9 @@ class SqlBranchTx final : public BranchTx {
   void complete_branch(const std::string& branch_id) override;
   void halt_branch(const std::string& branch_id, const std::string& reason) override;
   void dampen_branch(const std::string& branch_id) override;
+  void await_event(const EventWait& wait) override;  // sql_events.cpp
+  std::optional<KeptEvent> take_kept_event(const std::string& event,
+                                           const std::optional<std::string>& key_json) override;
   void lock_run(const std::string& run_id) override;
   bool run_has_branch_in(const std::string& run_id, const std::vector<std::string>& statuses) override;
   void close_run(const std::string& run_id, RunState state) override;

@@ -209,12 +209,18 @@ std::optional<PipelineRecord> read_pipeline_record(Connection& conn, const std::
       while (l.step()) run.links.push_back(BranchLinkRecord{l.text(0), l.text(1)});
     }
     {
+      // With what each branch waits for (an await's wait row, SPEC §18).
+      const bool waits = conn.has_column("event_waits", "event");
       auto b = conn.prepare(
-          "SELECT id, status, halt_reason, fanout_index FROM branches WHERE run_id = ? ORDER BY started_at, id");
+          waits ? "SELECT b.id, b.status, b.halt_reason, b.fanout_index, w.event, w.key_json, w.deadline "
+                  "FROM branches b LEFT JOIN event_waits w ON w.branch_id = b.id WHERE b.run_id = ? "
+                  "ORDER BY b.started_at, b.id"
+                : "SELECT id, status, halt_reason, fanout_index FROM branches WHERE run_id = ? ORDER BY started_at, id");
       b.bind(1, run.id);
       while (b.step()) {
-        BranchRecord branch{b.text(0), b.text(1), b.optional_text(2), std::nullopt};
+        BranchRecord branch{b.text(0), b.text(1), b.optional_text(2), std::nullopt, std::nullopt};
         if (!b.is_null(3)) branch.fanout_index = b.int64(3);
+        if (waits && !b.is_null(4)) branch.awaiting = AwaitRecord{b.text(4), b.optional_text(5), b.optional_text(6)};
         run.branches.push_back(std::move(branch));
       }
     }

@@ -148,33 +148,50 @@ void SqlStoreTx::close_advancements(const std::string& run_id) {
       .exec();
 }
 
-std::vector<DampenedBranch> SqlStoreTx::dampened_branches(const std::string& run_id) {
+namespace {
+
+// Each dampened branch `where` picks (?1 bound to `id`) with its latest step
+// (the one that parked it), that step's output and the transition a resume
+// completes.
+std::vector<DampenedBranch> parked_branches(Connection& conn, const std::string& where, const std::string& id) {
   std::vector<DampenedBranch> parked;
-  // Each dampened branch with its latest step (the one that parked it), that
-  // step's output and the transition a resume completes.
-  auto b = conn_.prepare(
-      "SELECT b.id, b.pipeline_klass, d.definition, s.id, s.node, s.klass, t.id, j.output_payload -> 'payload' "
+  auto b = conn.prepare(
+      "SELECT b.id, b.run_id, b.pipeline_klass, d.definition, d.sha1, s.id, s.node, s.klass, t.id, "
+      "j.output_payload -> 'payload' "
       "FROM branches b JOIN runs r ON r.id = b.run_id JOIN definitions d ON d.sha1 = r.definition_sha1 "
       "JOIN steps s ON s.id = (SELECT s2.id FROM steps s2 WHERE s2.branch_id = b.id "
       "ORDER BY s2.started_at DESC, s2.id DESC LIMIT 1) "
       "LEFT JOIN transitions t ON t.branch_id = b.id AND t.in_step_id = s.id AND t.completed_at IS NULL "
       "LEFT JOIN jobs j ON j.step_id = s.id "
-      "WHERE b.run_id = ?1 AND b.status = 'dampened' ORDER BY b.started_at, b.id");
-  b.bind(1, run_id);
+      "WHERE " + where + " AND b.status = 'dampened' ORDER BY b.started_at, b.id");
+  b.bind(1, id);
   while (b.step()) {
     DampenedBranch branch;
     branch.branch_id = b.text(0);
-    branch.run_id = run_id;
-    branch.pipeline = b.text(1);
-    branch.definition_json = b.text(2);
-    branch.step_id = b.text(3);
-    branch.step_node = b.text(4);
-    branch.step_klass = b.text(5);
-    branch.transition_id = b.is_null(6) ? std::string() : b.text(6);
-    branch.output_json = b.is_null(7) ? std::string("null") : b.text(7);
+    branch.run_id = b.text(1);
+    branch.pipeline = b.text(2);
+    branch.definition_json = b.text(3);
+    branch.definition_sha1 = b.text(4);
+    branch.step_id = b.text(5);
+    branch.step_node = b.text(6);
+    branch.step_klass = b.text(7);
+    branch.transition_id = b.is_null(8) ? std::string() : b.text(8);
+    branch.output_json = b.is_null(9) ? std::string("null") : b.text(9);
     parked.push_back(std::move(branch));
   }
   return parked;
+}
+
+}  // namespace
+
+std::vector<DampenedBranch> SqlStoreTx::dampened_branches(const std::string& run_id) {
+  return parked_branches(conn_, "b.run_id = ?1", run_id);
+}
+
+std::optional<DampenedBranch> SqlStoreTx::dampened_branch(const std::string& branch_id) {
+  std::vector<DampenedBranch> found = parked_branches(conn_, "b.id = ?1", branch_id);
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
 }
 
 // ---- revive (copy_run: sql_revive.cpp)

@@ -67,6 +67,7 @@ class SqlStoreTx final : public StoreTx {
   int64_t cancel_branches(const std::string& run_id, const std::vector<std::string>& statuses) override;
   void close_advancements(const std::string& run_id) override;
   std::vector<DampenedBranch> dampened_branches(const std::string& run_id) override;
+  std::optional<DampenedBranch> dampened_branch(const std::string& branch_id) override;
 
   std::vector<RunContextCount> run_context_counts(const std::string& pipeline_id) override;
   std::vector<RunBranchEnd> branch_ends(const std::string& run_id) override;
@@ -102,6 +103,17 @@ class SqlStoreTx final : public StoreTx {
                               const std::string& tick_at) override;
   std::optional<std::string> open_scheduled_pipeline(const std::string& pipeline, const std::string& name) override;
   int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) override;  // sql_flow.cpp
+  // sql_events.cpp
+  std::vector<WaitingBranch> waits_for_event(const std::string& event,
+                                             const std::optional<std::string>& key_json) override;
+  std::vector<WaitingBranch> expired_waits(const std::vector<std::string>& pipelines, int limit) override;
+  std::vector<KeptMatch> kept_event_matches(const std::vector<std::string>& pipelines, int limit) override;
+  bool drop_event_wait(const std::string& branch_id) override;
+  void drop_event_waits(const std::string& run_id) override;
+  bool take_event(const std::string& event_id) override;
+  std::optional<RecordedEvent> event_with_key(const std::string& idempotency_key) override;
+  std::optional<std::string> record_event(const NewEvent& event) override;
+  int64_t forget_expired_events() override;
 
  private:
   void set_step_status(const ClaimedJob& job, const char* status);

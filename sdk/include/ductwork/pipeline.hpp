@@ -13,7 +13,8 @@
 //   p.chain("Transcode").timeout(600).delay(5)   // options of the step just named
 //    .chain("Charge").concurrency(2, "/0/customer_id")  // at most 2 in progress per customer
 //    .rate_limit(50, 1)                          // and at most 50 starts a second
-//    .dampen("Publish");                         // park until `ductwork resume`
+//    .dampen("Publish")                          // park until `ductwork resume`
+//    .await("Ship", paid);                       // park until an event (await.hpp)
 //   std::string text = p.dump();
 //
 // How it builds: the builder keeps the open *ends* (nodes whose edge is not
@@ -49,6 +50,7 @@
 #include "ductwork/detail/utf8.hpp"
 #include <vector>
 
+#include "ductwork/await.hpp"
 #include "ductwork/json.hpp"
 #include "ductwork/schedule.hpp"
 
@@ -160,9 +162,9 @@ inline constexpr std::size_t kMaxKeyPointerLength = 256;
 
 // A JSON Pointer (RFC 6901) into a step's arguments, or empty for none:
 // '/'-separated tokens, '~' only as "~0" or "~1", valid UTF-8.
-inline void check_key_pointer(const char* what, const std::string& key) {
+inline void check_key_pointer(const char* what, const std::string& key, const char* part = "key") {
   if (key.empty()) return;
-  const std::string prefix = std::string("the key of '") + what + "' ";
+  const std::string prefix = std::string("the ") + part + " of '" + what + "' ";
   if (key.front() != '/') {
     throw PipelineError(prefix + "must be a JSON Pointer starting with '/' (e.g. '/0/customer_id'), not '" +
                         shown_name(key) + "'");
@@ -255,6 +257,8 @@ class PipelineGraph {
     // SPEC §17: at most `limit` attempts of this step with the same key
     // value start in any `per` seconds, across every host.
     std::optional<RateLimit> rate_limit;
+    // SPEC §18: what an `await` edge leaving this node waits for.
+    std::optional<Await> await;
   };
 
   explicit PipelineGraph(std::string name) : name_(std::move(name)) {
@@ -283,7 +287,15 @@ class PipelineGraph {
       node.to = to;
       node.routes = routes;
       node.barrier = barrier;
+      node.await.reset();
     }
+  }
+
+  // The event the `await` edges leaving `nodes` wait for.
+  void set_await(const std::vector<std::string>& nodes, const Await& spec) {
+    check_await(spec, [](const std::string& rule) { throw PipelineError(rule); });
+    check_key_pointer("await", spec.match, "match");
+    for (const auto& name : nodes) nodes_.at(name).await = spec;
   }
 
   // Sets a step option (`what`: "timeout" or "delay") on every node of
@@ -401,6 +413,7 @@ class PipelineGraph {
         } else if (!node.barrier.empty()) {
           entry.emplace("barrier_node", strings(node.barrier));
         }
+        if (node.await) entry.emplace("await", await_json(*node.await));
       }
       edges.emplace(name, std::move(entry));
     }
@@ -488,6 +501,12 @@ class Cursor {
   // Like chain, but the branch parks `dampened` before `klass` runs, until
   // `ductwork resume` (SPEC §13).
   void dampen(PipelineGraph& g, const std::string& klass) { step_on(g, "dampen", klass); }
+  // Like dampen, but the branch waits for an event (SPEC §18, await.hpp).
+  void await(PipelineGraph& g, const std::string& klass, const Await& spec) {
+    const std::vector<std::string> from = ends_;
+    step_on(g, "await", klass);
+    g.set_await(from, spec);
+  }
 
   void expand(PipelineGraph& g, const std::string& klass) {
     check_step_name(klass);
@@ -591,6 +610,10 @@ class Branch {
   }
   Branch& dampen(const std::string& klass) {
     cursor_.dampen(*graph_, klass);
+    return *this;
+  }
+  Branch& await(const std::string& klass, const Await& spec) {
+    cursor_.await(*graph_, klass, spec);
     return *this;
   }
   Branch& timeout(double seconds) {
@@ -746,8 +769,15 @@ class Pipeline {
     started("dampen").dampen(graph_, klass);
     return *this;
   }
+  // Parks the branch instead of running `klass` until an event named
+  // spec.event arrives whose key matches (await.hpp), then enqueues it with
+  // [previous output, event value]; `ductwork signal` delivers events.
+  Pipeline& await(const std::string& klass, const Await& spec) {
+    started("await").await(graph_, klass, spec);
+    return *this;
+  }
   // Options of the step(s) the previous operation named (start, chain,
-  // expand, a fan-in, dampen; a divide's or divert's first steps), in
+  // expand, a fan-in, dampen, await; a divide's or divert's first steps), in
   // seconds: how long each may run before it is timed out (SPEC §13), and
   // how long its job waits after the transition that creates it.
   Pipeline& timeout(double seconds) {
