@@ -6,7 +6,9 @@
 // null, a cancel ends the wait and a revive waits again; bad input is
 // refused with nothing written; a signal killed before its commit leaves
 // nothing behind.
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "flow_support.h"
 #include "harness.h"
@@ -257,6 +259,41 @@ TEST(AwaitDurabilityTest, ASignalDiesBeforeItsCommit) {
                                  id + "'"),
               2);
   }
+}
+
+// A host that dies ending a timed-out wait leaves the branch waiting, its
+// wait row in place; the next host halts it once and calls on_halt once.
+TEST(AwaitDurabilityTest, AHostDyingWhileItEndsATimeoutLeavesTheWaitWhole) {
+  ConfigOptions options;
+  options.extra = "forking: none\nsupervisor: {polling_timeout: 0.2}\n";
+  Workspace ws(options);
+  ws.define("halts.yml",
+            "pipeline: Halts\non_halt: RecordHalt\nsteps:\n  - start: Echo\n  - await: Echo\n    event: never\n"
+            "    timeout: 0.5\n");
+  const std::string id = ws.trigger("Halts", {"1"});
+  ws.drain();
+  ASSERT_EQ(ws.status(id)["status"], "dampened");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const json before = ws.status(id);
+  {
+    testsupport::ProcessOptions dying_options = ws.process_options(60);
+    dying_options.env = {{"DUCTWORK_FAULT", "before_await_timeout_commit:kill"}};
+    testsupport::Subprocess dying(ws.command({"start"}), dying_options);
+    const ProcessResult died = dying.wait(60);
+    EXPECT_NE(died.exit_code, 0) << died.describe();
+  }
+  EXPECT_EQ(ws.status(id), before) << "half-written by a host killed at before_await_timeout_commit";
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM event_waits"), 1);
+  testsupport::Subprocess host(ws.command({"start"}), ws.process_options(60));
+  ASSERT_TRUE(eventually(30, [&] { return ws.status(id)["runs"][0]["on_halt"].is_object(); }))
+      << ws.status(id).dump(1) << host.stdout_so_far();
+  const json doc = ws.status(id);
+  EXPECT_EQ(doc["status"], "halted");
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "await_timeout");
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM on_halt_calls"), 1);
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM event_waits"), 0);
+  host.signal(SIGTERM);
+  EXPECT_EQ(host.wait(60).exit_code, 0);
 }
 
 }  // namespace
