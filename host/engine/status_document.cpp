@@ -116,15 +116,21 @@ Json run_json(const RunRecord& run, bool paused) {
 Json status_document(const PipelineRecord& pipeline) {
   Json runs = Json::array();
   for (const auto& run : pipeline.runs) runs.push_back(run_json(run, pipeline.paused));
-  return Json::object({{"id", pipeline.id},
-                       {"pipeline", pipeline.klass},
-                       {"status", pipeline.status},
-                       {"triggered_at", pipeline.triggered_at},
-                       {"completed_at", text_or_null(pipeline.completed_at)},
-                       {"halted_at", text_or_null(pipeline.halted_at)},
-                       {"cancelled_at", text_or_null(pipeline.cancelled_at)},
-                       {"paused", pipeline.paused},
-                       {"runs", std::move(runs)}});
+  Json doc = Json::object({{"id", pipeline.id},
+                           {"pipeline", pipeline.klass},
+                           {"status", pipeline.status},
+                           {"triggered_at", pipeline.triggered_at},
+                           {"completed_at", text_or_null(pipeline.completed_at)},
+                           {"halted_at", text_or_null(pipeline.halted_at)},
+                           {"cancelled_at", text_or_null(pipeline.cancelled_at)},
+                           {"paused", pipeline.paused},
+                           {"runs", std::move(runs)}});
+  // Only on a pipeline a schedule's tick triggered (SPEC §18).
+  if (pipeline.scheduled_by) {
+    doc["scheduled_by"] =
+        Json::object({{"schedule", pipeline.scheduled_by->first}, {"tick", pipeline.scheduled_by->second}});
+  }
+  return doc;
 }
 
 std::optional<Json> pipeline_report(Store& store, const std::string& pipeline_id) {

@@ -472,6 +472,9 @@ struct PipelineRecord {
   std::optional<std::string> completed_at, halted_at, cancelled_at;
   std::vector<RunRecord> runs;
   bool paused = false;  // its pipeline name is paused (issue 38)
+  // The schedule tick that triggered it (SPEC §18): the schedule's name
+  // and the tick (database time); none for a pipeline triggered otherwise.
+  std::optional<std::pair<std::string, std::string>> scheduled_by;
 };
 
 // A page of a run's steps (Store::steps_after) with the executions of

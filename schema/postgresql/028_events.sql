@@ -35,3 +35,5 @@ CREATE TABLE events (
 );
 CREATE INDEX index_events_kept ON events (name, received_at) WHERE kept = 1;
 CREATE INDEX index_events_expires ON events (expires_at);
+-- The schedule tick that triggered a pipeline, for its status document.
+CREATE INDEX index_schedule_ticks_pipeline ON schedule_ticks (pipeline_id) WHERE pipeline_id IS NOT NULL;

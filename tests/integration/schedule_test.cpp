@@ -70,6 +70,9 @@ TEST(ScheduleTest, MissedTicksAreCaughtUpOnceByThreeHostsAfterOneDiedMidTick) {
     const std::string rfc = tick.substr(0, 10) + "T" + tick.substr(11, 8) + "Z";
     EXPECT_EQ(step["input"], json::array({rfc})) << id;
     EXPECT_EQ(step["output"], rfc) << id;  // Echo gives back its one argument
+    const json by = ws.status(id)["scheduled_by"];
+    EXPECT_EQ(by["schedule"], "minutely") << id;
+    EXPECT_EQ(by["tick"], tick) << id;
     EXPECT_EQ(tick.substr(17, 2), "00") << tick;
     EXPECT_LT(previous, tick);
     previous = tick;

@@ -40,6 +40,11 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     pipeline.cancelled_at = p.optional_text(6);
     pipeline.paused = p.int64(7) != 0;
   }
+  if (conn.has_column("schedule_ticks", "pipeline_id")) {  // from 027 on
+    auto t = conn.prepare("SELECT name, tick_at FROM schedule_ticks WHERE pipeline_id = ? LIMIT 1");
+    t.bind(1, pipeline_id);
+    if (t.step()) pipeline.scheduled_by = std::make_pair(t.text(0), t.text(1));
+  }
   // Likewise before 014: no on_halt call is recorded.
   const bool has_on_halt_calls = conn.has_column("on_halt_calls", "run_id");
   // Before 023 every run had priority 0.
