@@ -72,6 +72,13 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
                             const std::function<void(const PrunablePipeline&)>& on_each, PruneArchive* archive);
 
+// The retention policy's rule for schedule ticks (SPEC §18): the rows of
+// ticks older than the longest age the policy gives any pipeline are
+// deleted, in short transactions, but each schedule's newest triggered
+// tick (the overlap rule reads it). Nothing without any age. Part of
+// apply_retention; returns the rows deleted.
+int64_t forget_schedule_ticks(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going);
+
 // Deletes one finished pipeline on demand (`DELETE /api/v1/pipelines/{id}`,
 // the dashboard's Delete), whole, archived first when `archive` is set
 // (not owned). Throws ControlRefused (nothing deleted) for an unknown id

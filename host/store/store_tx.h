@@ -272,6 +272,10 @@ class StoreTx {
   // The pipeline the schedule's newest triggered tick started, when it has
   // not finished (nor been pruned); nullopt otherwise.
   virtual std::optional<std::string> open_scheduled_pipeline(const std::string& pipeline, const std::string& name) = 0;
+  // Deletes up to `limit` rows of ticks older than `older_than_seconds`
+  // (database clock), never a schedule's newest triggered tick; returns
+  // how many.
+  virtual int64_t delete_schedule_ticks(double older_than_seconds, int limit) = 0;
 
   // ---- events (SPEC §18; engine/events.h decides)
   // The branches waiting for `event` that an event with key `key_json`

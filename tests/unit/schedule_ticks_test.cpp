@@ -13,7 +13,9 @@
 
 #include "engine/control.h"
 #include "engine/flow_control.h"
+#include "engine/retention.h"
 #include "engine/schedules.h"
+#include "store/sql/sql_store.h"
 #include "store/store_reader.h"
 #include "store_fixture.h"
 #include "util/cron.h"
@@ -162,6 +164,47 @@ TEST_F(ScheduleTicksTest, ThreeLooksRacingOnTheirOwnConnectionsTriggerEachTickOn
   EXPECT_EQ(failures, std::vector<std::string>{});
   EXPECT_EQ(triggered.load(), 20);
   EXPECT_EQ(store->reads().list_pipelines({.limit = 100}).size(), 20u);
+}
+
+// Retention keeps a year of per-minute ticks from piling up: rows of ticks
+// older than the longest age go, in batches, but the newest triggered tick
+// of each schedule stays (the overlap rule reads it), and nothing goes
+// without an age.
+TEST_F(ScheduleTicksTest, RetentionForgetsOldTicksButEachSchedulesNewestTriggeredOne) {
+  const Definition def = scheduled("{cron: '*/5 * * * *', name: often}");
+  const Definition rare = scheduled("{cron: '0 0 1 1 *', name: yearly, catch_up: latest}");
+  move_to("2026-01-01T00:00:30Z");
+  run_due_ticks(*store, def, def.schedules[0]);
+  // The yearly schedule was first seen a day before its tick.
+  clock->advance(-86400);
+  store->transact([&](StoreTx& tx) { tx.lock_schedule("Nightly", "yearly"); });
+  clock->advance(86400);
+  run_due_ticks(*store, rare, rare.schedules[0]);
+  for (int i = 0; i < 24; ++i) {  // two hours of ticks
+    clock->advance(300);
+    run_due_ticks(*store, def, def.schedules[0]);
+  }
+  const std::string ticks = "SELECT count(*) FROM schedule_ticks";
+  auto count = [&](const std::string& sql) {
+    int64_t n = -1;
+    store->transact([&](StoreTx&) {
+      auto& sql_store = dynamic_cast<sql::SqlStore&>(*store);
+      auto stmt = sql_store.connection().prepare(sql);
+      stmt.step();
+      n = stmt.int64(0);
+    });
+    return n;
+  };
+  ASSERT_EQ(count(ticks + " WHERE name = 'often'"), 24);
+  ASSERT_EQ(count(ticks + " WHERE name = 'yearly'"), 1);
+  RetentionConfig none;
+  EXPECT_EQ(forget_schedule_ticks(*store, none, {}), 0);
+  RetentionConfig hour;
+  hour.ages.halted = 60;
+  hour.pipelines["Nightly"].completed = 3600;  // the longest age rules
+  EXPECT_EQ(forget_schedule_ticks(*store, hour, {}), 12);
+  EXPECT_EQ(count(ticks + " WHERE name = 'often'"), 12);
+  EXPECT_EQ(count(ticks + " WHERE name = 'yearly'"), 1) << "a schedule's newest triggered tick stays";
 }
 
 }  // namespace

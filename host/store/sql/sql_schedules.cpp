@@ -51,6 +51,18 @@ std::optional<std::string> SqlStoreTx::open_scheduled_pipeline(const std::string
   return q.text(0);
 }
 
+int64_t SqlStoreTx::delete_schedule_ticks(double older_than_seconds, int limit) {
+  return conn_
+      .prepare(
+          "DELETE FROM schedule_ticks WHERE (pipeline_klass, name, tick_at) IN (SELECT t.pipeline_klass, t.name, "
+          "t.tick_at FROM schedule_ticks t WHERE t.tick_at < ?1 AND NOT (t.outcome = 'triggered' AND t.tick_at = "
+          "(SELECT MAX(u.tick_at) FROM schedule_ticks u WHERE u.pipeline_klass = t.pipeline_klass AND u.name = t.name "
+          "AND u.outcome = 'triggered')) LIMIT ?2)")
+      .bind(1, seconds_before(now_, older_than_seconds))
+      .bind(2, int64_t{limit})
+      .exec();
+}
+
 std::vector<ScheduleRecord> SqlStore::schedule_records() {
   auto held = lock();
   std::vector<ScheduleRecord> out;

@@ -102,6 +102,7 @@ class SqlStoreTx final : public StoreTx {
   void set_schedule_last_tick(const std::string& pipeline, const std::string& name,
                               const std::string& tick_at) override;
   std::optional<std::string> open_scheduled_pipeline(const std::string& pipeline, const std::string& name) override;
+  int64_t delete_schedule_ticks(double older_than_seconds, int limit) override;
   int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) override;  // sql_flow.cpp
   // sql_events.cpp
   std::vector<WaitingBranch> waits_for_event(const std::string& event,
