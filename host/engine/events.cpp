@@ -107,59 +107,58 @@ BranchClaim claim_of(const DampenedBranch& branch) {
   return claim;
 }
 
-// One wait past its deadline, in its own transaction; nullopt when another
-// host got there first or it no longer waits.
-std::optional<EndedWait> end_timed_out(Store& store, const WaitingBranch& wait) {
-  return retry_when_busy([&]() -> std::optional<EndedWait> {
+// What `body` returns, run in a write transaction of its own (tried again
+// when the database broke a deadlock), once that transaction committed.
+template <class Body>
+std::optional<EndedWait> in_own_transaction(Store& store, Body&& body) {
+  return retry_when_busy([&] {
     std::optional<EndedWait> ended;
-    store.transact([&](StoreTx& tx) {
-      ended.reset();
-      if (!tx.lock_pipeline(wait.pipeline_id)) return;
-      if (!tx.drop_event_wait(wait.branch_id)) return;
-      std::optional<DampenedBranch> branch = tx.dampened_branch(wait.branch_id);
-      if (!branch) return;
-      Snapshots snapshots;
-      const Definition& definition = snapshots.of(*branch);
-      const Edge* edge = await_edge(definition, *branch);
-      if (!edge || !edge->await) return;
-      EndedWait out{claim_of(*branch), AdvanceEffects{}};
-      BranchTx& branches = tx.branches();
-      if (edge->await->on_timeout == "continue") {
-        const NewStep step = parked_next_step(definition, *branch, edge->to.front(),
-                                              "[" + branch->output_json + ",null]", "await");
-        continue_parked(branches, *branch, step);
-        tx.reopen_run(wait.pipeline_id, wait.run_id);
-        out.effects.jobs_created = 1;
-      } else {
-        if (!branch->transition_id.empty()) branches.complete_transition(branch->transition_id, "");
-        branches.halt_branch(branch->branch_id, "await_timeout");
-        out.effects.halt_reason = "await_timeout";
-        out.effects.run_state = settle_run(branches, branch->run_id);
-      }
-      fault_point("before_await_timeout_commit");
-      ended = std::move(out);
-    });
+    store.transact([&](StoreTx& tx) { ended = body(tx); });
     return ended;
   });
 }
 
-// One kept event a wait missed, in its own transaction.
-std::optional<EndedWait> deliver_missed(Store& store, const KeptMatch& match) {
-  return retry_when_busy([&]() -> std::optional<EndedWait> {
-    std::optional<EndedWait> ended;
-    store.transact([&](StoreTx& tx) {
-      ended.reset();
-      if (!tx.take_event(match.event.id)) return;
-      std::optional<DampenedBranch> branch = tx.dampened_branch(match.wait.branch_id);
-      Snapshots snapshots;
-      if (!branch || !deliver_to(tx, match.wait, match.event.value_json, snapshots)) {
-        throw WaitGoneMeanwhile();
-      }
-      EndedWait out{claim_of(*branch), AdvanceEffects{}};
+// One wait past its deadline; nullopt when another host got there first or
+// it no longer waits.
+std::optional<EndedWait> end_timed_out(Store& store, const WaitingBranch& wait) {
+  return in_own_transaction(store, [&](StoreTx& tx) -> std::optional<EndedWait> {
+    if (!tx.lock_pipeline(wait.pipeline_id)) return std::nullopt;
+    if (!tx.drop_event_wait(wait.branch_id)) return std::nullopt;
+    std::optional<DampenedBranch> branch = tx.dampened_branch(wait.branch_id);
+    if (!branch) return std::nullopt;
+    Snapshots snapshots;
+    const Definition& definition = snapshots.of(*branch);
+    const Edge* edge = await_edge(definition, *branch);
+    if (!edge || !edge->await) return std::nullopt;
+    EndedWait out{claim_of(*branch), AdvanceEffects{}};
+    BranchTx& branches = tx.branches();
+    if (edge->await->on_timeout == "continue") {
+      const NewStep step = parked_next_step(definition, *branch, edge->to.front(),
+                                            "[" + branch->output_json + ",null]", "await");
+      continue_parked(branches, *branch, step);
+      tx.reopen_run(wait.pipeline_id, wait.run_id);
       out.effects.jobs_created = 1;
-      ended = std::move(out);
-    });
-    return ended;
+    } else {
+      if (!branch->transition_id.empty()) branches.complete_transition(branch->transition_id, "");
+      branches.halt_branch(branch->branch_id, "await_timeout");
+      out.effects.halt_reason = "await_timeout";
+      out.effects.run_state = settle_run(branches, branch->run_id);
+    }
+    fault_point("before_await_timeout_commit");
+    return out;
+  });
+}
+
+// One kept event a wait missed.
+std::optional<EndedWait> deliver_missed(Store& store, const KeptMatch& match) {
+  return in_own_transaction(store, [&](StoreTx& tx) -> std::optional<EndedWait> {
+    if (!tx.take_event(match.event.id)) return std::nullopt;
+    std::optional<DampenedBranch> branch = tx.dampened_branch(match.wait.branch_id);
+    Snapshots snapshots;
+    if (!branch || !deliver_to(tx, match.wait, match.event.value_json, snapshots)) throw WaitGoneMeanwhile();
+    EndedWait out{claim_of(*branch), AdvanceEffects{}};
+    out.effects.jobs_created = 1;
+    return out;
   });
 }
 
