@@ -38,6 +38,17 @@ TEST(Config, DefaultsFollowTheSpec) {
   EXPECT_EQ(c.database.path, "/base/ductwork.sqlite3");
 }
 
+// SPEC §18: how long a signalled event is kept (a day unless set).
+TEST(Config, EventsRetention) {
+  EXPECT_DOUBLE_EQ(parse("pipelines: '*'").events.retention, 86400);
+  EXPECT_DOUBLE_EQ(parse("pipelines: '*'\nevents: {retention: 600.5}").events.retention, 600.5);
+  EXPECT_DOUBLE_EQ(parse("pipelines: '*'\nevents: {retention: 0}").events.retention, 0);
+  EXPECT_NE(error_of("pipelines: '*'\nevents: {retention: -1}").find("events.retention"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nevents: {retention: soon}").find("a duration in seconds"), std::string::npos);
+  EXPECT_NE(error_of("pipelines: '*'\nevents: {keep: 5}").find("unknown key"), std::string::npos)
+      << error_of("pipelines: '*'\nevents: {keep: 5}");
+}
+
 TEST(Config, RelativePathsResolveAgainstTheFileDirectory) {
   Config c = parse("pipelines: [A]\ndatabase: {path: data/x.db}\nplugins: {directory: /abs/plugins}");
   EXPECT_EQ(c.database.path, "/base/data/x.db");
@@ -620,8 +631,8 @@ TEST(ConfigSections, APlainFileIsReadAsBefore) {
   // A file with any configuration key at the top is a plain file, whatever
   // else it holds: an environment-looking key is an unknown key there.
   EXPECT_EQ(env_section_error("pipelines: '*'\nproduction: {role: worker}\n", {{"DUCTWORK_ENV", "production"}}),
-            "test.yml:2: production: unknown key (expected one of: database, definitions, forking, http, job_worker, "
-            "logger, pipeline_advancer, pipelines, plugins, retention, role, supervisor)");
+            "test.yml:2: production: unknown key (expected one of: database, definitions, events, forking, http, "
+            "job_worker, logger, pipeline_advancer, pipelines, plugins, retention, role, supervisor)");
   // A misspelt scalar key is not mistaken for a section.
   EXPECT_NE(error_of("pipeline: '*'\n").find("test.yml:1: pipeline: unknown key, did you mean 'pipelines'?"),
             std::string::npos);
