@@ -236,18 +236,8 @@ void await_event(BranchTx& tx, const Definition& definition, const BranchClaim& 
   tx.complete_step(claim.step_id);
   if (std::optional<KeptEvent> kept = tx.take_kept_event(spec.event, key)) {
     // The event came first: the branch goes on at once, as a chain would.
-    const std::string& target = edge.to.front();
-    DampenedBranch here;
-    here.branch_id = claim.branch_id;
-    here.run_id = claim.run_id;
-    here.pipeline = claim.pipeline;
-    here.step_id = claim.step_id;
-    const NewStep step = parked_next_step(definition, here, target, "[" + output + "," + kept->value_json + "]",
-                                          "await");
-    const std::string step_id = tx.create_step(step);
-    close_transition(tx, claim, step_id);
-    tx.release_branch(claim.branch_id);
-    effects.jobs_created = 1;
+    step_on_branch(tx, definition, claim, edge.to.front(), "await", "[" + output + "," + kept->value_json + "]",
+                   effects);
     return;
   }
   tx.complete_advancement(claim.advancement_id);

@@ -29,19 +29,13 @@ bool exceeds_max_depth(const Config& config, const BranchClaim& claim, size_t wi
   return max_depth >= 0 && width > static_cast<size_t>(max_depth);
 }
 
-// The next step on the same branch (chain, divert, converge).
+// The next step on the same branch (chain, divert, converge), given the
+// step's output.
 void continue_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
                         const std::string& next, const std::string& to_transition, const std::string& output,
                         AdvanceEffects& effects) {
   tx.complete_step(claim.step_id);
-  NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
-               next,          definition.edge(next).klass, to_transition, json_list_text(output),
-               definition.edge(next).delay_seconds, claim.priority, concurrency_gate(definition, claim.pipeline, next),
-               rate_gate(definition, claim.pipeline, next)};
-  std::string step_id = tx.create_step(step);
-  close_transition(tx, claim, step_id);
-  tx.release_branch(claim.branch_id);
-  effects.jobs_created = 1;
+  step_on_branch(tx, definition, claim, next, to_transition, json_list_text(output), effects);
 }
 
 // The branch ends here (no edge, or an expand of nothing).
@@ -121,6 +115,18 @@ PendingArrival find_arrival(BranchTx& tx, const Definition& definition, const Br
 }
 
 }  // namespace
+
+void step_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const std::string& next,
+                    const std::string& to_transition, std::string args_json, AdvanceEffects& effects) {
+  NewStep step{claim.run_id,  claim.branch_id, claim.pipeline,         claim.step_id,
+               next,          definition.edge(next).klass, to_transition, std::move(args_json),
+               definition.edge(next).delay_seconds, claim.priority, concurrency_gate(definition, claim.pipeline, next),
+               rate_gate(definition, claim.pipeline, next)};
+  std::string step_id = tx.create_step(step);
+  close_transition(tx, claim, step_id);
+  tx.release_branch(claim.branch_id);
+  effects.jobs_created = 1;
+}
 
 void close_transition(BranchTx& tx, const BranchClaim& claim, const std::string& out_step_id) {
   tx.complete_transition(claim.transition_id, out_step_id);

@@ -28,6 +28,13 @@ struct AdvanceEffects {
 // Closes the claim's transition (with the step it led to, "" for none)
 // and its advancement.
 void close_transition(BranchTx& tx, const BranchClaim& claim, const std::string& out_step_id);
+// The claimed branch goes on to node `next` with `args_json` (a JSON
+// list), entered by `to_transition`, with the run's priority and the
+// node's delay and limits: the step created, the claim's transition
+// closed with it, the branch released. The claimed step is already
+// completed. (Chain, divert and converge; an await whose event came first.)
+void step_on_branch(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const std::string& next,
+                    const std::string& to_transition, std::string args_json, AdvanceEffects& effects);
 // Halts the claimed branch with `reason` and settles the run.
 void halt_branch(BranchTx& tx, const BranchClaim& claim, const std::string& reason, AdvanceEffects& effects);
 
