@@ -24,6 +24,11 @@ int cmd_cancel(const Args& args) {
   std::printf("cancelled %s (run %s: %lld branch%s, %lld queued job%s withdrawn)\n", args.positionals[0].c_str(),
               result.run_id.c_str(), static_cast<long long>(result.branches), result.branches == 1 ? "" : "es",
               static_cast<long long>(result.withdrawn), result.withdrawn == 1 ? "" : "s");
+  if (!result.children.empty()) {  // SPEC §18: its open children went with it
+    std::printf("%zu child pipeline%s cancelled:", result.children.size(), result.children.size() == 1 ? "" : "s");
+    for (const std::string& child : result.children) std::printf(" %s", child.c_str());
+    std::printf("\n");
+  }
   return kExitOk;
 }
 

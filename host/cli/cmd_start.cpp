@@ -188,6 +188,7 @@ int run_threaded(Bootstrap& boot, const std::vector<std::string>& pipelines, con
   }
   HostRuntime runtime(boot.config(), stores, boot.runnable_plugins(), boot.logger(), pipelines, role);
   runtime.set_notice(refused_notice(refused));
+  runtime.set_catalog(&boot.definitions());
   runtime.start();
   // A threaded host reaps for itself, and prunes too (retention:).
   std::unique_ptr<Pruner> pruner;

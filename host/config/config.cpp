@@ -232,10 +232,14 @@ class Parser : public config_internal::YamlReader {
       c.shutdown_timeout = seconds(pa["shutdown_timeout"], "pipeline_advancer.shutdown_timeout");
     }
     if (auto steps = pa["steps"]) {
-      only_keys(steps, "pipeline_advancer.steps", {"max_depth"});
+      only_keys(steps, "pipeline_advancer.steps", {"max_depth", "max_invoke_depth"});
       // -1 = unlimited; per pipeline and per pipeline+step (the step that fans out).
       if (steps["max_depth"]) {
         scoped_int(steps["max_depth"], "pipeline_advancer.steps.max_depth", -1, INT_MAX, true, &c.max_depth, config);
+      }
+      if (steps["max_invoke_depth"]) {
+        scoped_int(steps["max_invoke_depth"], "pipeline_advancer.steps.max_invoke_depth", 1, 1000, false,
+                   &c.max_invoke_depth, config);
       }
     }
   }

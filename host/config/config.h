@@ -129,6 +129,10 @@ struct PipelineAdvancerConfig {
   // steps.max_depth: the widest fan-out (expand items, divide targets) a
   // step may make; -1 = unlimited. Per pipeline and per step.
   Scoped<int> max_depth{-1};
+  // steps.max_invoke_depth (SPEC §18): how deeply child pipelines nest; an
+  // invoke that would start a child deeper than this halts the branch with
+  // invoke_depth_exceeded. Per (parent) pipeline.
+  Scoped<int> max_invoke_depth{10};
 
   // The advancer threads of a host running `pipelines`, each given as the
   // pipelines it serves (in the order of `pipelines`): thread i serves every

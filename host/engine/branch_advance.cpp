@@ -2,6 +2,7 @@
 
 #include "metrics/metrics.h"
 
+#include "engine/child_pipelines.h"
 #include "engine/error_info.h"
 #include "engine/on_halt.h"
 
@@ -32,6 +33,13 @@ void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffec
     return;
   }
   if (claim.step_status == "failed") {
+    auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
+    auto node = definition->edges.find(claim.step_node);
+    if (node != definition->edges.end() && node->second.invoked) {
+      // No job failed: the child pipeline this step stands for halted.
+      child_halted(tx, *definition, claim, config_, &definitions_, effects);
+      return;
+    }
     // Why the job gave up: its crash budget, a permanent error the step
     // raised (FatalError: no retry was spent), or its retry budget.
     LastResult last = tx.last_result(claim.step_id);
@@ -42,7 +50,7 @@ void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffec
     return;
   }
   auto definition = definitions_.get(claim.definition_sha1, claim.run_id, store_);
-  route(tx, *definition, claim, config_, effects, defer);
+  route(tx, *definition, claim, config_, effects, defer, &definitions_);
 }
 
 void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects& effects) {

@@ -44,8 +44,15 @@ std::vector<std::string> check_steps_resolve(const DefinitionSet& definitions, c
   for (const auto& plugin : plugins.plugins()) {
     for (const auto& step : plugin->step_names) exported.push_back(plugin->name + ":" + step);
   }
+  std::vector<std::string> defined;
+  for (const auto& [name, _] : definitions.pipelines) defined.push_back(name);
   for (const auto& [name, definition] : definitions.pipelines) {
     if (only && std::find(only->begin(), only->end(), name) == only->end()) continue;
+    for (const auto& child : definition.invoked_pipelines()) {
+      if (definitions.find(child)) continue;
+      problems.push_back(definitions.sources.at(name) + ": pipeline " + name + ": 'invoke: " + child +
+                         "' names no pipeline defined here" + did_you_mean(child, defined));
+    }
     for (const auto& klass : definition.step_classes()) {
       if (plugins.find_step(klass)) continue;
       std::string where = definitions.sources.at(name) + ": pipeline " + name + ": step " + klass;

@@ -46,7 +46,14 @@ class DefinitionCache {
  public:
   std::shared_ptr<const Definition> get(const std::string& sha1, const std::string& run_id, Store& store);
 
+  // The pipelines this host defines, what an invoke edge starts (SPEC §18):
+  // set before any loop starts, and kept alive by the caller as long.
+  void set_catalog(const DefinitionSet* catalog) { catalog_ = catalog; }
+  // The pipeline named `name` as this host defines it, or nullptr.
+  const Definition* defined(const std::string& name) const { return catalog_ ? catalog_->find(name) : nullptr; }
+
  private:
+  const DefinitionSet* catalog_ = nullptr;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const Definition>> by_sha1_;
 };

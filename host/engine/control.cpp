@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/child_pipelines.h"
 #include "engine/definition.h"
 #include "engine/retry_when_busy.h"
 #include "engine/parked_branch.h"
@@ -36,36 +37,58 @@ std::string latest_run(StoreTx& tx, const std::string& pipeline_id) {
 
 }  // namespace
 
+namespace {
+
+// Cancels one pipeline inside `tx` (its row locked first), then its open
+// children, each in turn with theirs (SPEC §18); a child that finished
+// meanwhile is left alone. A cancelled child that was invoked on its own
+// hands its end to its parent, which was waiting for it.
+void cancel_in(StoreTx& tx, const std::string& pipeline_id, CancelResult& result, bool child) {
+  const std::string status = locked_status(tx, pipeline_id);
+  if (!pipeline_cancellable(status)) {
+    if (child) return;
+    throw ControlRefused("pipeline " + pipeline_id + " is " + status +
+                         ": only a pipeline that has not finished can be cancelled");
+  }
+  const std::string run_id = latest_run(tx, pipeline_id);
+  if (!child) result.run_id = run_id;
+  // Repeated until a pass changes nothing. On SQLite the first pass is
+  // final (the write lock excludes every other writer). On PostgreSQL a
+  // transaction that held a claim on one of the run's branches when this
+  // one began may commit new branches or availabilities after a
+  // statement here took its snapshot; the next pass (a fresh snapshot)
+  // catches them, and the branches this transaction has updated stay
+  // locked until it commits, so no new claim on them can start. The
+  // queue goes first: workers lock a claimed job's rows before its
+  // branch's, and taking them in that order keeps a cancel from
+  // deadlocking with them.
+  for (int pass = 0;; ++pass) {
+    const int64_t withdrawn = tx.withdraw_queued(run_id);
+    const int64_t branches = tx.cancel_branches(run_id, cancellable_branch_statuses());
+    if (!child) {
+      result.withdrawn += withdrawn;
+      result.branches += branches;
+    }
+    if (pass > 0 && branches == 0 && withdrawn == 0) break;
+  }
+  tx.drop_event_waits(run_id);  // its awaits wait no more (SPEC §18)
+  tx.close_advancements(run_id);
+  tx.mark_cancelled(pipeline_id, run_id);
+  for (const std::string& open : tx.open_children(pipeline_id)) {
+    result.children.push_back(open);
+    cancel_in(tx, open, result, /*child=*/true);
+  }
+  hand_to_parent(tx.branches(), run_id, ChildEnd::kCancelled);
+}
+
+}  // namespace
+
 CancelResult cancel_pipeline(Store& store, const std::string& pipeline_id) {
   return retry_when_busy([&] {
     CancelResult result;
     store.transact([&](StoreTx& tx) {
-      const std::string status = locked_status(tx, pipeline_id);
-      if (!pipeline_cancellable(status)) {
-        throw ControlRefused("pipeline " + pipeline_id + " is " + status +
-                             ": only a pipeline that has not finished can be cancelled");
-      }
-      result.run_id = latest_run(tx, pipeline_id);
-      // Repeated until a pass changes nothing. On SQLite the first pass is
-      // final (the write lock excludes every other writer). On PostgreSQL a
-      // transaction that held a claim on one of the run's branches when this
-      // one began may commit new branches or availabilities after a
-      // statement here took its snapshot; the next pass (a fresh snapshot)
-      // catches them, and the branches this transaction has updated stay
-      // locked until it commits, so no new claim on them can start. The
-      // queue goes first: workers lock a claimed job's rows before its
-      // branch's, and taking them in that order keeps a cancel from
-      // deadlocking with them.
-      for (int pass = 0;; ++pass) {
-        const int64_t withdrawn = tx.withdraw_queued(result.run_id);
-        const int64_t branches = tx.cancel_branches(result.run_id, cancellable_branch_statuses());
-        result.withdrawn += withdrawn;
-        result.branches += branches;
-        if (pass > 0 && branches == 0 && withdrawn == 0) break;
-      }
-      tx.drop_event_waits(result.run_id);  // its awaits wait no more (SPEC §18)
-      tx.close_advancements(result.run_id);
-      tx.mark_cancelled(pipeline_id, result.run_id);
+      result = CancelResult{};  // a retried transaction starts over
+      cancel_in(tx, pipeline_id, result, /*child=*/false);
       fault_point("before_cancel_commit");
     });
     return result;

@@ -20,9 +20,10 @@ std::string sha1_hex(const std::string& text) {
 }
 
 const std::set<std::string> kEdgeTypes = {"chain",  "divide",   "combine", "expand", "collapse",
-                                          "divert", "converge", "dampen",  "await"};
+                                          "divert", "converge", "dampen",  "await",   "invoke"};
 // Edge types that lead to exactly one node.
-const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge", "dampen", "await"};
+const std::set<std::string> kSingleTarget = {"chain", "expand", "collapse", "combine", "converge", "dampen", "await",
+                                             "invoke"};
 
 // A step option as canonical JSON: an integer when whole (as the SDK's
 // builder writes it), so the text and its SHA-1 do not depend on the form.
@@ -59,6 +60,7 @@ class Reader {
     if (!doc_.is_object()) throw fail("the definition must be an object");
     read_nodes();
     for (const auto& node : def_.nodes) def_.edges.emplace(node, read_edge(node));
+    mark_invoked();
     if (strict_) {
       for (const auto& [node, _] : doc_["edges"].as_object()) {
         if (!nodes_.count(node)) throw fail("\"edges\" has an entry for " + node + ", which is not in \"nodes\"");
@@ -82,6 +84,19 @@ class Reader {
       detail::check_step_name(klass);
     } catch (const PipelineError& e) {
       throw fail(where + e.what());
+    }
+  }
+
+  // The targets of invoke edges stand for child pipelines (SPEC §18).
+  void mark_invoked() {
+    for (const auto& [node, edge] : def_.edges) {
+      if (edge.type != "invoke") continue;
+      for (const auto& target : edge.to) {
+        auto it = def_.edges.find(target);
+        if (it == def_.edges.end()) continue;
+        it->second.invoked = true;
+        if (edge.on_child_halt == "continue") it->second.child_halt_continues = true;
+      }
     }
   }
 
@@ -120,7 +135,7 @@ class Reader {
       edge.type = e["type"].as_string();
       if (strict_ && !kEdgeTypes.count(edge.type)) {
         throw fail_at(node, "unknown edge type '" + edge.type +
-                                "' (expected chain, divide, combine, expand, collapse, divert, converge, dampen or await)");
+                                "' (expected chain, divide, combine, expand, collapse, divert, converge, dampen, await or invoke)");
       }
       const Json* to = e.find("to");
       if (to && to->is_object() && (edge.type == "divert" || !strict_)) {
@@ -141,6 +156,13 @@ class Reader {
     if (e.contains("concurrency")) edge.concurrency = limit(e["concurrency"], "node " + node + ": ");
     if (e.contains("rate_limit")) edge.rate_limit = rate(e["rate_limit"], "node " + node + ": ");
     if (e.contains("await")) edge.await = await_spec(node, e["await"]);
+    if (const Json* halt = e.find("on_child_halt")) {
+      if (halt->is_string() && (halt->as_string() == "continue" || halt->as_string() == "halt")) {
+        if (halt->as_string() == "continue") edge.on_child_halt = "continue";
+      } else if (strict_) {
+        throw fail_at(node, "\"on_child_halt\" must be \"halt\" or \"continue\"");
+      }
+    }
     if (e.contains("barrier_node")) {
       const Json& b = e["barrier_node"];
       if (b.is_string()) {
@@ -292,6 +314,10 @@ class Reader {
 
   // The rules of the language for one parsed edge (strict mode).
   void check_edge(const std::string& node, const Edge& edge) const {
+    if (edge.invoked && (edge.timeout_seconds > 0 || edge.delay_seconds > 0 || edge.concurrency || edge.rate_limit)) {
+      throw fail_at(node, "invokes pipeline " + edge.klass +
+                              " and runs no step: 'timeout', 'delay', 'concurrency' and 'rate_limit' do not apply");
+    }
     if (edge.type.empty()) {
       if (!edge.barrier_nodes.empty()) throw fail_at(node, "\"barrier_node\" without a \"type\"");
       return;
@@ -307,6 +333,15 @@ class Reader {
     if ((edge.type == "await") != edge.await.has_value()) {
       throw fail_at(node, edge.await ? "\"await\" on an edge that is not an 'await'"
                                      : "an 'await' edge names its event in \"await\"");
+    }
+    if (edge.type != "invoke" && !edge.on_child_halt.empty()) {
+      throw fail_at(node, "\"on_child_halt\" on an edge that is not an 'invoke'");
+    }
+    for (const auto& t : edge.to) {
+      const Edge& target = def_.edges.at(t);
+      if (target.invoked && edge.type != "invoke") {
+        throw fail_at(node, "a '" + edge.type + "' edge leads to " + t + ", which an 'invoke' edge leads to");
+      }
     }
     if (edge.type == "divert" && !edge.routes.count("otherwise")) {
       throw fail_at(node, "'divert' needs an 'otherwise' target");
@@ -390,10 +425,20 @@ std::vector<std::string> Definition::step_classes() const {
   std::set<std::string> seen;
   std::vector<std::string> out;
   for (const auto& node : nodes) {
-    const std::string& klass = edge(node).klass;
-    if (seen.insert(klass).second) out.push_back(klass);
+    const Edge& e = edge(node);
+    if (!e.invoked && seen.insert(e.klass).second) out.push_back(e.klass);
   }
   if (on_halt && seen.insert(*on_halt).second) out.push_back(*on_halt);
+  return out;
+}
+
+std::vector<std::string> Definition::invoked_pipelines() const {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& node : nodes) {
+    const Edge& e = edge(node);
+    if (e.invoked && seen.insert(e.klass).second) out.push_back(e.klass);
+  }
   return out;
 }
 
@@ -430,6 +475,7 @@ Json Definition::to_json() const {
       entry["type"] = e.type;
       entry["to"] = e.routes.empty() ? json_strings(e.to) : string_map(e.routes);
       if (e.await) entry["await"] = detail::await_json(*e.await);
+      if (!e.on_child_halt.empty()) entry["on_child_halt"] = e.on_child_halt;
       if (!e.barrier_nodes.empty()) {
         entry["barrier_node"] =
             e.barrier_nodes.size() == 1 ? Json(e.barrier_nodes.front()) : json_strings(e.barrier_nodes);

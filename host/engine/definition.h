@@ -24,7 +24,7 @@ class DefinitionError : public std::runtime_error {
 // targets, in the order of `routes`).
 struct Edge {
   std::string klass;
-  std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge, dampen, await
+  std::string type;  // "", chain, divide, combine, expand, collapse, divert, converge, dampen, await, invoke
   std::vector<std::string> to;
   // divert only: routing key -> target node; always has "otherwise".
   std::map<std::string, std::string> routes;
@@ -46,6 +46,14 @@ struct Edge {
   std::optional<RateLimit> rate_limit;
   // SPEC §18, await edges only: the event the branch waits for.
   std::optional<Await> await;
+  // SPEC §18, invoke edges only: "continue" when the branch goes on after
+  // the child halted, "" when it halts (child_halted).
+  std::string on_child_halt;
+  // The node is the target of an invoke edge: it stands for a child
+  // pipeline (named by `klass`) and runs no step; `child_halt_continues` is
+  // its invoke edge's on_child_halt == "continue".
+  bool invoked = false;
+  bool child_halt_continues = false;
 };
 
 // A pipeline definition in its canonical form (SPEC §3): nodes named
@@ -72,8 +80,11 @@ struct Definition {
 
   const std::string& start_node() const { return nodes.front(); }
   const Edge& edge(const std::string& node) const;
-  // Every step class the definition names (including on_halt).
+  // Every step class the definition names (including on_halt), not the
+  // child pipelines its invoke nodes name.
   std::vector<std::string> step_classes() const;
+  // The pipelines its invoke nodes start, each once.
+  std::vector<std::string> invoked_pipelines() const;
 
   // Canonical JSON: {"metadata":{...},"nodes":[...],"edges":{...}}.
   Json to_json() const;

@@ -121,7 +121,8 @@ class Compiler {
   }
 
   static bool is_option(const std::string& key) {
-    return key == "timeout" || key == "delay" || key == "concurrency" || key == "rate_limit" || is_await_option(key);
+    return key == "timeout" || key == "delay" || key == "concurrency" || key == "rate_limit" || is_await_option(key) ||
+           key == "on_child_halt";
   }
   // The keys beside `await: STEP` (SPEC §18); its `timeout` is the wait's.
   static bool is_await_option(const std::string& key) {
@@ -270,6 +271,10 @@ class Compiler {
     for (const auto& kv : entry) {
       const std::string key = kv.first.Scalar();
       if (!is_option(key)) continue;
+      if (key == "on_child_halt") {
+        if (keyword(entry) != "invoke") fail(kv.first, "'on_child_halt' goes with 'invoke: PipelineName' only");
+        continue;  // the invoke's (read_invoke)
+      }
       if (is_await_option(key) && !awaits) fail(kv.first, "'" + key + "' goes with 'await: StepName' only");
       if (awaits && (key == "timeout" || is_await_option(key))) continue;  // the wait's (read_await)
       if (key == "concurrency") {
@@ -389,9 +394,21 @@ class Compiler {
       std::string klass = step_name(value, kw, entry);
       const Await spec = read_await(entry);
       guarded(entry, [&] { target.await(klass, spec); });
+    } else if (kw == "invoke") {
+      if (!value.IsScalar() || value.Scalar().empty()) {
+        fail(value.IsDefined() && !value.IsNull() ? value : entry, "'invoke' takes a pipeline name, e.g. 'invoke: Fulfil'");
+      }
+      Invoke options;
+      if (const YAML::Node halt = entry["on_child_halt"]) {
+        if (!halt.IsScalar()) fail(halt, "'on_child_halt' takes halt or continue");
+        options.on_child_halt = halt.Scalar();
+      }
+      const std::string pipeline = value.Scalar();
+      guarded(entry, [&] { target.invoke(pipeline, options); });
     } else {
       fail(entry, "unknown keyword '" + kw +
-                      "' (expected chain, divide, combine, expand, collapse, divert, converge, dampen or await)");
+                      "' (expected chain, divide, combine, expand, collapse, divert, converge, dampen, await or "
+                      "invoke)");
     }
     apply_options(target, entry);
   }

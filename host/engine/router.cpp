@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/child_pipelines.h"
 #include "engine/events.h"
 #include "engine/flow_control.h"
 #include "engine/run_policy.h"
@@ -141,7 +142,7 @@ void halt_branch(BranchTx& tx, const BranchClaim& claim, const std::string& reas
 }
 
 void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Config& config,
-           AdvanceEffects& effects, std::optional<PendingArrival>* defer) {
+           AdvanceEffects& effects, std::optional<PendingArrival>* defer, const DefinitionCache* catalog) {
   const Edge& edge = definition.edge(claim.step_node);
   if (edge.type.empty()) {
     end_branch(tx, claim, effects);
@@ -222,6 +223,10 @@ void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim,
   }
   if (edge.type == "await") {
     await_event(tx, definition, claim, edge, effects);
+    return;
+  }
+  if (edge.type == "invoke") {
+    invoke_child(tx, definition, claim, edge, config, catalog, effects);
     return;
   }
   throw TransitionInvalid("edge type '" + edge.type + "' of node " + claim.step_node + " is not supported");

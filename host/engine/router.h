@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "engine/catalog.h"
 #include "engine/definition.h"
 #include "store/store.h"
 
@@ -54,9 +55,11 @@ struct PendingArrival {
 // TransitionInvalid for an edge it cannot take and any other exception for
 // a routing error the advancer retries. With `defer`, an arrival at a
 // fan-in only finds its barrier and is handed back there, unwritten, for
-// arrive_together; without, it arrives at once.
+// arrive_together; without, it arrives at once. `catalog` gives the
+// pipelines an invoke edge starts (none: an invoke is a routing error).
 void route(BranchTx& tx, const Definition& definition, const BranchClaim& claim, const Config& config,
-           AdvanceEffects& effects, std::optional<PendingArrival>* defer = nullptr);
+           AdvanceEffects& effects, std::optional<PendingArrival>* defer = nullptr,
+           const DefinitionCache* catalog = nullptr);
 
 // Writes arrivals at one barrier (all of one run) as one: each claim's step,
 // transition, advancement and branch closed, the arrivals counted together;

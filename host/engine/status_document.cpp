@@ -130,6 +130,22 @@ Json status_document(const PipelineRecord& pipeline) {
     doc["scheduled_by"] =
         Json::object({{"schedule", pipeline.scheduled_by->first}, {"tick", pipeline.scheduled_by->second}});
   }
+  // Only on a child pipeline, and on a pipeline that invoked any (SPEC §18).
+  if (pipeline.invoked_by) {
+    doc["invoked_by"] = Json::object({{"pipeline_id", pipeline.invoked_by->parent_pipeline_id},
+                                      {"step_id", pipeline.invoked_by->parent_step_id},
+                                      {"depth", pipeline.invoked_by->depth}});
+  }
+  if (!pipeline.children.empty()) {
+    Json children = Json::array();
+    for (const ChildRecord& c : pipeline.children) {
+      children.push_back(Json::object({{"id", c.pipeline_id},
+                                       {"pipeline", c.pipeline},
+                                       {"status", c.status},
+                                       {"step_id", c.parent_step_id}}));
+    }
+    doc["children"] = std::move(children);
+  }
   return doc;
 }
 

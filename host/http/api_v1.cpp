@@ -368,7 +368,8 @@ Response ApiV1::cancel(const std::string& id, const Request& request) {
     return json_response(200, Json::object({{"id", id},
                                             {"run_id", result.run_id},
                                             {"branches_cancelled", result.branches},
-                                            {"jobs_withdrawn", result.withdrawn}}));
+                                            {"jobs_withdrawn", result.withdrawn},
+                                            {"children_cancelled", json_strings(result.children)}}));
   } catch (const ControlRefused& e) {
     refused(e, "cancel");
   }

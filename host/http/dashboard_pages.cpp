@@ -120,6 +120,20 @@ Response Dashboard::pipeline(const std::string& id, const Request& request) {
                      (header->completed_at ? ", completed " + escape_html(*header->completed_at) : "") +
                      (header->halted_at ? ", halted " + escape_html(*header->halted_at) : "") +
                      (header->cancelled_at ? ", cancelled " + escape_html(*header->cancelled_at) : "") + "</p>";
+  // Parent and children (SPEC §18), linked both ways.
+  if (header->invoked_by) {
+    body += "<p>child of <a href=\"/ui/pipelines/" + url_encoded(header->invoked_by->parent_pipeline_id) +
+            "\"><code>" + escape_html(header->invoked_by->parent_pipeline_id) + "</code></a> (depth " +
+            std::to_string(header->invoked_by->depth) + ")</p>";
+  }
+  if (!header->children.empty()) {
+    body += "<p>children:";
+    for (const ChildRecord& c : header->children) {
+      body += " <a href=\"/ui/pipelines/" + url_encoded(c.pipeline_id) + "\">" + escape_html(c.pipeline) +
+              "</a> " + badge(c.status);
+    }
+    body += "</p>";
+  }
   // Actions: what the state allows (the API refuses the rest anyway).
   const std::string& st = header->status;
   if (st == "halted" || st == "cancelled") {

@@ -29,7 +29,8 @@ constexpr double kErrorBackoffSeconds = 0.5;
 void log_drained(Logger& logger, const Progress& totals) {
   Json fields = Json::object({{"pipelines_total", totals.pipelines_total},
                               {"pipelines_dampened", totals.pipelines_dampened},
-                              {"pipelines_paused", totals.pipelines_paused}});
+                              {"pipelines_paused", totals.pipelines_paused},
+                              {"pipelines_waiting", totals.pipelines_waiting}});
   std::string parked;
   if (totals.pipelines_dampened > 0) {
     parked += "; " + std::to_string(totals.pipelines_dampened) +
@@ -38,6 +39,9 @@ void log_drained(Logger& logger, const Progress& totals) {
   if (totals.pipelines_paused > 0) {
     parked += "; " + std::to_string(totals.pipelines_paused) +
               " pipeline(s) of a paused name parked until `ductwork unpause`";
+  }
+  if (totals.pipelines_waiting > 0) {
+    parked += "; " + std::to_string(totals.pipelines_waiting) + " pipeline(s) waiting for a child pipeline";
   }
   logger.info("Drained: no run in progress" + parked, fields);
 }

@@ -51,6 +51,9 @@ class HostRuntime {
   // What this process's row tells `ductwork health` with every heartbeat
   // (the definition files it refused); call before start().
   void set_notice(std::string notice) { notice_ = std::move(notice); }
+  // The pipelines this host defines, which invoke edges start (SPEC §18);
+  // call before start(), and keep `catalog` alive until stop().
+  void set_catalog(const DefinitionSet* catalog) { definitions_.set_catalog(catalog); }
   // Registers this process and starts every loop thread.
   void start();
   // Stops claiming, gives in-flight steps the shutdown timeout, then asks

@@ -129,6 +129,28 @@ class BranchTx {
   // Marks the run and its pipeline `state` (kCompleted or kHalted, now;
   // kDampened: the status alone, the run is not over).
   virtual void close_run(const std::string& run_id, RunState state) = 0;
+
+  // ---- child pipelines (SPEC §18; engine/child_pipelines.h decides)
+  // How deeply the run's pipeline is nested (0: nobody invoked it).
+  virtual int64_t invoke_depth(const std::string& run_id) = 0;
+  // Writes `step` (the node standing for the child) `waiting`, its job
+  // holding the arguments but never queued, and the child pipeline as
+  // insert_pipeline would, with its invocation row (parent: `step`'s run's
+  // pipeline, nesting `depth`). Returns {step id, child pipeline id}.
+  virtual std::pair<std::string, std::string> start_child(const NewStep& step, const NewPipeline& child,
+                                                          int64_t depth) = 0;
+  // The branch waits for its child (status `waiting`), claim cleared.
+  virtual void wait_branch(const std::string& branch_id) = 0;
+  // The invocation that started the run's pipeline, with the child's name
+  // and snapshot; nullopt for a pipeline triggered otherwise.
+  virtual std::optional<EndingChild> invocation_of_run(const std::string& run_id) = 0;
+  // The outputs of the run's completed steps at `nodes`, in step order.
+  virtual std::vector<std::string> outputs_at(const std::string& run_id, const std::vector<std::string>& nodes) = 0;
+  // The waiting parent step gets `output_json` as its job's output and
+  // becomes `advancing` (`succeeded`) or `failed`; its branch in progress
+  // and advanceable. False, with nothing written, when the step's branch
+  // no longer waits (cancelled, or handed to before).
+  virtual bool hand_back(const std::string& parent_step_id, bool succeeded, const std::string& output_json) = 0;
 };
 
 // All persistent state, spoken in domain operations. One Store is one

@@ -177,9 +177,14 @@ class StoreTx {
   // a reopened branch `in_progress`, its earlier steps completed, its last
   // step `pending` with its job enqueued again with its original arguments
   // (kRequeue) or `advancing` with its output (kReadvance, the branch
-  // advanceable); the chosen run context copied; the pipeline
+  // advanceable) or, branch and step, `waiting` for the child pipeline the
+  // step started, whose invocation now names the copy (kReinvoke; the
+  // engine revives that child); the chosen run context copied; the pipeline
   // `in_progress`. The old run stays as history. Returns the new run's id.
   virtual std::string copy_run(const RevivePlan& plan) = 0;
+  // The pipelines the invoke steps of `pipeline_id` started that have not
+  // finished (completed, halted, cancelled), in id order (SPEC §18).
+  virtual std::vector<std::string> open_children(const std::string& pipeline_id) = 0;
 
   // ---- the end of a claim (SPEC §4, §6)
   // The fence of every end of a claim: the execution is still open and

@@ -277,14 +277,43 @@ enum class RunState { kOpen, kDampened, kCompleted, kHalted };
 // (engine/run_policy decides from the step's status): enqueue its job again
 // with its original arguments and fresh budgets, or re-create it as
 // `advancing` so the advancer tries its transition again.
-enum class ReviveAction { kRequeue, kReadvance };
+// kReinvoke (SPEC §18): the last step stands for a child pipeline that
+// halted or was cancelled; it waits again (and so does its branch) while
+// the engine revives that child, which hands its end to the copy.
+enum class ReviveAction { kRequeue, kReadvance, kReinvoke };
 
 // A branch of the run a revive copies: its status and its last step's
-// (nullopt when it has no step).
+// (nullopt when it has no step), and the child pipeline that step started
+// (an invoke step) with the child's status.
 struct RunBranchEnd {
   std::string branch_id;
   std::string status;
   std::optional<std::string> last_step_status;
+  std::optional<std::string> child_pipeline_id;
+  std::optional<std::string> child_status;
+};
+
+// A pipeline an `invoke` edge started (SPEC §18): the parent and the
+// parent's step that waits for it, and how deep it is nested (1: its
+// parent was triggered otherwise).
+struct Invocation {
+  std::string child_pipeline_id;
+  std::string parent_pipeline_id;
+  std::string parent_step_id;
+  int64_t depth = 0;
+};
+
+// What the child's run hands to its parent (StoreTx side: invocation_of_run):
+// the invocation and the child's name and definition snapshot.
+struct EndingChild {
+  Invocation invocation;
+  std::string pipeline;
+  std::string definition_json;
+};
+
+// A child pipeline as its parent's status document lists it.
+struct ChildRecord {
+  std::string pipeline_id, pipeline, status, parent_step_id;
 };
 
 // What a revive writes (StoreTx::copy_run), as the engine decided it
@@ -379,6 +408,9 @@ struct CancelResult {
   std::string run_id;
   int64_t branches = 0;   // open branches cancelled
   int64_t withdrawn = 0;  // queued executions withdrawn
+  // The open child pipelines its invoke steps started (SPEC §18), and
+  // theirs, cancelled with it: their ids, parents before children.
+  std::vector<std::string> children;
 };
 
 // A halted branch of a run with its last step and what that step last
@@ -475,6 +507,10 @@ struct PipelineRecord {
   // The schedule tick that triggered it (SPEC §18): the schedule's name
   // and the tick (database time); none for a pipeline triggered otherwise.
   std::optional<std::pair<std::string, std::string>> scheduled_by;
+  // SPEC §18: the invocation that started it (none: triggered otherwise),
+  // and the pipelines its invoke steps started, oldest first.
+  std::optional<Invocation> invoked_by;
+  std::vector<ChildRecord> children;
 };
 
 // A page of a run's steps (Store::steps_after) with the executions of
@@ -570,9 +606,13 @@ struct Progress {
   // Open pipelines of a paused pipeline name with nothing of theirs running
   // or advancing (issue 38): parked until an unpause.
   int64_t pipelines_paused = 0;
+  // Open pipelines whose every open branch waits for a child pipeline
+  // (SPEC §18): they move when their children end, and a child that still
+  // moves is open itself.
+  int64_t pipelines_waiting = 0;
   // Nothing runs any more but what waits for an operator: what `start
   // --drain` waits for.
-  bool drained() const { return pipelines_open <= pipelines_paused; }
+  bool drained() const { return pipelines_open <= pipelines_paused + pipelines_waiting; }
 };
 
 // Which finished pipelines a prune looks at (engine/retention.h decides

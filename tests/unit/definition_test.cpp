@@ -350,7 +350,7 @@ TEST(DefinitionRules, StartNameAndShapeRules) {
             "defs/p.yml:4: pipeline P: exactly one 'start', and it comes first");
   EXPECT_EQ(error_of("pipeline: P\nsteps:\n  - start: A\n  - bogus: B\n"),
             "defs/p.yml:4: pipeline P: unknown keyword 'bogus' (expected chain, divide, combine, expand, collapse, "
-            "divert, converge, dampen or await)");
+            "divert, converge, dampen, await or invoke)");
   EXPECT_EQ(error_of("steps:\n  - start: A\n"), "defs/p.yml:1: 'pipeline' must name the pipeline");
   EXPECT_EQ(error_of("pipeline: P\nsteps: []\n"),
             "defs/p.yml:2: pipeline P: 'steps' must be a non-empty list starting with '- start: StepName'");
@@ -479,7 +479,7 @@ TEST(DefinitionJson, EdgeTypesAndTargets) {
   d["edges"][a]["type"] = "jump";
   EXPECT_EQ(json_error_of(d), prefix + "node " + a +
                                   ": unknown edge type 'jump' (expected chain, divide, combine, expand, collapse, "
-                                  "divert, converge, dampen or await)");
+                                  "divert, converge, dampen, await or invoke)");
   EXPECT_EQ(json_error_of(d, /*strict=*/false), "(no error)");  // snapshots: routing halts it instead
 
   d = doc;

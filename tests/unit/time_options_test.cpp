@@ -123,7 +123,7 @@ TEST(TimeOptions, BadOptionsAreRefusedWithTheirLine) {
   EXPECT_NE(error_of("pipeline: P\nsteps:\n  - start: A\n  - dampen: [B]\n").find("'dampen' takes one step name"),
             std::string::npos);
   EXPECT_NE(error_of("pipeline: P\nsteps:\n  - start: A\n  - wait: B\n").find(
-                "(expected chain, divide, combine, expand, collapse, divert, converge, dampen or await)"),
+                "(expected chain, divide, combine, expand, collapse, divert, converge, dampen, await or invoke)"),
             std::string::npos);
 }
 

@@ -21,6 +21,10 @@ inline constexpr const char* kCrashMarkersSql = "('ProcessCrash', 'ThreadCrash',
 // writes a step's completion, for a claim, an inline batch or arrivals.
 void complete_steps(Connection& conn, const std::vector<std::string>& step_ids, const std::string& now);
 
+// A trigger's rows (sql_trigger.cpp): the pipeline, its run, first branch
+// and start step, as SqlStoreTx::insert_pipeline writes them.
+TriggeredPipeline insert_pipeline_rows(Connection& conn, const std::string& now, const NewPipeline& request);
+
 // What the inline advances of one success transaction write, together, once
 // they all ran (SqlStoreTx::write_own_advances): the new steps, the transitions
 // and advancements, and the steps they completed, in a few multi-row
@@ -156,6 +160,15 @@ class SqlBranchTx final : public BranchTx {
   ArrivalCount arrive(const std::string& barrier_branch_id, const std::vector<Arrival>& arrivals) override;
   void close_arrived(const std::vector<const BranchClaim*>& claims) override;
   std::string fire_fan_in(const std::string& barrier_branch_id, NewStep step) override;
+
+  // sql_invocations.cpp
+  int64_t invoke_depth(const std::string& run_id) override;
+  std::pair<std::string, std::string> start_child(const NewStep& step, const NewPipeline& child,
+                                                  int64_t depth) override;
+  void wait_branch(const std::string& branch_id) override;
+  std::optional<EndingChild> invocation_of_run(const std::string& run_id) override;
+  std::vector<std::string> outputs_at(const std::string& run_id, const std::vector<std::string>& nodes) override;
+  bool hand_back(const std::string& parent_step_id, bool succeeded, const std::string& output_json) override;
 
  private:
   SqlStore& store_;

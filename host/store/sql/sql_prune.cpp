@@ -116,6 +116,8 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
       {"DELETE FROM tuples WHERE run_id" + in, &runs},
       {"DELETE FROM on_halt_calls WHERE run_id" + in, &runs},
       {"DELETE FROM event_waits WHERE run_id" + in, &runs},
+      {"DELETE FROM invocations WHERE child_pipeline_id" + in, &pipelines},
+      {"DELETE FROM invocations WHERE parent_pipeline_id" + in, &pipelines},
       {"DELETE FROM steps WHERE id" + in, &steps},
       {"DELETE FROM branches WHERE id" + in, &branches},
       {"DELETE FROM runs WHERE id" + in, &runs},

@@ -45,6 +45,18 @@ bool read_pipeline_and_runs(Connection& conn, const std::string& pipeline_id, Pi
     t.bind(1, pipeline_id);
     if (t.step()) pipeline.scheduled_by = std::make_pair(t.text(0), t.text(1));
   }
+  if (conn.has_column("invocations", "child_pipeline_id")) {  // from 029 on
+    auto i = conn.prepare(
+        "SELECT child_pipeline_id, parent_pipeline_id, parent_step_id, depth FROM invocations "
+        "WHERE child_pipeline_id = ?");
+    i.bind(1, pipeline_id);
+    if (i.step()) pipeline.invoked_by = Invocation{i.text(0), i.text(1), i.text(2), i.int64(3)};
+    auto c = conn.prepare(
+        "SELECT p.id, p.klass, p.status, i.parent_step_id FROM invocations i JOIN pipelines p "
+        "ON p.id = i.child_pipeline_id WHERE i.parent_pipeline_id = ? ORDER BY i.created_at, p.id");
+    c.bind(1, pipeline_id);
+    while (c.step()) pipeline.children.push_back(ChildRecord{c.text(0), c.text(1), c.text(2), c.text(3)});
+  }
   // Likewise before 014: no on_halt call is recorded.
   const bool has_on_halt_calls = conn.has_column("on_halt_calls", "run_id");
   // Before 023 every run had priority 0.
@@ -352,6 +364,23 @@ bool paused_and_idle(Connection& conn, const std::string& pipeline) {
 
 }  // namespace
 
+namespace {
+
+// Open pipelines of `pipeline` that invoked a child and have no branch
+// that moves on its own (every open branch of their run waits for a child).
+int64_t waiting_for_children(Connection& conn, const std::string& pipeline) {
+  auto w = conn.prepare(
+      "SELECT COUNT(*) FROM pipelines p WHERE p.klass = ?1 AND p.status = 'in_progress' "
+      "AND EXISTS (SELECT 1 FROM invocations i WHERE i.parent_pipeline_id = p.id) "
+      "AND NOT EXISTS (SELECT 1 FROM runs r JOIN branches b ON b.run_id = r.id WHERE r.pipeline_id = p.id "
+      "AND r.status = 'in_progress' AND b.status IN ('pending', 'in_progress', 'advancing'))");
+  w.bind(1, pipeline);
+  w.step();
+  return w.int64(0);
+}
+
+}  // namespace
+
 Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   auto held = lock();
   Progress total;
@@ -362,6 +391,12 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
   {
     auto names = conn_.prepare("SELECT klass FROM paused_pipelines");
     while (names.step()) paused.insert(names.text(0));
+  }
+  // Whether any pipeline was ever invoked (029 on): else none waits for one.
+  bool invocations = false;
+  if (conn_.has_column("invocations", "child_pipeline_id")) {
+    auto any = conn_.prepare("SELECT 1 FROM invocations LIMIT 1");
+    invocations = any.step();
   }
   for (const auto& pipeline : pipelines) {
     auto p = conn_.prepare(
@@ -375,6 +410,7 @@ Progress SqlStore::progress(const std::vector<std::string>& pipelines) {
     if (p.int64(1) > 0 && paused.count(pipeline) > 0 && paused_and_idle(conn_, pipeline)) {
       total.pipelines_paused += p.int64(1);
     }
+    if (p.int64(1) > 0 && invocations) total.pipelines_waiting += waiting_for_children(conn_, pipeline);
   }
   return total;
 }

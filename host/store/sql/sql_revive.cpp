@@ -126,9 +126,11 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
   // Re-opened branches, advanceable when their last step goes back to
   // `advancing` (not when its job is re-enqueued), and the plan for that step.
   std::map<std::string, bool> reopened;             // old branch id -> advanceable
+  std::map<std::string, bool> waiting;              // old branch id -> waits for a child again
   std::map<std::string, ReviveAction> last_action;  // old branch id -> plan for its last step
   for (const auto& [branch_id, action] : plan.reopened) {
     reopened[branch_id] = action == ReviveAction::kReadvance;
+    if (action == ReviveAction::kReinvoke) waiting[branch_id] = true;
     if (action && last_step.count(branch_id)) last_action[branch_id] = *action;
   }
 
@@ -139,7 +141,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
     rows.branch({.id = branch_ids[branch.id],
                  .run_id = new_run,
                  .pipeline_klass = klass,
-                 .status = is_open ? "in_progress" : "completed",
+                 .status = !is_open ? "completed" : waiting.count(branch.id) ? "waiting" : "in_progress",
                  .advanceable = static_cast<int64_t>(is_open && open->second ? 1 : 0),
                  .fanout_index = branch.fanout_index,
                  .fanout_width = branch.fanout_width,
@@ -157,12 +159,18 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
     bool is_last_of_reopened = reopened.count(step.branch_id) && last_step[step.branch_id] == i;
     std::string status = "completed";
     bool requeue = false;
+    bool reinvoke = false;
     if (is_last_of_reopened) {
       auto action = last_action.find(step.branch_id);
       requeue = action != last_action.end() && action->second == ReviveAction::kRequeue;
-      status = requeue ? "pending" : "advancing";
+      reinvoke = action != last_action.end() && action->second == ReviveAction::kReinvoke;
+      status = requeue ? "pending" : reinvoke ? "waiting" : "advancing";
     }
     const std::string& id = step_ids[step.id];
+    if (reinvoke) {
+      // The child hands its end to the copy (SPEC §18).
+      conn_.prepare("UPDATE invocations SET parent_step_id = ?1 WHERE parent_step_id = ?2").bind(1, id).bind(2, step.id).exec();
+    }
     const Value completed_at =
         status == "completed"
             ? (std::holds_alternative<std::monostate>(step.completed_at) ? Value(now) : step.completed_at)
@@ -212,7 +220,7 @@ std::string SqlStoreTx::copy_run(const RevivePlan& plan) {
                 .step_id = id,
                 .klass = step.klass,
                 .input_args = step.input_args,
-                .output_payload = step.output_payload,
+                .output_payload = reinvoke ? Value(std::monostate{}) : step.output_payload,
                 .started_at = step.job_started_at,
                 .completed_at = step.job_completed_at,
                 .created_at = now,

@@ -203,12 +203,29 @@ std::vector<RunContextCount> SqlStoreTx::run_context_counts(const std::string& p
 std::vector<RunBranchEnd> SqlStoreTx::branch_ends(const std::string& run_id) {
   // A branch's last step as the status document orders steps: start time,
   // then id.
+  // The child an invoke step started, and its status (SPEC §18).
   auto b = conn_.prepare(
-      "SELECT b.id, b.status, (SELECT s.status FROM steps s WHERE s.branch_id = b.id "
-      "ORDER BY s.started_at DESC, s.id DESC LIMIT 1) FROM branches b WHERE b.run_id = ? ORDER BY b.started_at, b.id");
+      "SELECT x.id, x.status, x.step_status, p.id, p.status FROM (SELECT b.id, b.status, b.started_at, "
+      "(SELECT s.id FROM steps s WHERE s.branch_id = b.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1) AS step_id, "
+      "(SELECT s.status FROM steps s WHERE s.branch_id = b.id ORDER BY s.started_at DESC, s.id DESC LIMIT 1) "
+      "AS step_status FROM branches b WHERE b.run_id = ?) x "
+      "LEFT JOIN invocations i ON i.parent_step_id = x.step_id LEFT JOIN pipelines p ON p.id = i.child_pipeline_id "
+      "ORDER BY x.started_at, x.id");
   b.bind(1, run_id);
   std::vector<RunBranchEnd> out;
-  while (b.step()) out.push_back(RunBranchEnd{b.text(0), b.text(1), b.optional_text(2)});
+  while (b.step()) {
+    out.push_back(RunBranchEnd{b.text(0), b.text(1), b.optional_text(2), b.optional_text(3), b.optional_text(4)});
+  }
+  return out;
+}
+
+std::vector<std::string> SqlStoreTx::open_children(const std::string& pipeline_id) {
+  auto c = conn_.prepare(
+      "SELECT p.id FROM invocations i JOIN pipelines p ON p.id = i.child_pipeline_id WHERE i.parent_pipeline_id = ? "
+      "AND p.status NOT IN ('completed', 'halted', 'cancelled') ORDER BY p.id");
+  c.bind(1, pipeline_id);
+  std::vector<std::string> out;
+  while (c.step()) out.push_back(c.text(0));
   return out;
 }
 

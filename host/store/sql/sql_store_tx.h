@@ -72,6 +72,7 @@ class SqlStoreTx final : public StoreTx {
   std::vector<RunContextCount> run_context_counts(const std::string& pipeline_id) override;
   std::vector<RunBranchEnd> branch_ends(const std::string& run_id) override;
   std::string copy_run(const RevivePlan& plan) override;  // sql_revive.cpp
+  std::vector<std::string> open_children(const std::string& pipeline_id) override;
 
   bool end_execution(const ClaimedJob& job, const std::string& process_id, const std::string& result_type,
                      const ErrorInfo& error) override;

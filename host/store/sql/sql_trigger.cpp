@@ -30,9 +30,12 @@ void queue_started_run(RowWriter& rows, const TriggeredPipeline& made, const std
 }  // namespace
 
 TriggeredPipeline SqlStoreTx::insert_pipeline(const NewPipeline& request) {
+  return insert_pipeline_rows(conn_, now_, request);
+}
+
+TriggeredPipeline insert_pipeline_rows(Connection& conn_, const std::string& now, const NewPipeline& request) {
   TriggeredPipeline out{new_uuid_v7(conn_.clock()), new_uuid_v7(conn_.clock())};
   std::string branch_id = new_uuid_v7(conn_.clock());
-  const std::string& now = now_;
   RowWriter rows(conn_);
   const PipelineRow pipeline{.id = out.pipeline_id,
                              .klass = request.pipeline,

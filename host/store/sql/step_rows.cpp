@@ -75,6 +75,14 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
 
 }  // namespace
 
+std::string add_unqueued_step(RowWriter& rows, const Clock& clock, const NewStep& step, const std::string& status,
+                              const std::string& now) {
+  return lay_out_step_rows(clock, step, status, now, [&](const auto& s, const auto& j, const auto&, const auto&) {
+    rows.step(s);
+    rows.job(j);
+  });
+}
+
 StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& status, const std::string& now) {
   StepRows rows;
   rows.step_id = lay_out_step_rows(clock, step, status, now, [&](const auto& s, const auto& j, const auto& e, const auto& a) {

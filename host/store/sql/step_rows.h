@@ -42,6 +42,12 @@ std::string rate_gate_name(const RateSpec& spec, const std::string& args_json);
 // at now + the step's delay), with ids of `clock`'s time.
 StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& status, const std::string& now);
 
+// Queues on `rows` the step and job rows of `step`, created `status`, with
+// no execution: a step no worker runs (the node standing for a child
+// pipeline, SPEC §18). Returns the step's id.
+std::string add_unqueued_step(RowWriter& rows, const Clock& clock, const NewStep& step, const std::string& status,
+                              const std::string& now);
+
 // Makes `rows` as a claim by `process_id` at `now` leaves a step's rows (the
 // step in progress, its execution and availability taken) and returns the
 // claimed job (all but the run's definition). The caller records the

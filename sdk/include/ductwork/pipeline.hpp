@@ -14,7 +14,9 @@
 //    .chain("Charge").concurrency(2, "/0/customer_id")  // at most 2 in progress per customer
 //    .rate_limit(50, 1)                          // and at most 50 starts a second
 //    .dampen("Publish")                          // park until `ductwork resume`
-//    .await("Ship", paid);                       // park until an event (await.hpp)
+//    .await("Ship", paid)                        // park until an event (await.hpp)
+//    .invoke("Fulfil")                           // run pipeline Fulfil, wait for its end
+//    .chain("Notify");                           // ... and go on with its final output
 //   std::string text = p.dump();
 //
 // How it builds: the builder keeps the open *ends* (nodes whose edge is not
@@ -55,6 +57,16 @@
 #include "ductwork/schedule.hpp"
 
 namespace ductwork {
+
+// The options of an `invoke: PIPELINE` transition (SPEC §18): the previous
+// step's output becomes the child pipeline's trigger arguments, the branch
+// waits until the child ends, and the child's final output is the next
+// step's input. When the child halts (or is cancelled) the branch halts with
+// reason child_halted ("halt"), or goes on with an error document
+// ({"error": "child_halted", ...}) as that input ("continue").
+struct Invoke {
+  std::string on_child_halt = "halt";
+};
 
 // A pipeline that breaks a rule of the pipeline language. (The host's own
 // ductwork::DefinitionError adds the file and line to the same messages.)
@@ -259,6 +271,9 @@ class PipelineGraph {
     std::optional<RateLimit> rate_limit;
     // SPEC §18: what an `await` edge leaving this node waits for.
     std::optional<Await> await;
+    // SPEC §18: an `invoke` edge leaving this node goes on when the child
+    // halts ("continue"); "" halts the branch.
+    std::string on_child_halt;
   };
 
   explicit PipelineGraph(std::string name) : name_(std::move(name)) {
@@ -288,7 +303,17 @@ class PipelineGraph {
       node.routes = routes;
       node.barrier = barrier;
       node.await.reset();
+      node.on_child_halt.clear();
     }
+  }
+
+  // What the `invoke` edges leaving `nodes` do when the child halts.
+  void set_invoke(const std::vector<std::string>& nodes, const Invoke& options) {
+    if (options.on_child_halt != "halt" && options.on_child_halt != "continue") {
+      throw PipelineError("'invoke' takes 'on_child_halt: halt' or 'on_child_halt: continue', not '" +
+                          options.on_child_halt + "'");
+    }
+    for (const auto& name : nodes) nodes_.at(name).on_child_halt = options.on_child_halt == "continue" ? "continue" : "";
   }
 
   // The event the `await` edges leaving `nodes` wait for.
@@ -414,6 +439,7 @@ class PipelineGraph {
           entry.emplace("barrier_node", strings(node.barrier));
         }
         if (node.await) entry.emplace("await", await_json(*node.await));
+        if (!node.on_child_halt.empty()) entry.emplace("on_child_halt", node.on_child_halt);
       }
       edges.emplace(name, std::move(entry));
     }
@@ -506,6 +532,14 @@ class Cursor {
     const std::vector<std::string> from = ends_;
     step_on(g, "await", klass);
     g.set_await(from, spec);
+  }
+  // The branch waits while pipeline `pipeline` runs as a child (SPEC §18);
+  // the node made stands for the child and carries its name as klass.
+  void invoke(PipelineGraph& g, const std::string& pipeline, const Invoke& options) {
+    const std::vector<std::string> from = ends_;
+    g.set_invoke(from, options);  // checked before anything is linked
+    step_on(g, "invoke", pipeline);
+    g.set_invoke(from, options);
   }
 
   void expand(PipelineGraph& g, const std::string& klass) {
@@ -614,6 +648,10 @@ class Branch {
   }
   Branch& await(const std::string& klass, const Await& spec) {
     cursor_.await(*graph_, klass, spec);
+    return *this;
+  }
+  Branch& invoke(const std::string& pipeline, const Invoke& options = {}) {
+    cursor_.invoke(*graph_, pipeline, options);
     return *this;
   }
   Branch& timeout(double seconds) {
@@ -774,6 +812,13 @@ class Pipeline {
   // [previous output, event value]; `ductwork signal` delivers events.
   Pipeline& await(const std::string& klass, const Await& spec) {
     started("await").await(graph_, klass, spec);
+    return *this;
+  }
+  // Starts pipeline `pipeline` as a child with the previous output as its
+  // arguments; the branch waits (state `waiting`) until the child ends, and
+  // the next step gets the child's final output (Invoke above).
+  Pipeline& invoke(const std::string& pipeline, const Invoke& options = {}) {
+    started("invoke").invoke(graph_, pipeline, options);
     return *this;
   }
   // Options of the step(s) the previous operation named (start, chain,
