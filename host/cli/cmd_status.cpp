@@ -31,6 +31,17 @@ const char* paused_mark(const Json& doc) {
 void print_text(const Json& doc) {
   std::printf("pipeline %s  %s  %s%s\n", doc["id"].as_string().c_str(), doc["pipeline"].as_string().c_str(),
               doc["status"].as_string().c_str(), paused_mark(doc));
+  // SPEC §18: the parent that invoked it, and the children it invoked.
+  if (const Json* parent = doc.find("invoked_by")) {
+    std::printf("  child of pipeline %s (step %s, depth %lld)\n", (*parent)["pipeline_id"].as_string().c_str(),
+                (*parent)["step_id"].as_string().c_str(), static_cast<long long>((*parent)["depth"].as_int()));
+  }
+  if (const Json* children = doc.find("children")) {
+    for (const Json& child : children->as_array()) {
+      std::printf("  child pipeline %s  %s  %s\n", child["id"].as_string().c_str(),
+                  child["pipeline"].as_string().c_str(), child["status"].as_string().c_str());
+    }
+  }
   for (const Json& run : doc["runs"].as_array()) {
     std::printf("  run %s  %s  started %s  finished %s\n", run["id"].as_string().c_str(),
                 run["status"].as_string().c_str(), or_dash(run["started_at"]).c_str(),

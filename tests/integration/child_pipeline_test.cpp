@@ -14,6 +14,8 @@
 
 #include "flow_support.h"
 #include "harness.h"
+#include "headless_browser.h"
+#include "http_client.h"
 
 namespace ductwork::it {
 namespace {
@@ -70,6 +72,37 @@ TEST(ChildPipelineTest, TheParentWaitsForTheChildAndGoesOnWithItsFinalOutput) {
   EXPECT_EQ(child_doc["runs"][0]["steps"][0]["input"], json::parse("[4]"));
   EXPECT_FALSE(doc.contains("invoked_by"));
   EXPECT_FALSE(child_doc.contains("children"));
+  // The text form says the same.
+  ProcessResult text = ws.run({"status", id});
+  EXPECT_NE(text.out.find("  child pipeline " + child + "  Child  completed\n"), std::string::npos) << text.out;
+  text = ws.run({"status", child});
+  EXPECT_NE(text.out.find("  child of pipeline " + id + " (step " + invoke["id"].get<std::string>() + ", depth 1)\n"),
+            std::string::npos)
+      << text.out;
+}
+
+// The dashboard (headless Chromium) links a parent and its child both ways.
+TEST(ChildPipelineTest, TheDashboardLinksParentAndChild) {
+  ConfigOptions options = http_options();
+  Workspace ws(options);
+  ws.define("child.yml", kChild);
+  ws.define("parent.yml", kParent);
+  const std::string id = ws.trigger("Parent", {"3"});
+  ws.drain();
+  const std::string child = only_child(ws, id);
+  ASSERT_FALSE(child.empty());
+  auto dashboard = serve_open_dashboard(ws, options);
+  ASSERT_FALSE(dashboard->address().empty()) << dashboard->process().stdout_so_far();
+  HeadlessBrowser browser;
+  ASSERT_EQ(browser.problem(), "");
+  ASSERT_TRUE(browser.open("http://" + dashboard->address() + "/ui/pipelines/" + id));
+  const std::string link_to = "Array.from(document.querySelectorAll('a')).filter(a => a.getAttribute('href') === ";
+  EXPECT_EQ(browser.evaluate(link_to + "'/ui/pipelines/" + child + "').map(a => a.textContent).join('|')"), "Child");
+  keep_screenshot(browser, "child-pipeline-parent");
+  ASSERT_TRUE(browser.open("http://" + dashboard->address() + "/ui/pipelines/" + child));
+  EXPECT_EQ(browser.evaluate(link_to + "'/ui/pipelines/" + id + "').length"), 1);
+  EXPECT_EQ(browser.evaluate("document.body.textContent.includes('child of ')"), true);
+  keep_screenshot(browser, "child-pipeline-child");
 }
 
 TEST(ChildPipelineTest, AChildThatFansOutHandsBackItsCollapsesOutput) {
