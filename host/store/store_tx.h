@@ -143,7 +143,8 @@ class StoreTx {
   virtual std::optional<std::string> lock_pipeline(const std::string& pipeline_id) = 0;
   // The pipeline's latest run; nullopt when it has none.
   virtual std::optional<std::string> latest_run(const std::string& pipeline_id) = 0;
-  // The run and its pipeline become `cancelled`, cancelled now.
+  // The run and its pipeline become `cancelled`, cancelled now, and a step
+  // of the run that waited for a child pipeline (SPEC §18) `cancelled` too.
   virtual void mark_cancelled(const std::string& pipeline_id, const std::string& run_id) = 0;
   // The run and its pipeline back `in_progress`.
   virtual void reopen_run(const std::string& pipeline_id, const std::string& run_id) = 0;

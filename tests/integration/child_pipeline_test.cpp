@@ -115,6 +115,16 @@ TEST(ChildPipelineTest, AChildThatFansOutHandsBackItsCollapsesOutput) {
   // Range(4) = [0, 1, 2, 3]; doubled and summed: 12; Inc: 13.
   EXPECT_EQ(step_of(ws, id, "Fan")["output"], 12);
   EXPECT_EQ(step_of(ws, id, "Inc")["output"], 13);
+
+  // Branches that end on their own (a divide without combine): the list
+  // of their outputs, in step order.
+  ws.define("split.yml", "pipeline: Split\nsteps:\n  - start: Echo\n  - divide: [Double, Inc]\n");
+  ws.define("outer2.yml", "pipeline: Outer2\nsteps:\n  - start: Echo\n  - invoke: Split\n  - chain: Echo\n");
+  const std::string two = ws.trigger("Outer2", {"5"});
+  ws.drain();
+  ASSERT_EQ(ws.status(two)["status"], "completed") << ws.status(two).dump(1);
+  const json outputs = step_of(ws, two, "Split")["output"];
+  EXPECT_TRUE(outputs == json::parse("[10, 6]") || outputs == json::parse("[6, 10]")) << outputs.dump();
 }
 
 TEST(ChildPipelineTest, WhileTheChildRunsTheParentBranchWaits) {
@@ -186,6 +196,20 @@ TEST(ChildPipelineTest, CancellingTheParentCancelsItsOpenChildrenAndCancellingAC
   for (const std::string& id : {top, middle, leaf}) EXPECT_EQ(ws.status(id)["status"], "cancelled") << id;
   ws.drain();
   EXPECT_EQ(ws.status(top)["status"], "cancelled");
+  EXPECT_EQ(step_of(ws, top, "Middle")["status"], "cancelled") << "the step waits no more";
+
+  // Revived, the parent waits for the same children, revived with it; once
+  // the grandchild is resumed every level finishes.
+  r = ws.run({"revive", top});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ws.drain();
+  EXPECT_EQ(ws.status(top)["children"].size(), 1u) << ws.status(top).dump(1);
+  EXPECT_EQ(ws.status(middle)["children"].size(), 1u) << ws.status(middle).dump(1);
+  ASSERT_EQ(ws.status(leaf)["status"], "dampened") << ws.status(leaf).dump(1);
+  ASSERT_EQ(ws.run({"resume", leaf, "5"}).exit_code, 0);
+  ws.drain();
+  for (const std::string& id : {top, middle, leaf}) EXPECT_EQ(ws.status(id)["status"], "completed") << id;
+  EXPECT_EQ(sql_number(ws, "SELECT count(*) FROM pipelines"), 3);
 
   // A child cancelled on its own: its parent halts with child_halted.
   const std::string other = ws.trigger("Middle", {"2"});

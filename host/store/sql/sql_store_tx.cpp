@@ -86,6 +86,11 @@ void SqlStoreTx::mark_cancelled(const std::string& pipeline_id, const std::strin
       .bind(1, now_)
       .bind(2, pipeline_id)
       .exec();
+  // A step that waited for a child pipeline (SPEC §18) waits no more.
+  conn_.prepare("UPDATE steps SET status = 'cancelled', updated_at = ?1 WHERE run_id = ?2 AND status = 'waiting'")
+      .bind(1, now_)
+      .bind(2, run_id)
+      .exec();
 }
 
 void SqlStoreTx::reopen_run(const std::string& pipeline_id, const std::string& run_id) {
