@@ -362,10 +362,6 @@ bool paused_and_idle(Connection& conn, const std::string& pipeline) {
   return stmt.step() && stmt.int64(0) != 0;
 }
 
-}  // namespace
-
-namespace {
-
 // Open pipelines of `pipeline` that invoked a child and have no branch
 // that moves on its own (every open branch of their run waits for a child).
 int64_t waiting_for_children(Connection& conn, const std::string& pipeline) {
