@@ -103,6 +103,19 @@ TEST(ChildPipelineTest, TheDashboardLinksParentAndChild) {
   EXPECT_EQ(browser.evaluate(link_to + "'/ui/pipelines/" + id + "').length"), 1);
   EXPECT_EQ(browser.evaluate("document.body.textContent.includes('child of ')"), true);
   keep_screenshot(browser, "child-pipeline-child");
+  dashboard->stop();
+
+  // The API's pipeline document carries the same links.
+  ws.write_config(options);
+  Served served(ws, {"serve"});
+  ASSERT_FALSE(served.address().empty()) << served.process().stdout_so_far();
+  Reply reply = get(served.address(), "/api/v1/pipelines/" + child);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.doc()["invoked_by"]["pipeline_id"], id) << reply.body;
+  reply = get(served.address(), "/api/v1/pipelines/" + id);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.doc()["children"][0]["id"], child) << reply.body;
+  served.stop();
 }
 
 TEST(ChildPipelineTest, AChildThatFansOutHandsBackItsCollapsesOutput) {
