@@ -184,6 +184,20 @@ bool RowWriter::paused_pipeline_unless_paused(const std::string& pipeline, const
   return insert.step();
 }
 
+void RowWriter::invocation(const std::string& child_pipeline_id, const std::string& parent_run_id,
+                           const std::string& parent_step_id, int64_t depth, const std::string& now) {
+  conn_
+      .prepare(
+          "INSERT INTO invocations (child_pipeline_id, parent_pipeline_id, parent_step_id, depth, created_at) "
+          "SELECT ?1, pipeline_id, ?2, ?3, ?4 FROM runs WHERE id = ?5")
+      .bind(1, child_pipeline_id)
+      .bind(2, parent_step_id)
+      .bind(3, depth)
+      .bind(4, now)
+      .bind(5, parent_run_id)
+      .exec();
+}
+
 void RowWriter::schedule_unless_exists(const std::string& pipeline, const std::string& name, const std::string& now) {
   conn_
       .prepare("INSERT INTO schedules (pipeline_klass, name, first_seen_at) VALUES (?1, ?2, ?3) "

@@ -144,6 +144,10 @@ class RowWriter {
   // `expires_at`, written at once unless an event has its idempotency key
   // (also one another transaction is writing); true when written.
   bool event(const std::string& id, const NewEvent& event, const std::string& expires_at, const std::string& now);
+  // The invocation row of a child pipeline (SPEC §18): the parent is the
+  // pipeline of run `parent_run_id`, read from the run; written at once.
+  void invocation(const std::string& child_pipeline_id, const std::string& parent_run_id,
+                  const std::string& parent_step_id, int64_t depth, const std::string& now);
   // Creates the flow gates of the JSON object `gates` (its keys, a gate
   // each; issue 38) of pipeline `pipeline` that do not exist yet, at once,
   // in key order (the order claims lock gates in), each counting 0 in

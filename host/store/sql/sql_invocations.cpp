@@ -21,16 +21,7 @@ std::pair<std::string, std::string> SqlBranchTx::start_child(const NewStep& step
   const std::string step_id = add_unqueued_step(rows, conn_.clock(), step, "waiting", now_);
   rows.flush();
   const TriggeredPipeline made = insert_pipeline_rows(conn_, now_, child);
-  conn_
-      .prepare(
-          "INSERT INTO invocations (child_pipeline_id, parent_pipeline_id, parent_step_id, depth, created_at) "
-          "SELECT ?1, pipeline_id, ?2, ?3, ?4 FROM runs WHERE id = ?5")
-      .bind(1, made.pipeline_id)
-      .bind(2, step_id)
-      .bind(3, depth)
-      .bind(4, now_)
-      .bind(5, step.run_id)
-      .exec();
+  rows.invocation(made.pipeline_id, step.run_id, step_id, depth, now_);
   return {step_id, made.pipeline_id};
 }
 
