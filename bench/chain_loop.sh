@@ -7,15 +7,29 @@
 # With DUCTWORK_BENCH_KEYS=K the chains are of Echo carrying {"k": i % K}
 # (the same load with keys to limit), and DUCTWORK_BENCH_LIMIT=L adds the
 # pipeline-wide `concurrency: {limit: L, key: /0/k}` (issue 38).
+# With DUCTWORK_BENCH_PYTHON=1 the chains are of PyInc, a Python process
+# step (SPEC §19) served by tests/fixtures/process_steps/py_steps.py through
+# sdk/python: the same load through a step process.
 # With a URL the run uses that database after emptying its public schema
 # (use a throw-away server: tests/support/pg_cluster.sh start DIR).
 set -euo pipefail
 bin=${1:?usage: chain_loop.sh BINARY [N] [POSTGRESQL_URL]}
 n=${2:-3000}
 url=${3:-}
-plugins=${DUCTWORK_BENCH_PLUGINS:-$(cd "$(dirname "$0")/.." && pwd)/build/lib/plugins}
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+plugins=${DUCTWORK_BENCH_PLUGINS:-$source_dir/build/lib/plugins}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
+if [[ -n ${DUCTWORK_BENCH_PYTHON:-} ]]; then
+  mkdir -p "$d/plugins"
+  cp "$plugins/libductwork_testkit.so" "$d/plugins/"
+  cat > "$d/plugins/py.steps.yml" <<YML
+command: [python3, "$source_dir/tests/fixtures/process_steps/py_steps.py"]
+environment: {PYTHONPATH: "$source_dir/sdk/python"}
+steps: [PyInc]
+YML
+  plugins=$d/plugins
+fi
 mkdir -p "$d/defs"
 if [[ -n $url ]]; then
   psql "$url" -qc 'DROP SCHEMA public CASCADE; CREATE SCHEMA public;' >/dev/null 2>&1
@@ -36,6 +50,7 @@ keys=${DUCTWORK_BENCH_KEYS:-}
 limit=${DUCTWORK_BENCH_LIMIT:-}
 step=Inc
 [[ -n $keys ]] && step=Echo
+[[ -n ${DUCTWORK_BENCH_PYTHON:-} ]] && step=PyInc
 {
   echo "pipeline: BenchChain"
   [[ -n $limit ]] && echo "concurrency: {limit: $limit, key: /0/k}"

@@ -25,7 +25,8 @@ PluginRegistry& Bootstrap::plugins() {
       load_checked_plugins(*registry, checked_, config_.plugins_load_timeout, plugin_timeout_exit_code_, *logger_);
     } else {
       probe_plugins(std::filesystem::read_symlink("/proc/self/exe").string(), config_.plugins_directory,
-                    config_.plugins_load_timeout, *registry, *logger_, stop_check_);
+                    config_.plugins_load_timeout, config_.plugins_handshake_timeout, *registry, *logger_,
+                    stop_check_);
     }
     plugins_ = std::move(registry);
   }

@@ -14,6 +14,12 @@
 namespace ductwork::cli {
 namespace {
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 // The names of the pipelines `plugin` exports, in export order. One that is
 // not canonical JSON with a name is left out: load_catalog reports it.
 std::vector<std::string> exported_pipeline_names(const LoadedPlugin& plugin) {
@@ -73,8 +79,15 @@ int cmd_plugins(const Args& args) {
   for (const auto& p : registry.plugins()) {
     std::string steps;
     for (const auto& s : p->step_names) steps += (steps.empty() ? "" : ", ") + s;
-    std::printf("  %s %s (ABI %u) %s\n    steps: %s\n", p->name.c_str(), p->version.c_str(), p->abi_version,
-                p->path.c_str(), steps.c_str());
+    if (p->manifest) {
+      std::string command;
+      for (const auto& word : p->manifest->command) command += (command.empty() ? "" : " ") + word;
+      std::printf("  %s%s%s (process steps: %s) %s\n    steps: %s\n", p->name.c_str(), p->version.empty() ? "" : " ",
+                  p->version.c_str(), command.c_str(), p->path.c_str(), steps.c_str());
+    } else {
+      std::printf("  %s %s (ABI %u) %s\n    steps: %s\n", p->name.c_str(), p->version.c_str(), p->abi_version,
+                  p->path.c_str(), steps.c_str());
+    }
     std::string hooks;
     for (const auto& h : p->hooks) hooks += (hooks.empty() ? "" : ", ") + std::string(hook_event_name(h.event)) + " " + h.name;
     if (!hooks.empty()) std::printf("    hooks: %s\n", hooks.c_str());
@@ -126,6 +139,11 @@ int cmd_validate(const Args& args) {
     for (const auto& p : boot.plugins().plugins()) {
       std::string names;
       for (const auto& n : exported_pipeline_names(*p)) names += (names.empty() ? "" : ", ") + n;
+      if (p->manifest) {
+        std::printf("process steps %s (%s): steps %s\n", p->name.c_str(), p->path.c_str(),
+                    join_names(p->step_names).c_str());
+        continue;
+      }
       std::printf("plugin %s %s (%s): %s\n", p->name.c_str(), p->version.c_str(), p->path.c_str(),
                   names.empty() ? "no pipelines" : ("pipelines " + names).c_str());
     }

@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   // Internal: the process that loads plugins for a command (plugin_probe.h).
-  if (command == "__probe-plugins" && argc == 5) {
-    return ductwork::run_plugin_probe(argv[2], std::atoi(argv[3]), std::atol(argv[4]));
+  if (command == "__probe-plugins" && argc == 6) {
+    return ductwork::run_plugin_probe(argv[2], std::atoi(argv[3]), std::atol(argv[4]), std::atof(argv[5]));
   }
   try {
     if (command == "migrate") return cmd_migrate(parse_args(argc, argv, {"vacuum"}, {}));

@@ -85,10 +85,14 @@ class Parser : public config_internal::YamlReader {
       }
     }
     if (auto plugins = root["plugins"]) {
-      only_keys(plugins, "plugins", {"directory", "load_timeout"});
+      only_keys(plugins, "plugins", {"directory", "load_timeout", "handshake_timeout"});
       if (plugins["directory"]) config.plugins_directory = path(plugins["directory"], "plugins.directory");
       if (plugins["load_timeout"]) {
         config.plugins_load_timeout = seconds(plugins["load_timeout"], "plugins.load_timeout", kMinPluginLoadSeconds);
+      }
+      if (plugins["handshake_timeout"]) {
+        config.plugins_handshake_timeout =
+            seconds(plugins["handshake_timeout"], "plugins.handshake_timeout", kMinPluginLoadSeconds);
       }
     }
     if (auto defs = root["definitions"]) {

@@ -219,6 +219,10 @@ struct Config {
   // How long loading the plugins may take (plugins.load_timeout, seconds):
   // a plugin hanging in its initialisation fails the command past it.
   double plugins_load_timeout = 60;
+  // How long a process step manifest's command may take to answer its
+  // handshake (plugins.handshake_timeout, seconds; SPEC §19): longer, and
+  // the manifest is refused (at load) or the execution crashed (at run).
+  double plugins_handshake_timeout = 10;
   std::string definitions_directory = "pipelines";
   bool all_pipelines = true;           // pipelines: "*"
   std::vector<std::string> pipelines;  // when !all_pipelines

@@ -22,13 +22,17 @@ Json summary_document(const PipelineSummary& r) {
 Json plugins_document(const std::string& directory, const PluginRegistry& plugins) {
   Json out = Json::object({{"directory", directory}, {"plugins", Json::array()}, {"refused", Json::array()}});
   for (const auto& p : plugins.plugins()) {
-    out["plugins"].push_back(Json::object({{"name", p->name},
-                                           {"version", p->version},
-                                           {"abi_version", p->abi_version},
-                                           {"path", p->path},
-                                           {"steps", Json::Array(p->step_names.begin(), p->step_names.end())},
-                                           {"pipelines", p->pipelines_json.size()},
-                                           {"hooks", plugin_hooks_json(*p)}}));
+    Json entry = Json::object({{"name", p->name},
+                               {"version", p->version},
+                               {"kind", p->manifest ? "process" : "library"},
+                               {"abi_version", p->abi_version},
+                               {"path", p->path},
+                               {"steps", Json::Array(p->step_names.begin(), p->step_names.end())},
+                               {"pipelines", p->pipelines_json.size()},
+                               {"hooks", plugin_hooks_json(*p)}});
+    // A process step manifest (SPEC §19): the command its steps run in.
+    if (p->manifest) entry["command"] = json_strings(p->manifest->command);
+    out["plugins"].push_back(std::move(entry));
   }
   for (const auto& r : plugins.refusals()) out["refused"].push_back(r);
   return out;

@@ -33,7 +33,8 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       health_(health),
       advance_(advance),
       watch_(watch),
-      journal_(journal) {}
+      journal_(journal),
+      process_steps_(logger, config.plugins_handshake_timeout, config.supervisor.shutdown_timeout) {}
 
 BranchAdvance::JobNode JobWorker::node_of(const ClaimedJob& job) const {
   return advance_ ? advance_->job_node(job.definition_sha1, job.run_id, job.node) : BranchAdvance::JobNode{};
@@ -126,13 +127,16 @@ bool JobWorker::run_once() {
     if (watch_) {
       watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_);
       scope.step_cancelled = &watched->cancel;
+      scope.process_pid = &watched->process_pid;
+      const StepClass* step = registry_.find_step(job->klass);
+      watched->process_step.store(step != nullptr && step->plugin->manifest != nullptr);
     }
     fault_point("during_job_execution");
     {
       LoopHealth::RunningStep running(health_);
       if (journal_) journal_->running(job->execution_id);  // named by a crash report
       const auto started = store_.clock().monotonic();
-      outcome = invoke_step(registry_, *job, scope);
+      outcome = invoke_step(registry_, *job, scope, &process_steps_);
       const auto took = store_.clock().monotonic() - started;
       slowest_ = std::max(slowest_, took);
       ran_ += took;
@@ -431,8 +435,18 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
   Json fields = fields_of(job);
   bool committed;
   bool step_failed = false;
-  const bool crashed = cancelled_.load();
-  if (crashed) {
+  const bool crashed = cancelled_.load() || outcome.crashed;
+  if (outcome.crashed) {
+    // The step's process died or broke the protocol (SPEC §19): a crash of
+    // this execution, as a `.so` step's worker dying would be, without the
+    // worker's other work going with it.
+    NextExecution next = after_crash_of(job);
+    committed = record_job_crash(store_, job, process_id_, outcome.error, next);
+    step_failed = next.step_failed;
+    fields["error_klass"] = outcome.error.klass;
+    fields["error_message"] = outcome.error.message;
+    logger_.warn("Step process crashed; recorded as a crash", fields);
+  } else if (crashed) {
     // The step stopped because we are shutting down: that is not the step's
     // fault, so it costs a crash unit rather than a retry. So does an error
     // it called permanent: cancellation may have caused it, and if it is

@@ -16,6 +16,7 @@
 #include "engine/step_watch.h"
 #include "engine/wakeup.h"
 #include "plugin/plugin_registry.h"
+#include "plugin/process_steps.h"
 #include "store/store.h"
 #include "util/logger.h"
 
@@ -114,6 +115,8 @@ class JobWorker {
   BranchAdvance* advance_;
   StepWatch* watch_;
   StepJournal* journal_;
+  // This worker's step processes (process steps, SPEC §19).
+  ProcessSteps process_steps_;
   std::vector<std::pair<ClaimedJob, ErrorInfo>> unclosed_;
   // Claimed in this worker's last claim or commit, not started yet.
   std::deque<ClaimedJob> queue_;

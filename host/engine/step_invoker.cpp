@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/error_info.h"
+#include "plugin/process_steps.h"
 #include "util/json.h"
 #include "util/json_limits.h"
 
@@ -42,12 +43,23 @@ std::string or_empty(const char* s) { return s ? std::string(s) : std::string();
 
 }  // namespace
 
-StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, StepCallScope& scope) {
+StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, StepCallScope& scope,
+                        ProcessSteps* processes) {
   StepOutcome outcome;
   const StepClass* step = registry.find_step(job.klass);
   if (!step) {
     outcome.error = make_error_info("ductwork::UnknownStep",
                                     "step class " + job.klass + " is not exported by any loaded plugin");
+    return outcome;
+  }
+  if (step->plugin->manifest) {
+    if (processes == nullptr) {
+      outcome.error = make_error_info("ductwork::ProcessStepUnavailable",
+                                      "step " + job.klass + " is a process step, and this caller runs no step processes");
+      return outcome;
+    }
+    outcome = processes->run(step->plugin->manifest, job, scope, scope.process_pid);
+    outcome.plugin = step->plugin;
     return outcome;
   }
   if (step->abi == nullptr) {

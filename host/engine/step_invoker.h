@@ -4,31 +4,18 @@
 
 #include "plugin/host_api.h"
 #include "plugin/plugin_registry.h"
+#include "plugin/step_outcome.h"
 #include "store/store_types.h"
 
 namespace ductwork {
-
-// How one call of a step's execute ended.
-struct StepOutcome {
-  bool ok = false;
-  std::string output_json;  // when ok: the return value as JSON text
-  ErrorInfo error;          // when !ok (already truncated)
-  // When !ok: false when the step reported its error as permanent
-  // (DW_ERROR_NOT_RETRYABLE through dw_host_api.set_error_flags), so no
-  // retry may be spent on it. Errors the host finds itself (unknown step,
-  // invalid output, ...) stay retryable.
-  bool retryable = true;
-  // The plugin whose step ran (null when the step class did not resolve).
-  const LoadedPlugin* plugin = nullptr;
-  // How long execute ran, in seconds, as the caller timed it (negative:
-  // not timed); observed in /metrics once the result is committed.
-  double ran_seconds = -1;
-};
 
 // Runs the job's step through its plugin: create, execute, destroy. Every
 // failure (unknown step class, exception in the step, invalid output JSON)
 // becomes an error outcome; nothing throws. `scope` is the call's
 // host_handle; its error_flags are reset here and read after execute.
-StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, StepCallScope& scope);
+// A process step (SPEC §19) runs in `processes`, the calling worker's step
+// processes; without them it fails (ductwork::ProcessStepUnavailable).
+StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, StepCallScope& scope,
+                        class ProcessSteps* processes = nullptr);
 
 }  // namespace ductwork

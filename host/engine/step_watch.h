@@ -41,6 +41,10 @@ class StepWatch {
     std::atomic<bool> timed_out{false};  // its timeout passed (flag raised)
     std::atomic<bool> expired{false};    // the grace passed too: its execution was closed as StepTimeout
     std::atomic<bool> returned{false};   // the worker got it back
+    // A process step's step process while it runs (0: none): what ending
+    // the step kills, instead of the worker (SPEC §19).
+    std::atomic<int> process_pid{0};
+    std::atomic<bool> process_step{false};
     bool run_cancelled = false;          // watch thread only
 
     bool past_timeout(Clock::Instant now) const {

@@ -33,6 +33,10 @@ struct StepCallScope {
   // timeout passed (engine/step_watch.h). `cancelled` is the host's
   // shutdown; ctx.cancelled() reads either.
   const std::atomic<bool>* step_cancelled = nullptr;
+  // A process step's (SPEC §19): holds its step process's pid while it
+  // runs, so that a step outliving its timeout is ended by killing that
+  // process rather than the worker (engine/step_watch.h).
+  std::atomic<int>* process_pid = nullptr;
 };
 
 // What the host functions need to serve one running hook (the

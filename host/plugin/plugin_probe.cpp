@@ -50,7 +50,8 @@ Json describe(const LoadedPlugin& plugin) {
                        {"abi_version", plugin.abi_version},
                        {"identity", plugin.identity},
                        {"steps", json_strings(plugin.step_names)},
-                       {"pipelines", json_strings(plugin.pipelines_json)}});
+                       {"pipelines", json_strings(plugin.pipelines_json)},
+                       {"command", plugin.manifest ? json_strings(plugin.manifest->command) : Json()}});
 }
 
 std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {
@@ -62,6 +63,15 @@ std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {
   plugin->identity = doc.at("identity").as_string();
   plugin->step_names = strings_of(doc.at("steps"));
   plugin->pipelines_json = strings_of(doc.at("pipelines"));
+  if (const Json* command = doc.find("command"); command && command->is_array()) {
+    auto manifest = std::make_shared<ProcessManifest>();
+    manifest->path = plugin->path;
+    manifest->name = plugin->name;
+    manifest->version = plugin->version;
+    manifest->command = strings_of(*command);
+    manifest->steps = plugin->step_names;
+    plugin->manifest = std::move(manifest);
+  }
   for (const Json& hook : doc.at("hooks").as_array()) {
     plugin->hooks.push_back(PluginHook{hook_event_of(hook.at("event").as_string()), hook.at("name").as_string()});
   }
@@ -71,7 +81,7 @@ std::unique_ptr<LoadedPlugin> metadata(const Json& doc) {
 // The running probe: its pid, the read end of its pipe, and what it said.
 class Probe {
  public:
-  Probe(const std::string& executable, const std::string& directory) {
+  Probe(const std::string& executable, const std::string& directory, double handshake_seconds) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw PluginLoadError(std::string("cannot start the plugin probe: ") + std::strerror(errno));
     read_fd_ = fds[0];
@@ -90,7 +100,8 @@ class Probe {
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all_default);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    std::vector<std::string> args = {executable, "__probe-plugins", directory, "3", std::to_string(::getpid())};
+    std::vector<std::string> args = {executable, "__probe-plugins", directory, "3", std::to_string(::getpid()),
+                                     std::to_string(handshake_seconds)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -204,8 +215,9 @@ void refuse_blame(int status, const rusage& usage, const Report& report, const s
 }  // namespace
 
 void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
-                   PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop) {
-  Probe probe(executable, directory);
+                   double handshake_seconds, PluginRegistry& into, Logger& logger,
+                   const std::function<bool()>& should_stop) {
+  Probe probe(executable, directory, handshake_seconds);
   const Clock& clock = Clock::system();  // before any store: plugins load first
   const auto deadline = clock.after(timeout_seconds);
   bool open = true;
@@ -267,13 +279,14 @@ std::vector<CheckedPlugin> parse_checked_plugins(const std::string& text) {
   return out;
 }
 
-int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid) {
+int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid, double handshake_seconds) {
   // Never outlive the command that asked (a plugin may hang here forever).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != static_cast<pid_t>(parent_pid)) return 1;
   std::FILE* quiet = std::fopen("/dev/null", "w");
   Logger logger(quiet != nullptr ? quiet : stderr, Logger::Format::kJson, LogLevel::kError);
   PluginRegistry registry;
+  registry.check_handshakes(handshake_seconds);
   registry.load_directory(directory, logger, [&](const std::string& path) {
     write_all(out_fd, dump_json_lossy(Json::object({{"loading", path}})) + "\n");
   });

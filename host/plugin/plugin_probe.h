@@ -43,8 +43,12 @@ class PluginProbeStopped : public std::runtime_error {
 // that hung, exited or crashed, and PluginProbeStopped when the probe was
 // ended by a limit or a signal instead. Each file the probe begins to load
 // is logged (debug, "Plugin probe loading").
+// Each process step manifest's command is started and must answer its
+// handshake within `handshake_seconds` (plugins.handshake_timeout), or the
+// manifest is refused.
 void probe_plugins(const std::string& executable, const std::string& directory, double timeout_seconds,
-                   PluginRegistry& into, Logger& logger, const std::function<bool()>& should_stop = {});
+                   double handshake_seconds, PluginRegistry& into, Logger& logger,
+                   const std::function<bool()>& should_stop = {});
 
 // The checked plugins as one line of text (a child's --plugins-checked),
 // and back; parse_checked_plugins throws std::invalid_argument naming what
@@ -52,10 +56,11 @@ void probe_plugins(const std::string& executable, const std::string& directory, 
 std::string checked_plugins_text(const std::vector<CheckedPlugin>& checked);
 std::vector<CheckedPlugin> parse_checked_plugins(const std::string& text);
 
-// The probe's side (`ductwork __probe-plugins DIRECTORY FD PARENT_PID`):
+// The probe's side (`ductwork __probe-plugins DIRECTORY FD PARENT_PID
+// HANDSHAKE_SECONDS`):
 // loads every plugin in this process and writes, on `out_fd`, one JSON
 // line {"loading": PATH} before each file and a last line
 // {"done": true, "plugins": [...], "refusals": [...]}. Returns the exit code.
-int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid);
+int run_plugin_probe(const std::string& directory, int out_fd, long parent_pid, double handshake_seconds);
 
 }  // namespace ductwork

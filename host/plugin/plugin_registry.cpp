@@ -16,6 +16,8 @@
 #include <set>
 
 #include "plugin/host_api.h"
+#include "util/json.h"
+#include "plugin/step_process.h"
 
 namespace ductwork {
 namespace fs = std::filesystem;
@@ -46,7 +48,7 @@ void PluginRegistry::load_directory(const std::string& directory, Logger& logger
     return;
   }
   for (const auto& entry : it) {
-    if (entry.path().extension() != ".so") continue;
+    if (entry.path().extension() != ".so" && !is_process_manifest(entry.path().string())) continue;
     if (entry.path().filename().string().front() == '.') continue;  // hidden: an editor's or a copy's temporary
     std::error_code file_ec;
     bool regular = entry.is_regular_file(file_ec);
@@ -100,6 +102,7 @@ void PluginRegistry::log_loaded(const LoadedPlugin& plugin, Logger& logger) {
                               {"plugin_path", plugin.path},
                               {"steps", Json::Array(plugin.step_names.begin(), plugin.step_names.end())}});
   if (!plugin.hooks.empty()) fields["hooks"] = hooks;
+  if (plugin.manifest) fields["command"] = json_strings(plugin.manifest->command);
   logger.info("Plugin loaded", fields);
 }
 
@@ -198,6 +201,7 @@ std::string load_private_copy(boost::dll::shared_library& library, const std::st
 }  // namespace
 
 bool PluginRegistry::load_file(const std::string& path, Logger& logger, const std::string* expected_identity) {
+  if (is_process_manifest(path)) return load_manifest(path, logger, expected_identity);
   auto plugin = std::make_unique<LoadedPlugin>();
   plugin->path = path;
   try {
@@ -304,19 +308,63 @@ bool PluginRegistry::load_file(const std::string& path, Logger& logger, const st
       plugin->hooks.push_back(PluginHook{hook->event, std::move(name), hook});
     }
   }
+  return keep(std::move(plugin), logger);
+}
+
+bool PluginRegistry::keep(std::unique_ptr<LoadedPlugin> plugin, Logger& logger) {
   for (const auto& loaded : plugins_) {
     if (loaded->name == plugin->name) {
-      return refuse(path, "plugin name " + plugin->name + " is already taken by " + loaded->path +
-                              " (plugin:Step names must say which plugin they mean)",
+      return refuse(plugin->path, "plugin name " + plugin->name + " is already taken by " + loaded->path +
+                                      " (plugin:Step names must say which plugin they mean)",
                     logger);
     }
   }
-  for (size_t i = 0; i < table->step_count; ++i) {
-    steps_[table->steps[i]->name].push_back(StepClass{table->steps[i], plugin.get()});
+  if (plugin->table != nullptr) {
+    for (size_t i = 0; i < plugin->table->step_count; ++i) {
+      steps_[plugin->table->steps[i]->name].push_back(StepClass{plugin->table->steps[i], plugin.get()});
+    }
+  } else {
+    for (const auto& name : plugin->step_names) steps_[name].push_back(StepClass{nullptr, plugin.get()});
   }
   log_loaded(*plugin, logger);
   plugins_.push_back(std::move(plugin));
   return true;
+}
+
+bool PluginRegistry::load_manifest(const std::string& path, Logger& logger, const std::string* expected_identity) {
+  auto plugin = std::make_unique<LoadedPlugin>();
+  plugin->path = path;
+  try {
+    plugin->identity = file_identity(path);
+  } catch (const std::exception& e) {
+    return refuse(path, std::string("cannot be read: ") + e.what(), logger);
+  }
+  if (expected_identity && plugin->identity != *expected_identity) {
+    return refuse(path,
+                  "the file changed since the plugin probe checked it; reload the host (SIGHUP) to check and load the "
+                  "new file",
+                  logger);
+  }
+  std::shared_ptr<ProcessManifest> manifest;
+  try {
+    manifest = std::make_shared<ProcessManifest>(read_process_manifest(path));
+  } catch (const ManifestError& e) {
+    return refuse(path, e.what(), logger);
+  }
+  if (handshake_seconds_ > 0) {
+    StepProcess process(manifest, logger);
+    try {
+      process.start(handshake_seconds_);
+    } catch (const StepProcessError& e) {
+      return refuse(path, "its command " + manifest->command.front() + " " + e.what(), logger);
+    }
+    process.stop(1.0);
+  }
+  plugin->name = manifest->name;
+  plugin->version = manifest->version;
+  plugin->step_names = manifest->steps;
+  plugin->manifest = std::move(manifest);
+  return keep(std::move(plugin), logger);
 }
 
 const StepClass* PluginRegistry::find_step(const std::string& name) const {

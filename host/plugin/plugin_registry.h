@@ -10,6 +10,7 @@
 
 #include "ductwork/abi.h"
 #include "plugin/frame_symbols.h"
+#include "plugin/process_manifest.h"
 #include "util/logger.h"
 
 namespace ductwork {
@@ -55,6 +56,10 @@ struct LoadedPlugin {
   boost::dll::shared_library library;
   // Names the plugin's frames in its step's backtraces (null when adopted).
   std::unique_ptr<FrameSymbols> frames;
+  // A process step manifest (SPEC §19) rather than a library: its steps run
+  // in a step process (plugin/step_process.h); no library, no table, ABI 0.
+  // Adopted from a probe it holds the name, command and steps only.
+  std::shared_ptr<const ProcessManifest> manifest;
 };
 
 // A plugin file the probe loaded and accepted, and the identity of the
@@ -89,7 +94,8 @@ class PluginRegistry {
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;
 
-  // Loads every "*.so" of `directory` in name order. A missing directory is
+  // Loads every "*.so" and every process step manifest ("*.steps.yml") of
+  // `directory` in name order. A missing directory is
   // logged and yields no plugins. `before_each` is told each file's path
   // before it is loaded (the plugin probe reports progress with it).
   void load_directory(const std::string& directory, Logger& logger,
@@ -127,9 +133,17 @@ class PluginRegistry {
   }
   // True when every plugin was adopted: nothing of theirs can run here.
   bool metadata_only() const { return metadata_only_; }
+  // Start each manifest's command and check its handshake within `seconds`
+  // as it is loaded (what the plugin probe does; a worker trusts the probe).
+  void check_handshakes(double seconds) { handshake_seconds_ = seconds; }
 
  private:
   bool refuse(const std::string& path, const std::string& reason, Logger& logger);
+  // load_file for a process step manifest.
+  bool load_manifest(const std::string& path, Logger& logger, const std::string* expected_identity);
+  // Registers an accepted plugin's steps and keeps it; false (refused) when
+  // its name is taken.
+  bool keep(std::unique_ptr<LoadedPlugin> plugin, Logger& logger);
   // The one "Plugin loaded" line, for a loaded or an adopted plugin.
   static void log_loaded(const LoadedPlugin& plugin, Logger& logger);
 
@@ -138,6 +152,7 @@ class PluginRegistry {
   std::vector<std::string> refusals_;
   std::vector<std::pair<std::string, std::string>> refused_;
   bool metadata_only_ = false;
+  double handshake_seconds_ = 0;  // 0: not checked here
 };
 
 }  // namespace ductwork

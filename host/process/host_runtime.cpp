@@ -119,6 +119,18 @@ void HostRuntime::start() {
 void HostRuntime::end_expired_step(const StepWatch::Running& running) {
   Json fields =
       Json::object({{"pipeline", running.job.pipeline}, {"job_id", running.job.job_id}, {"step", running.job.klass}});
+  if (running.process_step.load()) {
+    // A process step (SPEC §19): its own process is what runs it. Killing
+    // it ends the step; the worker sees it die and goes on.
+    const int pid = running.process_pid.load();
+    if (pid > 0) {
+      fields["pid"] = pid;
+      logger_.error("Killing a step process to end a step that ignored its timeout", fields);
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    return;
+  }
   if (role_.supervised) {
     // The only way to end a step that will not return. The supervisor sees
     // the kill, reaps this process with force (its other in-flight steps

@@ -285,7 +285,8 @@ void Supervisor::start_reprobe() {
   if (reprobe_.valid()) return;  // one is under way: its answer serves this hangup too
   reprobe_ = std::async(std::launch::async, [this] {
     PluginRegistry registry;
-    probe_plugins(options_.executable, config_.plugins_directory, config_.plugins_load_timeout, registry, logger_,
+    probe_plugins(options_.executable, config_.plugins_directory, config_.plugins_load_timeout,
+                  config_.plugins_handshake_timeout, registry, logger_,
                   [this] { return stop_reprobe_.load(); });
     Probed probed{registry.checked(), {}};
     for (const auto& plugin : registry.plugins()) {
