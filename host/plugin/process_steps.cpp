@@ -26,7 +26,7 @@ StepOutcome ProcessSteps::run(const std::shared_ptr<const ProcessManifest>& mani
     try {
       process->start(handshake_seconds_);
       logger_.info("Step process started", Json::object({{"plugin", manifest->name},
-                                                         {"pid", static_cast<int64_t>(process->pid())},
+                                                         {"step_pid", static_cast<int64_t>(process->pid())},
                                                          {"pipeline", job.pipeline},
                                                          {"step", job.klass}}));
     } catch (const StepProcessError& e) {

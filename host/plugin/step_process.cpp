@@ -43,7 +43,7 @@ LogLevel level_named(const std::string& name) {
   return LogLevel::kInfo;
 }
 
-std::string quoted(const std::string& s) { return Json(s).dump(); }
+std::string json_text(const std::string& s) { return Json(s).dump(); }
 
 const std::string* string_member(const Json& doc, const char* key) {
   const Json* v = doc.find(key);
@@ -167,7 +167,7 @@ void StepProcess::start(double seconds) {
   std::optional<Json> hello = try_parse_json(line);
   if (!hello || !hello->is_object() || !string_member(*hello, "ductwork") ||
       *string_member(*hello, "ductwork") != "steps") {
-    refuse("answered the handshake with " + quoted(line.substr(0, 80)) +
+    refuse("answered the handshake with " + json_text(line.substr(0, 80)) +
            ", not a hello ({\"ductwork\": \"steps\", \"protocol\": 1, \"steps\": [...]})");
   }
   const Json* protocol = hello->find("protocol");
@@ -204,7 +204,7 @@ void StepProcess::log_stderr(bool all) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     err_tail_.push_back(line);
     if (err_tail_.size() > kStderrTail) err_tail_.pop_front();
-    Json fields = Json::object({{"plugin", manifest_->name}, {"pid", static_cast<int64_t>(pid_)}, {"line", line}});
+    Json fields = Json::object({{"plugin", manifest_->name}, {"step_pid", static_cast<int64_t>(pid_)}, {"line", line}});
     if (current_) {
       fields["pipeline"] = current_->pipeline;
       fields["step"] = current_->klass;
@@ -335,9 +335,16 @@ StepOutcome StepProcess::execute(const ClaimedJob& job, StepCallScope& scope, st
   } current{*this, pid_slot};
   current_ = &job;
   if (pid_slot) pid_slot->store(pid_);
-  std::string request = "{\"type\":\"execute\",\"step\":" + quoted(job.klass) + ",\"args\":" + job.args_json +
-                        ",\"run_id\":" + quoted(job.run_id) + ",\"idempotency_key\":" + quoted(job.idempotency_key) +
-                        ",\"pipeline\":" + quoted(job.pipeline) + ",\"retry_count\":" + std::to_string(job.retry_count) +
+  // The step's own name: a definition may qualify it (`plugin:Step`).
+  std::string step = job.klass;
+  const std::string prefix = manifest_->name + ":";
+  if (step.rfind(prefix, 0) == 0 &&
+      std::find(manifest_->steps.begin(), manifest_->steps.end(), step.substr(prefix.size())) != manifest_->steps.end()) {
+    step.erase(0, prefix.size());
+  }
+  std::string request = "{\"type\":\"execute\",\"step\":" + json_text(step) + ",\"args\":" + job.args_json +
+                        ",\"run_id\":" + json_text(job.run_id) + ",\"idempotency_key\":" + json_text(job.idempotency_key) +
+                        ",\"pipeline\":" + json_text(job.pipeline) + ",\"retry_count\":" + std::to_string(job.retry_count) +
                         ",\"crash_count\":" + std::to_string(job.crash_count) + "}\n";
   if (!send(request)) return died(job, "ductwork::StepProcessDied", "was gone before it was sent the step", true);
   const dw_host_api* host = host_api();
@@ -357,7 +364,7 @@ StepOutcome StepProcess::execute(const ClaimedJob& job, StepCallScope& scope, st
     const std::string* type = message && message->is_object() ? string_member(*message, "type") : nullptr;
     if (!type) {
       return died(job, "ductwork::ProtocolError",
-                  "wrote " + quoted(line.substr(0, 80)) + " on stdout, not a protocol message; it was ended", true);
+                  "wrote " + json_text(line.substr(0, 80)) + " on stdout, not a protocol message; it was ended", true);
     }
     if (*type == "output") {
       const Json* value = message->find("value");
@@ -408,7 +415,7 @@ StepOutcome StepProcess::execute(const ClaimedJob& job, StepCallScope& scope, st
       } else if (rc == DW_CONTEXT_NOT_FOUND) {
         reply = "{\"type\":\"context\",\"found\":false}";
       } else {
-        reply = "{\"type\":\"context\",\"error\":" + quoted(error ? error : "context_get failed") + "}";
+        reply = "{\"type\":\"context\",\"error\":" + json_text(error ? error : "context_get failed") + "}";
       }
       host->free_string(value);
       host->free_string(error);
@@ -425,12 +432,12 @@ StepOutcome StepProcess::execute(const ClaimedJob& job, StepCallScope& scope, st
       } else {
         reply = std::string("{\"type\":\"context_set\",\"ok\":false,\"already_set\":") +
                 (rc == DW_CONTEXT_ALREADY_SET ? "true" : "false") + ",\"error\":" +
-                quoted(error ? error : "context_set failed") + "}";
+                json_text(error ? error : "context_set failed") + "}";
       }
       host->free_string(error);
     } else {
       return died(job, "ductwork::ProtocolError",
-                  "sent a message of unknown type " + quoted(*type) + "; it was ended", true);
+                  "sent a message of unknown type " + json_text(*type) + "; it was ended", true);
     }
     if (!send(reply + "\n")) return died(job, "ductwork::StepProcessDied", "stopped reading its stdin", true);
   }

@@ -124,7 +124,7 @@ void HostRuntime::end_expired_step(const StepWatch::Running& running) {
     // it ends the step; the worker sees it die and goes on.
     const int pid = running.process_pid.load();
     if (pid > 0) {
-      fields["pid"] = pid;
+      fields["step_pid"] = pid;
       logger_.error("Killing a step process to end a step that ignored its timeout", fields);
       ::kill(-pid, SIGKILL);
       ::kill(pid, SIGKILL);

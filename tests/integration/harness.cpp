@@ -293,6 +293,28 @@ void with_fixture_plugin(Workspace& ws, const std::string& library, ConfigOption
   ws.write_config(options);
 }
 
+std::string python_steps_script() {
+  return std::string(DUCTWORK_SOURCE_DIR) + "/tests/fixtures/process_steps/py_steps.py";
+}
+
+std::string python_sdk_dir() { return std::string(DUCTWORK_SOURCE_DIR) + "/sdk/python"; }
+
+void with_python_steps(Workspace& ws, ConfigOptions options, const std::string& manifest_extra) {
+  namespace fs = std::filesystem;
+  std::string plugins = ws.file("plugins");
+  fs::create_directories(plugins);
+  fs::copy_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", plugins + "/libductwork_testkit.so",
+                fs::copy_options::overwrite_existing);
+  testsupport::write_file(
+      plugins + "/py.steps.yml",
+      "command: [python3, -u, \"" + python_steps_script() + "\"]\n"
+      "environment: {PYTHONPATH: \"" + python_sdk_dir() + "\"}\n"
+      "steps: [PyInc, PyDouble, PySum, PyRange, PyFail, PyFatal, PyEcho, PyContext, PyFailOnce, PyWaitForCancel,\n"
+      "        PySleepPid, PyIgnoreTimeout]\n" + manifest_extra);
+  options.plugins_directory = plugins;
+  ws.write_config(options);
+}
+
 double db_seconds(const std::string& text) {
   std::tm tm{};
   double fraction = 0;

@@ -162,6 +162,14 @@ int64_t process_rows(const Workspace& ws);
 // "libstubborn.so": StubbornSleep, a step that never looks at its
 // cancellation flag).
 void with_fixture_plugin(Workspace& ws, const std::string& library, ConfigOptions options);
+// The same with the Python process steps of
+// tests/fixtures/process_steps/py_steps.py (PyInc, PyFail, ...; SPEC §19)
+// beside the testkit: a manifest `py.steps.yml` running it through
+// sdk/python. `manifest_extra` is appended to the manifest verbatim.
+void with_python_steps(Workspace& ws, ConfigOptions options, const std::string& manifest_extra = "");
+// The Python fixture's path, and the SDK's folder (for PYTHONPATH).
+std::string python_steps_script();
+std::string python_sdk_dir();
 
 // A database time ('YYYY-MM-DD HH:MM:SS.ffffff', UTC) as seconds since the
 // epoch; records a failure and returns 0 for anything else.
