@@ -122,6 +122,52 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param) + "_" + std::get<1>(info.param);
     });
 
+// The same faults around a process step (SPEC §19): a chain of Python
+// steps and a `.so` step. A killed worker takes its step process with it
+// (none is left running); each step still commits exactly once.
+class ProcessStepDurabilityTest : public ::testing::TestWithParam<Fault> {};
+
+TEST_P(ProcessStepDurabilityTest, AChainOfProcessStepsCompletesWithEveryStepCommittedOnce) {
+  const auto& [checkpoint, action] = GetParam();
+  if (find_on_path("python3").empty()) GTEST_SKIP() << "python3 is not installed";
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1}\n";
+  Workspace ws;
+  with_python_steps(ws, options);
+  ws.define("chain.yml", chain_definition("PyChain3", {"PyInc", "Inc", "PyInc"}));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(ws.trigger("PyChain3", {std::to_string(10 * i)}));
+  auto run = ws.process_options(60);
+  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
+  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+  for (int i = 0; i < 3; ++i) {
+    json doc = ws.status(ids[i]);
+    ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+    const json& steps = doc["runs"][0]["steps"];
+    ASSERT_EQ(steps.size(), 3u) << "no step duplicated or lost";
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(steps[k]["output"], 10 * i + k + 1);
+      int successes = 0;
+      for (const auto& e : steps[k]["executions"]) successes += e["result_type"] == "success";
+      EXPECT_EQ(successes, 1) << steps[k].dump(2);
+    }
+  }
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM executions WHERE completed_at IS NULL"), "0\n") << "open execution";
+  EXPECT_EQ(sql(ws, "SELECT COUNT(*) FROM processes"), "0\n");
+  // No step process outlives the worker that started it.
+  EXPECT_TRUE(eventually(5, [&] { return step_processes_of(ws) == 0; })) << "a step process outlived its worker";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Checkpoints, ProcessStepDurabilityTest,
+    ::testing::Combine(::testing::Values("after_job_claim", "during_job_execution", "after_branch_advancement"),
+                       ::testing::Values("kill", "raise")),
+    [](const ::testing::TestParamInfo<Fault>& info) {
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+    });
+
 }  // namespace
 }  // namespace ductwork::it
 

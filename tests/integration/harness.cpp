@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <cstdlib>
 #include <ctime>
 #include <regex>
@@ -297,6 +298,29 @@ std::string python_steps_script() {
   return std::string(DUCTWORK_SOURCE_DIR) + "/tests/fixtures/process_steps/py_steps.py";
 }
 
+int step_processes_of(const Workspace& ws) {
+  namespace fs = std::filesystem;
+  const std::string mark = "DWTEST_WORKSPACE=" + ws.dir();
+  int n = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t at = 0; at < env.size();) {
+      size_t end = env.find('\0', at);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(at, end - at, mark) == 0) {
+        ++n;
+        break;
+      }
+      at = end + 1;
+    }
+  }
+  return n;
+}
+
 std::string python_sdk_dir() { return std::string(DUCTWORK_SOURCE_DIR) + "/sdk/python"; }
 
 void with_python_steps(Workspace& ws, ConfigOptions options, const std::string& manifest_extra) {
@@ -308,7 +332,7 @@ void with_python_steps(Workspace& ws, ConfigOptions options, const std::string& 
   testsupport::write_file(
       plugins + "/py.steps.yml",
       "command: [python3, -u, \"" + python_steps_script() + "\"]\n"
-      "environment: {PYTHONPATH: \"" + python_sdk_dir() + "\"}\n"
+      "environment: {PYTHONPATH: \"" + python_sdk_dir() + "\", DWTEST_WORKSPACE: \"" + ws.dir() + "\"}\n"
       "steps: [PyInc, PyDouble, PySum, PyRange, PyFail, PyFatal, PyEcho, PyContext, PyFailOnce, PyWaitForCancel,\n"
       "        PySleepPid, PyIgnoreTimeout]\n" + manifest_extra);
   options.plugins_directory = plugins;

@@ -167,6 +167,10 @@ void with_fixture_plugin(Workspace& ws, const std::string& library, ConfigOption
 // beside the testkit: a manifest `py.steps.yml` running it through
 // sdk/python. `manifest_extra` is appended to the manifest verbatim.
 void with_python_steps(Workspace& ws, ConfigOptions options, const std::string& manifest_extra = "");
+// How many processes run with the workspace's mark in their environment
+// (the step processes with_python_steps' manifest starts; the mark is
+// DWTEST_WORKSPACE=<ws.dir()>).
+int step_processes_of(const Workspace& ws);
 // The Python fixture's path, and the SDK's folder (for PYTHONPATH).
 std::string python_steps_script();
 std::string python_sdk_dir();

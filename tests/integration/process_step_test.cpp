@@ -5,8 +5,6 @@
 // the refusals of a command that does not speak the protocol. Both dialects.
 #include <signal.h>
 
-#include <filesystem>
-#include <fstream>
 
 #include "harness.h"
 
@@ -17,18 +15,6 @@ size_t occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
   return n;
-}
-
-// Whether any process runs the Python fixture (a step process left behind).
-bool python_steps_running() {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find("py_steps.py") != std::string::npos && cmdline.find("python3") != std::string::npos) return true;
-  }
-  return false;
 }
 
 class ProcessStepTest : public ::testing::Test {
@@ -61,7 +47,7 @@ TEST_F(ProcessStepTest, PythonAndSoStepsChainFanOutAndFanInTogether) {
   ASSERT_EQ(chain_doc["status"], "completed") << chain_doc.dump(2);
   EXPECT_EQ(chain_doc["runs"][0]["steps"][3]["output"], 8);  // ((1 + 1 + 1) + 1) * 2
   EXPECT_EQ(chain_doc["runs"][0]["steps"][0]["executions"][0]["plugin"], "py") << chain_doc.dump(1);
-  EXPECT_FALSE(python_steps_running()) << "a step process outlived its host";
+  EXPECT_EQ(step_processes_of(ws), 0) << "a step process outlived its host";
 }
 
 // What the C ABI carries reaches the step: arguments (an integer past 2^53
@@ -179,7 +165,7 @@ TEST_F(ProcessStepTest, ACancelledRunsStepSeesItAndStops) {
   ProcessResult r = host.wait(60);
   EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
   EXPECT_EQ(ws.status(id)["status"], "cancelled");
-  EXPECT_FALSE(python_steps_running()) << "a step process outlived its host";
+  EXPECT_EQ(step_processes_of(ws), 0) << "a step process outlived its host";
 }
 
 // The step process killed with SIGKILL mid-step: one crash of that
@@ -201,6 +187,8 @@ TEST_F(ProcessStepTest, AStepProcessKilledMidStepIsOneCrashThenSuccess) {
   ASSERT_EQ(::kill(step_pid, SIGKILL), 0);
   ASSERT_TRUE(eventually(30, [&] { return ws.status(id)["status"] == "completed"; })) << host.stderr_so_far();
   EXPECT_TRUE(host.running()) << "the host went down with its step process";
+  // The fresh step process stays, for the worker's next execution.
+  EXPECT_EQ(step_processes_of(ws), 1);
   host.signal(SIGTERM);
   ProcessResult r = host.wait(60);
   json doc = ws.status(id);
@@ -213,6 +201,7 @@ TEST_F(ProcessStepTest, AStepProcessKilledMidStepIsOneCrashThenSuccess) {
   EXPECT_EQ(executions[1]["retry_count"], 0) << "a crash spends no retry";
   EXPECT_EQ(doc["runs"][0]["steps"][0]["output"], "after 1 crash");
   EXPECT_EQ(occurrences(r.out + r.err, "Step process started"), 2u) << r.out + r.err;
+  EXPECT_EQ(step_processes_of(ws), 0) << "shutdown closed the step process's stdin and it exited";
 }
 
 // A step that ignores its timeout: its step process is killed at the end
@@ -237,7 +226,7 @@ TEST_F(ProcessStepTest, AStepPastItsTimeoutHasItsProcessKilledNotItsWorker) {
   const std::string logs = r.out + r.err;
   EXPECT_EQ(occurrences(logs, "Killing a step process to end a step that ignored its timeout"), 2u) << logs;
   EXPECT_EQ(occurrences(logs, "Killing this worker process"), 0u) << logs;
-  EXPECT_FALSE(python_steps_running());
+  EXPECT_EQ(step_processes_of(ws), 0) << "a step process outlived its host";
 }
 
 // Commands that do not speak the protocol are refused by name with the
