@@ -5,6 +5,8 @@
 // the refusals of a command that does not speak the protocol. Both dialects.
 #include <signal.h>
 
+#include <filesystem>
+
 
 #include "harness.h"
 
@@ -309,6 +311,98 @@ TEST_F(ProcessStepTest, PluginsListsAManifestWithItsCommand) {
     EXPECT_EQ(p["steps"][0], "PyInc");
   }
   EXPECT_TRUE(found) << r.out;
+}
+
+}  // namespace
+}  // namespace ductwork::it
+
+namespace ductwork::it {
+namespace {
+
+// A step process that breaks the protocol (tests/fixtures/process_steps/
+// misbehaving.sh, a POSIX shell script) is contained: garbage or an
+// unknown message on stdout and an exit mid-step are crashes of that
+// execution (the process is ended, a fresh one runs the next), an output
+// past job_worker.max_output_bytes is the step's error (OutputTooLarge) as
+// for a `.so` step; the host runs on and each step then succeeds.
+TEST(ProcessStepFailureTest, EveryWayAStepProcessBreaksIsContainedCountedAndExplained) {
+  Workspace ws;
+  ConfigOptions options;
+  options.job_worker_extra = "max_output_bytes: 1024";
+  with_python_steps(ws, options);
+  ws.write("plugins/bad.steps.yml", "command: [\"" + std::string(DUCTWORK_SOURCE_DIR) +
+                                        "/tests/fixtures/process_steps/misbehaving.sh\"]\n"
+                                        "steps: [Garbage, Exits, HugeLine, BigOutput, UnknownType]\n");
+  struct Case {
+    std::string step, klass, message, result;
+  };
+  const std::vector<Case> cases = {
+      {"Garbage", "ductwork::ProtocolError", "wrote \"this is not JSON\" on stdout", "process_crashed"},
+      {"Exits", "ductwork::StepProcessDied", "exited with status 7", "process_crashed"},
+      {"HugeLine", "ductwork::OutputTooLarge", "longer than job_worker.max_output_bytes (1024)", "failure"},
+      {"BigOutput", "ductwork::OutputTooLarge", "the output of step BigOutput", "failure"},
+      {"UnknownType", "ductwork::ProtocolError", "unknown type \"telemetry\"", "process_crashed"},
+  };
+  std::vector<std::string> ids;
+  for (const Case& c : cases) {
+    ws.define(c.step + ".yml", chain_definition("Bad" + c.step, {c.step}));
+    ids.push_back(ws.trigger("Bad" + c.step, {"1"}));
+  }
+  ProcessResult r = ws.run({"start", "--drain"}, 90);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].step);
+    json doc = ws.status(ids[i]);
+    ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+    const json& executions = doc["runs"][0]["steps"][0]["executions"];
+    ASSERT_EQ(executions.size(), 2u) << doc.dump(2);
+    EXPECT_EQ(executions[0]["result_type"], cases[i].result) << executions.dump(2);
+    EXPECT_EQ(executions[0]["error_klass"], cases[i].klass) << executions.dump(2);
+    EXPECT_NE(executions[0]["error_message"].get<std::string>().find(cases[i].message), std::string::npos)
+        << executions.dump(2);
+    EXPECT_EQ(doc["runs"][0]["steps"][0]["output"], "ok");
+  }
+  const std::string logs = r.out + r.err;
+  EXPECT_NE(logs.find("leaving now"), std::string::npos) << "the dying process's stderr reached the log\n" << logs;
+}
+
+// The shell example (examples/process-steps/shell): the protocol needs no
+// SDK and no Python.
+TEST(ProcessStepFailureTest, TheShellExampleServesItsStep) {
+  Workspace ws;
+  with_python_steps(ws, {});
+  namespace fs = std::filesystem;
+  const std::string example = std::string(DUCTWORK_SOURCE_DIR) + "/examples/process-steps/shell";
+  fs::copy_file(example + "/shout.sh", ws.file("plugins/shout.sh"));
+  fs::copy_file(example + "/shout.steps.yml", ws.file("plugins/shout.steps.yml"));
+  ws.define("shout.yml", chain_definition("Loud", {"Shout", "Shout"}));
+  const std::string id = ws.trigger("Loud", {"\"quiet please\""});
+  const std::string bad = ws.trigger("Loud", {"{\"not\": \"a string\"}"});
+  ws.drain(60);
+  json doc = ws.status(id);
+  ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], "QUIET PLEASE");
+  doc = ws.status(bad);
+  EXPECT_EQ(doc["status"], "halted") << doc.dump(2);
+  EXPECT_EQ(doc["runs"][0]["branches"][0]["halt_reason"], "job_error_not_retryable") << doc.dump(2);
+}
+
+// In threaded mode (forking: none) each worker thread keeps its own step
+// process, and the chain runs as in forking mode.
+TEST(ProcessStepFailureTest, ThreadedModeRunsProcessSteps) {
+  if (find_on_path("python3").empty()) GTEST_SKIP() << "python3 is not installed";
+  Workspace ws;
+  ConfigOptions options;
+  options.extra = "forking: none\n";
+  with_python_steps(ws, options);
+  ws.define("chain.yml", chain_definition("PyThreaded", {"PyInc", "Inc", "PyDouble"}));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(ws.trigger("PyThreaded", {std::to_string(i)}));
+  ProcessResult r = ws.run({"start", "--drain"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(ws.status(ids[i])["runs"][0]["steps"][2]["output"], (i + 2) * 2);
+  EXPECT_LE(occurrences(r.out + r.err, "Step process started"), 2u) << "one per worker thread, kept between steps";
+  EXPECT_EQ(step_processes_of(ws), 0);
 }
 
 }  // namespace
