@@ -1,6 +1,9 @@
 // ductwork new-plugin NAME [DIR]: writes a buildable plugin folder (a step,
 // its test with <ductwork/testing.hpp>, a pipeline file, CMake for the
 // installed SDK) from the template embedded at build time (sdk/template).
+// With --python: a folder of Python process steps (a manifest, the steps,
+// their unittest with ductwork_steps.testing, a pipeline; no build) from
+// sdk/template-python.
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,15 +31,17 @@ constexpr std::array kKeywords = {
     "struct",  "switch",  "template", "this",    "throw",     "true",     "try",      "typedef", "union",
     "unsigned", "using",  "virtual", "void",     "volatile",  "while",    "std"};
 
-void check_name(const std::string& name) {
+void check_name(const std::string& name, bool python) {
   bool valid = !name.empty() && name.size() <= 64 && name[0] >= 'a' && name[0] <= 'z' &&
                std::all_of(name.begin(), name.end(),
                            [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
   if (!valid) {
     throw BadInput("plugin name \"" + name +
-                   "\" must start with a lower-case letter and hold only a-z, 0-9 and _ (at most 64): "
-                   "it becomes the library name, the CMake target and a C++ namespace");
+                   "\" must start with a lower-case letter and hold only a-z, 0-9 and _ (at most 64): " +
+                   std::string(python ? "it names the Python module NAME_steps and the manifest"
+                           : "it becomes the library name, the CMake target and a C++ namespace"));
   }
+  if (python) return;  // NAME_steps is never a Python keyword
   auto is = [&](const char* word) { return name == word; };
   if (std::any_of(kKeywords.begin(), kKeywords.end(), is)) {
     throw BadInput("plugin name \"" + name + "\" is a C++ keyword; it becomes a C++ namespace");
@@ -69,10 +74,12 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 
 int cmd_new_plugin(const Args& args) {
   if (args.positionals.empty() || args.positionals.size() > 2) {
-    throw BadInput("usage: ductwork new-plugin NAME [DIR]");
+    throw BadInput("usage: ductwork new-plugin NAME [DIR] [--python]");
   }
+  const bool python = args.flag("python");
+  const std::vector<TemplateFile>& files = python ? python_template_files() : plugin_template_files();
   const std::string& name = args.positionals[0];
-  check_name(name);
+  check_name(name, python);
   const std::string camel = camel_case(name);
   const fs::path target = fs::absolute(args.positionals.size() == 2 ? fs::path(args.positionals[1]) : fs::path(name));
 
@@ -93,7 +100,7 @@ int cmd_new_plugin(const Args& args) {
   const fs::path staging = parent / staging_name;
   fs::remove_all(staging, ec);
   try {
-    for (const TemplateFile& file : plugin_template_files()) {
+    for (const TemplateFile& file : files) {
       fs::path path = staging / replace_all(file.path, "@NAME@", name);
       fs::create_directories(path.parent_path());
       std::ofstream out(path, std::ios::binary);
@@ -108,9 +115,17 @@ int cmd_new_plugin(const Args& args) {
     throw;
   }
 
-  std::printf("created plugin %s in %s\n", name.c_str(), target.string().c_str());
-  for (const TemplateFile& file : plugin_template_files()) {
+  std::printf("created %s %s in %s\n", python ? "Python steps" : "plugin", name.c_str(), target.string().c_str());
+  for (const TemplateFile& file : files) {
     std::printf("  %s\n", replace_all(file.path, "@NAME@", name).c_str());
+  }
+  if (python) {
+    std::printf(
+        "next:\n  cd %s\n  python3 -m unittest discover -s test\n"
+        "  ductwork migrate -c ductwork.yml && ductwork trigger %s '\"Ada\"' -c ductwork.yml\n"
+        "  ductwork start --drain -c ductwork.yml\n",
+        target.string().c_str(), camel.c_str());
+    return kExitOk;
   }
   std::printf(
       "next:\n  cd %s\n  cmake -S . -B build && cmake --build build && ctest --test-dir build\n"

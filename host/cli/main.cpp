@@ -52,7 +52,8 @@ const char* kUsage =
     "                                       finished pipelines, every row of each (S: completed, halted or\n"
     "                                       cancelled), archived first in DIR (or retention.archive)\n"
     "  health [-p PID] [-V]                 exit 0 when the supervisor(s) heartbeat, 1 with a report if not\n"
-    "  new-plugin NAME [DIR]                write a buildable step plugin folder (default ./NAME)\n"
+    "  new-plugin NAME [DIR] [--python]     write a buildable step plugin folder (default ./NAME);\n"
+    "                                       --python: Python process steps instead of C++\n"
     "\n"
     "CONFIG defaults to $DUCTWORK_CONFIG, then ./ductwork.yml, else built-in defaults.\n"
     "exit codes: 0 ok, 1 runtime failure, 2 bad input (nothing written)\n";
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
                                                return cmd_serve(args, wait);
                                              }});
     }
-    if (command == "new-plugin") return cmd_new_plugin(parse_args(argc, argv, {}, {}));
+    if (command == "new-plugin") return cmd_new_plugin(parse_args(argc, argv, {"python"}, {}));
     if (command == "health") return cmd_health(parse_args(argc, argv, {"verbose"}, {"pid"}));
     std::fprintf(stderr, "ductwork: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return kExitBadInput;

@@ -14,5 +14,8 @@ struct TemplateFile {
 };
 
 const std::vector<TemplateFile>& plugin_template_files();
+// The Python process-step folder of `new-plugin --python`
+// (sdk/template-python), with the same placeholders.
+const std::vector<TemplateFile>& python_template_files();
 
 }  // namespace ductwork::cli

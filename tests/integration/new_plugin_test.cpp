@@ -1,4 +1,4 @@
-// `ductwork new-plugin NAME [DIR]`: the folder it writes, and its refusals
+// `ductwork new-plugin [--python] NAME [DIR]`: the folder it writes, and its refusals
 // (exit 2, nothing written). That the folder builds and its test passes
 // against the packaged SDK is tests/authoring/package_test.sh.
 #include <filesystem>
@@ -84,6 +84,47 @@ TEST(NewPluginTest, RefusesBadNamesAndOccupiedFoldersWritingNothing) {
   EXPECT_EQ(entries(ws.dir()), before + 2) << "only the two files this test wrote";
   EXPECT_EQ(entries(fs::path(ws.dir()) / "taken"), 1u);
   EXPECT_EQ(read_file(fs::path(ws.dir()) / "taken/keep.txt"), "mine");
+}
+
+// Issue 40: `new-plugin --python` to a running, unit-tested pipeline
+// without C++: the folder's own unittest passes, and its ductwork.yml
+// runs the pipeline through the real binary (python3 finds the SDK's
+// module on PYTHONPATH, as it would where the SDK package installed it).
+TEST(NewPluginTest, PythonWritesStepsTheirTestAndAPipelineThatRuns) {
+  if (find_on_path("python3").empty()) GTEST_SKIP() << "python3 is not installed";
+  Workspace ws;
+  ProcessResult r = ws.run_raw({"new-plugin", "--python", "order_mail"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::path dir = fs::path(ws.dir()) / "order_mail";
+  for (const char* file : {"plugins/order_mail.steps.yml", "plugins/order_mail_steps.py",
+                           "test/test_order_mail_steps.py", "pipelines/order_mail.yml", "ductwork.yml", "README.md"}) {
+    EXPECT_TRUE(fs::is_regular_file(dir / file)) << file;
+    EXPECT_NE(r.out.find(file), std::string::npos) << "not listed: " << file << "\n" << r.out;
+    EXPECT_EQ(read_file(dir / file).find("@NAME@"), std::string::npos) << "placeholder left in " << file;
+    EXPECT_EQ(read_file(dir / file).find("@CAMEL@"), std::string::npos) << "placeholder left in " << file;
+  }
+  EXPECT_NE(read_file(dir / "plugins/order_mail_steps.py").find("@step(\"OrderMailGreet\")"), std::string::npos);
+  testsupport::ProcessOptions options;
+  options.cwd = dir.string();
+  options.env = {{"PYTHONPATH", python_sdk_dir()}};
+  ProcessResult unit = testsupport::run_process({find_on_path("python3"), "-m", "unittest", "discover", "-s", "test"},
+                                                options);
+  EXPECT_EQ(unit.exit_code, 0) << unit.describe() << unit.err;
+  EXPECT_NE(unit.err.find("Ran 3 tests"), std::string::npos) << unit.err;
+  auto ductwork = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), DUCTWORK_BINARY);
+    args.insert(args.end(), {"-c", "ductwork.yml"});
+    return testsupport::run_process(args, options);
+  };
+  ASSERT_EQ(ductwork({"migrate"}).exit_code, 0);
+  ProcessResult trigger = ductwork({"trigger", "OrderMail", "\"Ada\""});
+  ASSERT_EQ(trigger.exit_code, 0) << trigger.err;
+  const std::string id = trigger.out.substr(0, trigger.out.find('\n'));
+  ProcessResult drain = ductwork({"start", "--drain"});
+  ASSERT_EQ(drain.exit_code, 0) << drain.err;
+  json doc = parse_json(ductwork({"status", id, "--json"}).out, "status --json");
+  EXPECT_EQ(doc["status"], "completed") << doc.dump(2);
+  EXPECT_EQ(doc["runs"][0]["steps"][1]["output"], "HELLO, ADA!") << doc.dump(2);
 }
 
 }  // namespace
