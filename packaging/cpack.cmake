@@ -3,7 +3,8 @@
 #   cmake --build build-deb -j2 && (cd build-deb && cpack -G DEB)
 # (packaging/deb.sh does exactly that and runs lintian.) Two packages:
 #   ductwork          the host, the service, the testkit plugin, docs, man page
-#   ductwork-sdk-dev  headers, CMake package, pkg-config file, plugin template
+#   ductwork-sdk-dev  headers, CMake package, pkg-config file, plugin template,
+#                     the Python step module and its template
 include(GNUInstallDirs)
 
 set(DUCTWORK_PACKAGING_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -72,6 +73,8 @@ configure_file(${DUCTWORK_PACKAGING_DIR}/ductwork-sdk.pc.in ${generated}/ductwor
 install(FILES ${generated}/ductwork-sdk.pc DESTINATION ${CMAKE_INSTALL_DATADIR}/pkgconfig COMPONENT sdk)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/template/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ductwork/plugin-template COMPONENT sdk)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/template-python/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ductwork/python-template COMPONENT sdk)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/step-authors.md
         DESTINATION ${DUCTWORK_SDK_DOC_DIR} COMPONENT sdk)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/wordcount
@@ -119,6 +122,11 @@ Header-only C++17 SDK to write step plugins for the Ductwork pipeline
 engine: the step and context API, the C ABI boundary, a fluent pipeline
 builder, and <ductwork/testing.hpp> to unit-test steps without a host.
 Includes the CMake package (find_package(DuctworkSDK CONFIG)), a pkg-config
-file and the template behind 'ductwork new-plugin'.")
+file and the template behind 'ductwork new-plugin'.
+.
+Also the Python module ductwork_steps (standard library only) to write
+process steps in Python, with its unit-test helper, and the template
+behind 'ductwork new-plugin --python'.")
+set(CPACK_DEBIAN_SDK_PACKAGE_SUGGESTS "python3")
 
 include(CPack)

@@ -332,7 +332,7 @@ void with_python_steps(Workspace& ws, ConfigOptions options, const std::string& 
   testsupport::write_file(
       plugins + "/py.steps.yml",
       "command: [python3, -u, \"" + python_steps_script() + "\"]\n"
-      "environment: {PYTHONPATH: \"" + python_sdk_dir() + "\", DWTEST_WORKSPACE: \"" + ws.dir() + "\"}\n"
+      "environment: {PYTHONPATH: \"" + python_sdk_dir() + "\", PYTHONDONTWRITEBYTECODE: \"1\", DWTEST_WORKSPACE: \"" + ws.dir() + "\"}\n"
       "steps: [PyInc, PyDouble, PySum, PyRange, PyFail, PyFatal, PyEcho, PyContext, PyFailOnce, PyWaitForCancel,\n"
       "        PySleepPid, PyIgnoreTimeout]\n" + manifest_extra);
   options.plugins_directory = plugins;
