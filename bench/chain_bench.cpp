@@ -14,8 +14,9 @@
 //
 //   ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A] [--batch B]
 //                  [--database-url postgresql://USER@HOST:PORT/DB] [--scrape-every SECONDS]
-//                  [--binary PATH] [--pruning 1]   (--batch: job_worker.batch; --binary: the `ductwork` of
-//                  the forking runs; --pruning 1: also forking drains while the retention policy prunes)
+//                  [--binary PATH] [--pruning 1] [--python 1]   (--batch: job_worker.batch; --binary: the
+//                  `ductwork` of the forking runs; --pruning 1: also forking drains while the retention policy
+//                  prunes; --python 1: the chains are of PyInc, a Python process step, SPEC §19)
 // With --database-url every run gets a fresh database on that PostgreSQL
 // server (created and dropped through the URL's database); without, a
 // fresh SQLite file.
@@ -78,7 +79,29 @@ struct Options {
   // (retention: {completed: 0}) against the same drain without, in
   // interleaved pairs; each starts with --chains finished pipelines to prune.
   bool pruning = false;
+  // The chains' step and the plugins folder it comes from: Inc of the
+  // testkit, or with --python 1 PyInc of tests/fixtures/process_steps
+  // (a folder made for the run: the testkit and a manifest).
+  std::string step = "Inc";
+  std::string plugins = DUCTWORK_PLUGIN_DIR;
 };
+
+// A plugins folder with the testkit and the Python fixture's manifest
+// (PyInc and the other Python test steps, served through sdk/python).
+std::string python_plugins(const fs::path& dir) {
+  fs::path plugins = dir / "plugins";
+  fs::create_directories(plugins);
+  fs::copy_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", plugins / "libductwork_testkit.so",
+                fs::copy_options::overwrite_existing);
+  const std::string source = DUCTWORK_SOURCE_DIR;
+  std::FILE* f = std::fopen((plugins / "py.steps.yml").string().c_str(), "w");
+  std::fprintf(f,
+               "command: [python3, \"%s/tests/fixtures/process_steps/py_steps.py\"]\n"
+               "environment: {PYTHONPATH: \"%s/sdk/python\", PYTHONDONTWRITEBYTECODE: \"1\"}\nsteps: [PyInc]\n",
+               source.c_str(), source.c_str());
+  std::fclose(f);
+  return plugins.string();
+}
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -121,11 +144,14 @@ Config bench_config(const Options& o, const BenchDatabase& db) {
   return parse_config(yaml, "bench", "/");
 }
 
-Definition chain_definition(int length) {
-  std::string yaml = "pipeline: BenchChain\nsteps:\n  - start: Inc\n";
-  for (int i = 1; i < length; ++i) yaml += "  - chain: Inc\n";
-  return compile_definition_text(yaml, "bench");
+// The chain's definition: `length` steps of `step`.
+std::string chain_yaml(const Options& o) {
+  std::string yaml = "pipeline: BenchChain\nsteps:\n  - start: " + o.step + "\n";
+  for (int i = 1; i < o.length; ++i) yaml += "  - chain: " + o.step + "\n";
+  return yaml;
 }
+
+Definition chain_definition(const Options& o) { return compile_definition_text(chain_yaml(o), "bench"); }
 
 void wait_drained(Store& store) {
   while (store.reads().progress({"BenchChain"}).pipelines_open > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -155,7 +181,7 @@ RunResult throughput_run(const Options& o, const PluginRegistry& registry, Logge
   StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
   store->migrate();
-  Definition def = chain_definition(o.length);
+  Definition def = chain_definition(o);
   for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
   HostRuntime runtime(config, factory, registry, logger, {"BenchChain"});
   auto start = std::chrono::steady_clock::now();
@@ -180,7 +206,7 @@ std::vector<double> light_load_run(const Options& o, const PluginRegistry& regis
   StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
   store->migrate();
-  Definition def = chain_definition(o.length);
+  Definition def = chain_definition(o);
   HostRuntime runtime(config, factory, registry, logger, {"BenchChain"});
   runtime.start();
   for (int i = 0; i < o.light_chains; ++i) {
@@ -205,15 +231,13 @@ std::string write_host_files(const Options& o, const fs::path& dir, const BenchD
                  "%splugins: {directory: %s}\ndefinitions: {directory: %s}\n"
                  "pipelines: '*'\njob_worker: {count: %d, polling_timeout: 1%s}\n"
                  "pipeline_advancer: {count: %d, polling_timeout: 1}\nlogger: {level: error}\n",
-                 db.yaml().c_str(), DUCTWORK_PLUGIN_DIR, (dir / "defs").string().c_str(), o.workers,
+                 db.yaml().c_str(), o.plugins.c_str(), (dir / "defs").string().c_str(), o.workers,
                  batch_yaml(o).c_str(), o.advancers);
     std::fputs(extra_yaml.c_str(), f);
     std::fclose(f);
     fs::create_directories(dir / "defs");
     std::FILE* d = std::fopen((dir / "defs" / "bench.yml").string().c_str(), "w");
-    std::string yaml = "pipeline: BenchChain\nsteps:\n  - start: Inc\n";
-    for (int i = 1; i < o.length; ++i) yaml += "  - chain: Inc\n";
-    std::fputs(yaml.c_str(), d);
+    std::fputs(chain_yaml(o).c_str(), d);
     std::fclose(d);
   }
   return config_path;
@@ -230,7 +254,7 @@ double pruning_run(const Options& o, const fs::path& dir, bool prune) {
   auto factory = make_store_factory(db.config());
   auto store = factory->open();
   store->migrate();
-  Definition def = chain_definition(o.length);
+  Definition def = chain_definition(o);
   const std::string command = o.binary + " start --drain -c " + config_path + " > /dev/null";
   for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
   if (std::system(command.c_str()) != 0) return 0;  // the finished pipelines to prune
@@ -300,7 +324,7 @@ RunResult forking_run(const Options& o, const fs::path& dir, double scrape_every
   StoreFactory& factory = *factory_ptr;
   auto store = factory.open();
   store->migrate();
-  Definition def = chain_definition(o.length);
+  Definition def = chain_definition(o);
   for (int i = 0; i < o.chains; ++i) trigger_pipeline(*store, def, Json::array({i}));
   std::string command = o.binary + " start --drain -c " + config_path + " > /dev/null";
   std::unique_ptr<Scraper> scraper;
@@ -368,7 +392,7 @@ std::vector<double> hosts_light_run(const Options& o, const fs::path& dir, const
     return worker && advancer;
   };
   for (int i = 0; i < 500 && !both_up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  Definition def = chain_definition(o.length);
+  Definition def = chain_definition(o);
   for (int i = 0; i < o.light_chains; ++i) {
     trigger_pipeline(*store, def, Json::array({i}));
     wait_drained(*store);
@@ -389,7 +413,7 @@ std::vector<double> hosts_light_run(const Options& o, const fs::path& dir, const
 constexpr const char* kUsage =
     "usage: ductwork_bench [--chains N] [--length L] [--repeat R] [--workers W] [--advancers A] [--batch B]\n"
     "                      [--light-chains C] [--database-url postgresql://USER@HOST:PORT/DB]\n"
-    "                      [--scrape-every SECONDS] [--binary PATH] [--pruning 1]\n";
+    "                      [--scrape-every SECONDS] [--binary PATH] [--pruning 1] [--python 1]\n";
 
 int main(int argc, char** argv) {
   Options o;
@@ -407,17 +431,25 @@ int main(int argc, char** argv) {
     else if (k == "--database-url") o.database_url = v;
     else if (k == "--scrape-every") o.scrape_every = ductwork::bench::seconds(kUsage, k, v);
     else if (k == "--pruning") o.pruning = ductwork::bench::whole_number(kUsage, k, v, 0, 1) == 1;
+    else if (k == "--python") o.step = ductwork::bench::whole_number(kUsage, k, v, 0, 1) == 1 ? "PyInc" : "Inc";
     else return false;
     return true;
   });
   ductwork::bench::drop_ductwork_environment("ductwork_bench");
   Logger logger(stderr, Logger::Format::kJson, LogLevel::kError);
   PluginRegistry registry;
-  if (!registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger)) return 1;
   fs::path dir = fs::temp_directory_path() / ("ductwork-bench-" + std::to_string(::getpid()));
+  const fs::path python_dir = dir.string() + "-python";
+  if (o.step == "PyInc") {
+    o.plugins = python_plugins(python_dir);
+    registry.load_directory(o.plugins, logger);
+    if (!registry.find_step("PyInc")) return 1;
+  } else if (!registry.load_file(std::string(DUCTWORK_PLUGIN_DIR) + "/libductwork_testkit.so", logger)) {
+    return 1;
+  }
 
-  std::printf("ductwork_bench: %d chains x %d Inc steps, %d workers, %d advancers, %d runs, on %s\n", o.chains,
-              o.length, o.workers, o.advancers, o.repeat, o.database_url.empty() ? "SQLite" : "PostgreSQL");
+  std::printf("ductwork_bench: %d chains x %d %s steps, %d workers, %d advancers, %d runs, on %s\n", o.chains,
+              o.length, o.step.c_str(), o.workers, o.advancers, o.repeat, o.database_url.empty() ? "SQLite" : "PostgreSQL");
   std::vector<double> rates, p50s, p99s;
   for (int r = 0; r < o.repeat; ++r) {
     fs::remove_all(dir);
@@ -504,5 +536,6 @@ int main(int argc, char** argv) {
   std::printf("latency at light load, one forking host (`ductwork start`, %zu transitions): p50 %.0f us, "
               "p99 %.0f us\n",
               one_host.size(), percentile(one_host, 0.5), percentile(one_host, 0.99));
+  fs::remove_all(python_dir);
   return 0;
 }

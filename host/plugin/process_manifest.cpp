@@ -25,8 +25,8 @@ std::string at_line(const YAML::Node& node) {
 
 std::string kind_of(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
-  if (node.IsMap()) return "a map";
-  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return node.size() == 0 ? "an empty map" : "a map";
+  if (node.IsSequence()) return node.size() == 0 ? "an empty list" : "a list";
   return "\"" + node.Scalar() + "\"";
 }
 

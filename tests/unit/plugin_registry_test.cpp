@@ -1,5 +1,7 @@
 #include "plugin/plugin_registry.h"
 
+#include "engine/step_invoker.h"
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -134,6 +136,39 @@ TEST_F(PluginRegistryTest, MissingDirectoryLoadsNothing) {
   registry.load_directory("/nonexistent/plugins", logger);
   EXPECT_TRUE(registry.plugins().empty());
   EXPECT_TRUE(registry.refusals().empty());
+}
+
+// Process step manifests (SPEC §19) load beside `.so` plugins; the probe's
+// registry (check_handshakes) starts each command and refuses one that does
+// not say hello; invoke_step without a worker's step processes says so.
+TEST_F(PluginRegistryTest, AManifestLoadsBesideLibrariesAndItsHandshakeIsChecked) {
+  testsupport::TempDir dir;
+  fs::copy_file(plugin("libductwork_testkit.so"), dir.file("libductwork_testkit.so"));
+  dir.write("hello.steps.yml",
+            "command: [sh, -c, \"echo '{\\\"ductwork\\\": \\\"steps\\\", \\\"protocol\\\": 1, "
+            "\\\"steps\\\": [\\\"Hello\\\"]}'; cat >/dev/null\"]\nsteps: [Hello]\n");
+  dir.write("mute.steps.yml", "command: [sh, -c, \"sleep 30\"]\nsteps: [Mute]\n");
+  registry.check_handshakes(0.5);
+  registry.load_directory(dir.path(), logger);
+  ASSERT_EQ(registry.plugins().size(), 2u) << (registry.refusals().empty() ? "" : registry.refusals()[0]);
+  const StepClass* hello = registry.find_step("Hello");
+  ASSERT_NE(hello, nullptr);
+  ASSERT_NE(hello->plugin->manifest, nullptr);
+  EXPECT_EQ(hello->plugin->name, "hello");
+  EXPECT_EQ(hello->abi, nullptr);
+  EXPECT_NE(registry.find_step("Inc"), nullptr);
+  EXPECT_EQ(registry.find_step("Mute"), nullptr);
+  ASSERT_EQ(registry.refusals().size(), 1u);
+  EXPECT_NE(registry.refusals()[0].find("mute.steps.yml: its command sh did not answer the handshake within 0.5 s"),
+            std::string::npos)
+      << registry.refusals()[0];
+  ClaimedJob job;
+  job.klass = "Hello";
+  job.args_json = "[]";
+  StepCallScope scope;
+  StepOutcome outcome = invoke_step(registry, job, scope);
+  EXPECT_FALSE(outcome.ok);
+  EXPECT_EQ(outcome.error.klass, "ductwork::ProcessStepUnavailable");
 }
 
 }  // namespace
