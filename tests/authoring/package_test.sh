@@ -47,7 +47,9 @@ for f in usr/bin/ductwork etc/ductwork/ductwork.yml lib/systemd/system/ductwork.
          usr/share/doc/ductwork/images/dashboard-overview.png \
          usr/lib/ductwork/testkit/libductwork_testkit.so usr/include/ductwork/step.hpp usr/include/ductwork/testing.hpp \
          usr/share/pkgconfig/ductwork-sdk.pc usr/share/doc/ductwork-sdk-dev/copyright \
-         usr/share/ductwork/plugin-template/CMakeLists.txt; do
+         usr/share/ductwork/plugin-template/CMakeLists.txt \
+         usr/lib/python3/dist-packages/ductwork_steps/__init__.py usr/lib/python3/dist-packages/ductwork_steps/testing.py \
+         usr/share/ductwork/python-template/plugins/@NAME@_steps.py; do
   [[ -e $root/$f ]] || fail "missing /$f"
 done
 [[ -d $root/usr/lib/ductwork/plugins ]] || fail "missing /usr/lib/ductwork/plugins"
@@ -142,4 +144,19 @@ out=$(cd "$work/shop_mail" && "$ductwork" migrate -c ductwork.yml >/dev/null &&
       "$ductwork" status "$id" --json -c ductwork.yml | jq -c '[.status, .runs[0].steps[-1].output]')
 [[ $out == '["completed","HELLO, ADA!"]' ]] || fail "the new plugin's pipeline ended as $out"
 echo "new-plugin: $out" >>"$artefacts/runs.txt"
-echo "package_test: 2 packages lintian-clean; wordcount and a new plugin built against the packaged SDK and ran"
+
+# ---- ductwork new-plugin --python: the packaged ductwork_steps module runs
+# its unittest and its pipeline (PYTHONPATH stands for /usr's default path
+# the module is installed on).
+python_path=$root/usr/lib/python3/dist-packages
+"$ductwork" new-plugin --python shop_py "$work/shop_py" >"$artefacts/new-plugin-python.txt"
+(cd "$work/shop_py" && PYTHONPATH=$python_path PYTHONDONTWRITEBYTECODE=1 python3 -m unittest discover -s test) \
+  >"$artefacts/new-plugin-python-unittest.log" 2>&1 || { cat "$artefacts/new-plugin-python-unittest.log" >&2; fail "the Python steps' unittest failed"; }
+out=$(cd "$work/shop_py" && export PYTHONPATH=$python_path PYTHONDONTWRITEBYTECODE=1 &&
+      "$ductwork" migrate -c ductwork.yml >/dev/null &&
+      id=$("$ductwork" trigger ShopPy '"Ada"' -c ductwork.yml) &&
+      timeout 120 "$ductwork" start --drain -c ductwork.yml >start.log 2>&1 &&
+      "$ductwork" status "$id" --json -c ductwork.yml | jq -c '[.status, .runs[0].steps[-1].output]')
+[[ $out == '["completed","HELLO, ADA!"]' ]] || fail "the Python steps' pipeline ended as $out"
+echo "new-plugin --python: $out" >>"$artefacts/runs.txt"
+echo "package_test: 2 packages lintian-clean; wordcount, a new plugin built against the packaged SDK and new Python steps ran"
