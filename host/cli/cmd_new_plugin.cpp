@@ -119,19 +119,14 @@ int cmd_new_plugin(const Args& args) {
   for (const TemplateFile& file : files) {
     std::printf("  %s\n", replace_all(file.path, "@NAME@", name).c_str());
   }
-  if (python) {
-    std::printf(
-        "next:\n  cd %s\n  python3 -m unittest discover -s test\n"
-        "  ductwork migrate -c ductwork.yml && ductwork trigger %s '\"Ada\"' -c ductwork.yml\n"
-        "  ductwork start --drain -c ductwork.yml\n",
-        target.string().c_str(), camel.c_str());
-    return kExitOk;
-  }
+  // The first command: the Python folder has its test and nothing to build.
+  const char* check = python ? "python3 -m unittest discover -s test"
+                             : "cmake -S . -B build && cmake --build build && ctest --test-dir build";
   std::printf(
-      "next:\n  cd %s\n  cmake -S . -B build && cmake --build build && ctest --test-dir build\n"
+      "next:\n  cd %s\n  %s\n"
       "  ductwork migrate -c ductwork.yml && ductwork trigger %s '\"Ada\"' -c ductwork.yml\n"
       "  ductwork start --drain -c ductwork.yml\n",
-      target.string().c_str(), camel.c_str());
+      target.string().c_str(), check, camel.c_str());
   return kExitOk;
 }
 

@@ -436,27 +436,22 @@ void JobWorker::commit_failure(const ClaimedJob& job, const StepOutcome& outcome
   bool committed;
   bool step_failed = false;
   const bool crashed = cancelled_.load() || outcome.crashed;
-  if (outcome.crashed) {
+  if (crashed) {
     // The step's process died or broke the protocol (SPEC §19): a crash of
     // this execution, as a `.so` step's worker dying would be, without the
-    // worker's other work going with it.
+    // worker's other work going with it. Or the step stopped because we are
+    // shutting down: that is not the step's fault, so it costs a crash unit
+    // rather than a retry. So does an error it called permanent:
+    // cancellation may have caused it, and if it is real the re-run after
+    // the restart fails the step just the same.
     NextExecution next = after_crash_of(job);
     committed = record_job_crash(store_, job, process_id_, outcome.error, next);
     step_failed = next.step_failed;
     fields["error_klass"] = outcome.error.klass;
     fields["error_message"] = outcome.error.message;
-    logger_.warn("Step process crashed; recorded as a crash", fields);
-  } else if (crashed) {
-    // The step stopped because we are shutting down: that is not the step's
-    // fault, so it costs a crash unit rather than a retry. So does an error
-    // it called permanent: cancellation may have caused it, and if it is
-    // real the re-run after the restart fails the step just the same.
-    NextExecution next = after_crash_of(job);
-    committed = record_job_crash(store_, job, process_id_, outcome.error, next);
-    step_failed = next.step_failed;
-    fields["error_klass"] = outcome.error.klass;
-    fields["error_message"] = outcome.error.message;
-    logger_.warn("Job stopped by shutdown; recorded as a crash", fields);
+    logger_.warn(outcome.crashed ? "Step process crashed; recorded as a crash"
+                                 : "Job stopped by shutdown; recorded as a crash",
+                 fields);
   } else {
     // A permanent error (the step said so) fails the step now: the failure
     // result is written like any other, and no retry execution is made.

@@ -166,7 +166,13 @@ TEST_F(ProcessStepTest, ACancelledRunsStepSeesItAndStops) {
   host.signal(SIGTERM);
   ProcessResult r = host.wait(60);
   EXPECT_EQ(r.exit_code, 0) << r.describe() << r.err;
-  EXPECT_EQ(ws.status(id)["status"], "cancelled");
+  json doc = ws.status(id);
+  EXPECT_EQ(doc["status"], "cancelled");
+  // The step stopped because it asked (its own error), not because it was killed.
+  const json& executions = doc["runs"][0]["steps"][0]["executions"];
+  ASSERT_EQ(executions.size(), 1u) << doc.dump(2);
+  EXPECT_EQ(executions[0]["error_klass"], "RuntimeError") << doc.dump(2);
+  EXPECT_EQ(executions[0]["error_message"], "cancelled") << doc.dump(2);
   EXPECT_EQ(step_processes_of(ws), 0) << "a step process outlived its host";
 }
 
