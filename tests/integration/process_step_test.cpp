@@ -411,5 +411,27 @@ TEST(ProcessStepFailureTest, ThreadedModeRunsProcessSteps) {
   EXPECT_EQ(step_processes_of(ws), 0);
 }
 
+// Shutdown closes a step process's stdin and waits for it; one that stays
+// (tests/fixtures/process_steps/lingering.sh sleeps on) is killed with its
+// process group once supervisor.shutdown_timeout has passed.
+TEST(ProcessStepFailureTest, AStepProcessThatOutstaysShutdownIsKilledAfterTheTimeout) {
+  Workspace ws;
+  ConfigOptions options;
+  options.extra = "supervisor: {polling_timeout: 0.1, shutdown_timeout: 1}\n";
+  with_python_steps(ws, options);
+  ws.write("plugins/linger.steps.yml", "command: [\"" + std::string(DUCTWORK_SOURCE_DIR) +
+                                           "/tests/fixtures/process_steps/lingering.sh\"]\n"
+                                           "environment: {DWTEST_WORKSPACE: \"" + ws.dir() + "\"}\n"
+                                           "steps: [Lingers]\n");
+  ws.define("linger.yml", chain_definition("Linger", {"Lingers"}));
+  const std::string id = ws.trigger("Linger", {"1"});
+  ProcessResult r = ws.run({"start", "--drain"}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << r.err;
+  EXPECT_EQ(ws.status(id)["status"], "completed");
+  EXPECT_LT(r.seconds, 15) << "shutdown waited for the lingering process instead of killing it";
+  EXPECT_TRUE(eventually(2, [&] { return step_processes_of(ws) == 0; }))
+      << "the lingering process (or its sleep) was left running";
+}
+
 }  // namespace
 }  // namespace ductwork::it
