@@ -140,6 +140,29 @@ TEST(ChildPipelineTest, AChildThatFansOutHandsBackItsCollapsesOutput) {
   EXPECT_TRUE(outputs == json::parse("[10, 6]") || outputs == json::parse("[6, 10]")) << outputs.dump();
 }
 
+// The child's branches that end on their own, ended by one worker in one
+// batch (a single worker thread claims both of a divide's jobs together):
+// the hand-back has every branch's output, not only the one whose advance
+// settled the run (its sibling's `completed` was still in the batch's
+// unwritten rows; CI caught it on PostgreSQL).
+TEST(ChildPipelineTest, BranchesEndedInOneWorkerBatchAreAllHandedBack) {
+  ConfigOptions options;
+  options.job_workers = 1;
+  Workspace ws(options);
+  ws.define("split.yml", "pipeline: Split\nsteps:\n  - start: Echo\n  - divide: [Double, Inc]\n");
+  ws.define("outer2.yml", "pipeline: Outer2\nsteps:\n  - start: Echo\n  - invoke: Split\n  - chain: Echo\n");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(ws.trigger("Outer2", {std::to_string(5 + i)}));
+  ws.drain();
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_EQ(ws.status(ids[i])["status"], "completed") << ws.status(ids[i]).dump(1);
+    const json outputs = step_of(ws, ids[i], "Split")["output"];
+    const json doubled = 2 * (5 + i), incremented = 5 + i + 1;
+    EXPECT_TRUE(outputs == json::array({doubled, incremented}) || outputs == json::array({incremented, doubled}))
+        << outputs.dump();
+  }
+}
+
 TEST(ChildPipelineTest, WhileTheChildRunsTheParentBranchWaits) {
   Workspace ws;
   ws.define("child.yml", "pipeline: Slow\nsteps:\n  - start: Echo\n  - dampen: Inc\n");

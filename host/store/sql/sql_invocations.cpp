@@ -48,9 +48,13 @@ std::vector<std::string> SqlBranchTx::outputs_at(const std::string& run_id, cons
   std::vector<std::string> out;
   if (nodes.empty()) return out;
   flush_inline();  // an inline advance's completed step is read back
+  // A step whose job has its output ended its branch there. Its own
+  // status may still read `in_progress`: a worker that ended two branches
+  // of the run in one batch writes the first one's `completed` with the
+  // batch's other rows at the end of the transaction, after this read.
   std::string sql =
       "SELECT j.output_payload -> 'payload' FROM steps s JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ?1 "
-      "AND s.status = 'completed' AND s.node IN (";
+      "AND (s.status = 'completed' OR j.output_payload IS NOT NULL) AND s.node IN (";
   for (size_t n = 0; n < nodes.size(); ++n) sql += (n ? ", ?" : "?") + std::to_string(n + 2);
   sql += ") ORDER BY s.started_at, s.id";
   auto o = conn_.prepare(sql);
