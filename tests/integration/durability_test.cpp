@@ -18,6 +18,16 @@ class DurabilityTest : public ::testing::TestWithParam<Fault> {};
 
 std::string sql(const Workspace& ws, const std::string& query) { return ws.sql(query); }
 
+// `start --drain` with the fault armed (firing once, in whichever process
+// reaches it first): the drain still ends well, and the fault fired.
+void drain_with_fault(const Workspace& ws, const std::string& checkpoint, const std::string& action) {
+  auto run = ws.process_options(60);
+  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
+  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+}
+
 TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
   const auto& [checkpoint, action] = GetParam();
   ConfigOptions options;
@@ -27,11 +37,8 @@ TEST_P(DurabilityTest, ChainCompletesWithEveryStepCommittedOnce) {
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(ws.trigger("Chain3", {std::to_string(10 * i)}));
 
-  auto run = ws.process_options(60);
-  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
-  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
-  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+  drain_with_fault(ws, checkpoint, action);
+  if (::testing::Test::HasFatalFailure()) return;
 
   for (int i = 0; i < 3; ++i) {
     json doc = ws.status(ids[i]);
@@ -80,11 +87,8 @@ TEST_P(DurabilityTest, FanOutAndFanInCompleteWithExactlyOneFanInTarget) {
   std::string expand_id = ws.trigger("Expand", {"6"});
   std::string divide_id = ws.trigger("Divide", {"10"});
 
-  auto run = ws.process_options(60);
-  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
-  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
-  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+  drain_with_fault(ws, checkpoint, action);
+  if (::testing::Test::HasFatalFailure()) return;
 
   auto check = [&](const std::string& id, const json& sum_input, size_t steps_expected) {
     json doc = ws.status(id);
@@ -137,11 +141,8 @@ TEST_P(ProcessStepDurabilityTest, AChainOfProcessStepsCompletesWithEveryStepComm
   ws.define("chain.yml", chain_definition("PyChain3", {"PyInc", "Inc", "PyInc"}));
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(ws.trigger("PyChain3", {std::to_string(10 * i)}));
-  auto run = ws.process_options(60);
-  run.env = {{"DUCTWORK_FAULT", checkpoint + ":" + action}, {"DUCTWORK_FAULT_MARKER", ws.file("fault-fired")}};
-  testsupport::ProcessResult r = testsupport::run_process(ws.command({"start", "--drain"}), run);
-  ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-  EXPECT_TRUE(testsupport::file_exists(ws.file("fault-fired"))) << "the fault never fired";
+  drain_with_fault(ws, checkpoint, action);
+  if (::testing::Test::HasFatalFailure()) return;
   for (int i = 0; i < 3; ++i) {
     json doc = ws.status(ids[i]);
     ASSERT_EQ(doc["status"], "completed") << doc.dump(2);
