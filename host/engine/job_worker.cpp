@@ -128,8 +128,7 @@ bool JobWorker::run_once() {
       watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_);
       scope.step_cancelled = &watched->cancel;
       scope.process_pid = &watched->process_pid;
-      const StepClass* step = registry_.find_step(job->klass);
-      watched->process_step.store(step != nullptr && step->plugin->manifest != nullptr);
+      scope.process_step = &watched->process_step;
     }
     fault_point("during_job_execution");
     {

@@ -58,6 +58,7 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
                                       "step " + job.klass + " is a process step, and this caller runs no step processes");
       return outcome;
     }
+    if (scope.process_step) scope.process_step->store(true);
     outcome = processes->run(step->plugin->manifest, job, scope, scope.process_pid);
     outcome.plugin = step->plugin;
     return outcome;

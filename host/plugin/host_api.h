@@ -37,6 +37,9 @@ struct StepCallScope {
   // runs, so that a step outliving its timeout is ended by killing that
   // process rather than the worker (engine/step_watch.h).
   std::atomic<int>* process_pid = nullptr;
+  // Raised by invoke_step before a process step runs: what ends it past
+  // its timeout is the kill of that process, never of the worker.
+  std::atomic<bool>* process_step = nullptr;
 };
 
 // What the host functions need to serve one running hook (the

@@ -3,17 +3,18 @@
 #include <chrono>
 
 #include "engine/error_info.h"
+#include "util/clock.h"
 
 namespace ductwork {
 
 ProcessSteps::~ProcessSteps() {
   // Every process is told at once (stdin closed), then each gets what is
   // left of the one shutdown timeout.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                              std::chrono::duration<double>(shutdown_seconds_));
+  const Clock& clock = Clock::system();  // real waits, as StepProcess's
+  const Clock::Instant deadline = clock.after(shutdown_seconds_);
   for (auto& [path, process] : processes_) process->close_stdin();
   for (auto& [path, process] : processes_) {
-    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const double left = std::chrono::duration<double>(deadline - clock.monotonic()).count();
     process->stop(left > 0 ? left : 0);
   }
 }

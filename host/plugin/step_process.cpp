@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "engine/error_info.h"
+#include "util/clock.h"
 #include "util/json.h"
 #include "util/json_limits.h"
 #include "util/wait_status.h"
@@ -24,23 +25,27 @@ extern char** environ;
 namespace ductwork {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
+// Waits on a step process are real waits (poll, waitpid): the host's own
+// clock, never a test's shifted one.
+const Clock& wait_clock() { return Clock::system(); }
 
 constexpr size_t kStderrTail = 10;           // lines kept for a crash's report
 constexpr size_t kStderrLineLimit = 4096;    // longer lines are logged in pieces
 constexpr size_t kHelloLimit = 1 << 20;      // the hello is small
 constexpr size_t kRequestSlack = 1 << 20;    // a reply line's room beyond the value limit
 
-int ms_until(SteadyClock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+int ms_until(Clock::Instant deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - wait_clock().monotonic()).count();
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
-LogLevel level_named(const std::string& name) {
-  if (name == "debug") return LogLevel::kDebug;
-  if (name == "warn" || name == "warning") return LogLevel::kWarn;
-  if (name == "error") return LogLevel::kError;
-  return LogLevel::kInfo;
+// The ABI's log level (dw_host_api.log) of a protocol level name.
+int abi_log_level(const std::string& name) {
+  if (name == "debug") return DW_LOG_DEBUG;
+  if (name == "warn" || name == "warning") return DW_LOG_WARN;
+  if (name == "error") return DW_LOG_ERROR;
+  return DW_LOG_INFO;
 }
 
 std::string json_text(const std::string& s) { return Json(s).dump(); }
@@ -144,8 +149,7 @@ void StepProcess::start(double seconds) {
   err_tail_.clear();
   served_.clear();
 
-  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                                 std::chrono::duration<double>(seconds));
+  const Clock::Instant deadline = wait_clock().after(seconds);
   std::string line;
   const Read read = read_line(&line, ms_until(deadline), kHelloLimit);
   auto refuse = [&](const std::string& why) {
@@ -219,7 +223,7 @@ void StepProcess::log_stderr(bool all) {
 }
 
 StepProcess::Read StepProcess::read_line(std::string* line, int wait_ms, size_t max_bytes) {
-  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(wait_ms < 0 ? 0 : wait_ms);
+  const Clock::Instant deadline = wait_clock().after(wait_ms < 0 ? 0 : wait_ms / 1000.0);
   for (;;) {
     size_t nl = out_buf_.find('\n');
     if (nl != std::string::npos) {
@@ -274,8 +278,8 @@ std::string StepProcess::end(int grace_ms) {
   if (pid_ <= 0) return std::string();
   int status = 0;
   pid_t got = 0;
-  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(grace_ms);
-  while ((got = ::waitpid(pid_, &status, WNOHANG)) == 0 && SteadyClock::now() < deadline) {
+  const Clock::Instant deadline = wait_clock().after(grace_ms / 1000.0);
+  while ((got = ::waitpid(pid_, &status, WNOHANG)) == 0 && wait_clock().monotonic() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (got == 0) {
@@ -396,12 +400,7 @@ StepOutcome StepProcess::execute(const ClaimedJob& job, StepCallScope& scope, st
     if (*type == "log") {
       const std::string* text = string_member(*message, "message");
       const std::string* level = string_member(*message, "level");
-      LogLevel lv = level_named(level ? *level : "info");
-      int abi_level = lv == LogLevel::kDebug ? DW_LOG_DEBUG
-                      : lv == LogLevel::kInfo ? DW_LOG_INFO
-                      : lv == LogLevel::kWarn ? DW_LOG_WARN
-                                              : DW_LOG_ERROR;
-      host->log(&scope, abi_level, text ? text->c_str() : "");
+      host->log(&scope, abi_log_level(level ? *level : "info"), text ? text->c_str() : "");
       continue;  // no reply
     } else if (*type == "cancelled") {
       reply = std::string("{\"type\":\"cancelled\",\"cancelled\":") + (host->is_cancelled(&scope) ? "true" : "false") + "}";

@@ -325,6 +325,16 @@ TEST_F(ProcessStepTest, PluginsListsAManifestWithItsCommand) {
 namespace ductwork::it {
 namespace {
 
+// Writes plugins/NAME.steps.yml: the shell fixture `script` of
+// tests/fixtures/process_steps serving `steps` ("A, B"), marked as the
+// workspace's (step_processes_of finds it).
+void write_fixture_manifest(const Workspace& ws, const std::string& name, const std::string& script,
+                            const std::string& steps) {
+  ws.write("plugins/" + name + ".steps.yml",
+           "command: [\"" + std::string(DUCTWORK_SOURCE_DIR) + "/tests/fixtures/process_steps/" + script + "\"]\n" +
+               "environment: {DWTEST_WORKSPACE: \"" + ws.dir() + "\"}\nsteps: [" + steps + "]\n");
+}
+
 // A step process that breaks the protocol (tests/fixtures/process_steps/
 // misbehaving.sh, a POSIX shell script) is contained: garbage or an
 // unknown message on stdout and an exit mid-step are crashes of that
@@ -336,9 +346,7 @@ TEST(ProcessStepFailureTest, EveryWayAStepProcessBreaksIsContainedCountedAndExpl
   ConfigOptions options;
   options.job_worker_extra = "max_output_bytes: 1024";
   with_python_steps(ws, options);
-  ws.write("plugins/bad.steps.yml", "command: [\"" + std::string(DUCTWORK_SOURCE_DIR) +
-                                        "/tests/fixtures/process_steps/misbehaving.sh\"]\n"
-                                        "steps: [Garbage, Exits, HugeLine, BigOutput, UnknownType]\n");
+  write_fixture_manifest(ws, "bad", "misbehaving.sh", "Garbage, Exits, HugeLine, BigOutput, UnknownType");
   struct Case {
     std::string step, klass, message, result;
   };
@@ -419,10 +427,7 @@ TEST(ProcessStepFailureTest, AStepProcessThatOutstaysShutdownIsKilledAfterTheTim
   ConfigOptions options;
   options.extra = "supervisor: {polling_timeout: 0.1, shutdown_timeout: 1}\n";
   with_python_steps(ws, options);
-  ws.write("plugins/linger.steps.yml", "command: [\"" + std::string(DUCTWORK_SOURCE_DIR) +
-                                           "/tests/fixtures/process_steps/lingering.sh\"]\n"
-                                           "environment: {DWTEST_WORKSPACE: \"" + ws.dir() + "\"}\n"
-                                           "steps: [Lingers]\n");
+  write_fixture_manifest(ws, "linger", "lingering.sh", "Lingers");
   ws.define("linger.yml", chain_definition("Linger", {"Lingers"}));
   const std::string id = ws.trigger("Linger", {"1"});
   ProcessResult r = ws.run({"start", "--drain"}, 60);
