@@ -34,7 +34,11 @@ JobWorker::JobWorker(std::string pipeline, Store& store, const PluginRegistry& r
       advance_(advance),
       watch_(watch),
       journal_(journal),
-      process_steps_(logger, config.plugins_handshake_timeout, config.supervisor.shutdown_timeout) {}
+      // Half the supervisor's patience: the step processes' groups are
+      // killed here before the supervisor could kill this worker, which
+      // would take only the step processes themselves (PR_SET_PDEATHSIG),
+      // not what they started.
+      process_steps_(logger, config.plugins_handshake_timeout, config.supervisor.shutdown_timeout / 2) {}
 
 BranchAdvance::JobNode JobWorker::node_of(const ClaimedJob& job) const {
   return advance_ ? advance_->job_node(job.definition_sha1, job.run_id, job.node) : BranchAdvance::JobNode{};
