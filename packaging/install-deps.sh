@@ -29,6 +29,8 @@ case "${1:-}" in
       # the tests check /metrics with `promtool check metrics`, drive the HTTP API with curl and
       # load the dashboard in a headless browser
       prometheus curl chromium
+      # process steps: the Python SDK's tests and the Python steps the integration tests run
+      python3
     )
     ;;
   *) echo "usage: packaging/install-deps.sh [--host]" >&2; exit 2 ;;
