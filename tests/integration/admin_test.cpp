@@ -69,7 +69,7 @@ TEST(PluginsTest, ListsTestkitAlone) {
   fs::copy_file(testkit_library(), dir + "/libductwork_testkit.so");
   ConfigOptions options;
   options.plugins_directory = dir;
-  Workspace ws(options);
+  Workspace ws(empty_database(options));
 
   testsupport::ProcessResult r = ws.run({"plugins", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
@@ -192,7 +192,7 @@ TEST(PluginsTest, ABrokenBuilderRuleIsTheRefusalsReason) {
 }
 
 TEST(ValidateTest, GoodDefinitionsAreOk) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("chain.yml", chain_definition("Chain3", {"Inc", "Double", "Echo"}));
   ws.define("context.yml", chain_definition("Context", {"ContextSet", "ContextGet"}));
   testsupport::ProcessResult r = ws.run({"validate", "--json"});
@@ -274,7 +274,7 @@ TEST(ValidateTest, EveryConstructOfTheLanguageValidates) {
 }
 
 TEST(MigrateTest, AppliesEveryMigrationOnceThenIsUpToDate) {
-  Workspace ws;
+  Workspace ws(empty_database());
   std::vector<std::string> expected;
   for (const auto& e : fs::directory_iterator(ws.schema_dir())) {
     if (e.path().extension() == ".sql") expected.push_back("applied " + e.path().stem().string());

@@ -71,7 +71,7 @@ class BadInputTest : public ::testing::TestWithParam<bool> {
     EXPECT_EQ(ws_.status(id)["status"], "completed");
   }
 
-  Workspace ws_;
+  Workspace ws_{empty_database()};
 };
 
 TEST_P(BadInputTest, UnknownCommand) { expect_bad_input({"frobnicate"}, {"unknown command", "frobnicate"}); }

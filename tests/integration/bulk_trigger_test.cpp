@@ -70,7 +70,7 @@ class BulkTriggerTest : public ::testing::Test {
     EXPECT_EQ(ws_.snapshot(), before) << "nothing may be written";
   }
 
-  Workspace ws_;
+  Workspace ws_{empty_database()};
 };
 
 TEST_F(BulkTriggerTest, FileOf2500LinesBecomes2500PipelinesInThreeTransactionsIdsInInputOrder) {

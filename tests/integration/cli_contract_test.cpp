@@ -11,7 +11,7 @@ namespace {
 TEST(CliContractTest, HelpListsEveryCommandAndExitsZero) {
   for (const char* flag : {"--help", "-h", "help"}) {
     SCOPED_TRACE(flag);
-    Workspace ws;
+    Workspace ws(empty_database());
     ProcessResult r = ws.run_raw({flag});
     EXPECT_EQ(r.exit_code, 0) << r.describe();
     for (const char* command : {"migrate", "start [--drain]", "trigger PIPELINE", "status PIPELINE_ID", "list",
@@ -35,7 +35,7 @@ TEST(CliContractTest, LongConfigOptionAndNegativeNumberArguments) {
 }
 
 TEST(CliContractTest, DuctworkYmlInTheCurrentFolderIsFoundWithoutDashC) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("inc.yml", chain_definition("IncOne", {"Inc"}));
   ProcessResult t = ws.run_raw({"trigger", "IncOne", "1"});  // cwd is the workspace
   ASSERT_EQ(t.exit_code, 0) << t.describe();
@@ -77,7 +77,7 @@ TEST(CliContractTest, AJsonDefinitionFileRunsLikeYaml) {
 // Issue 14: a misspelt step class or pipeline name gets the near miss the
 // author meant; a name nothing resembles gets none.
 TEST(CliContractTest, ValidateSuggestsTheStepAMisspeltNameMeant) {
-  Workspace ws;
+  Workspace ws(empty_database());
   std::string typo = ws.define("typo.yml", chain_definition("Typo", {"Inc", "Dubble"}));
   std::string qualified = ws.define("qualified.yml", chain_definition("Qualified", {"testkit:Ehco"}));
   std::string far = ws.define("far.yml", chain_definition("Far", {"ChargeCard"}));
@@ -102,7 +102,7 @@ TEST(CliContractTest, ValidateSuggestsTheStepAMisspeltNameMeant) {
 }
 
 TEST(CliContractTest, AMisspeltPipelineNameGetsASuggestion) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("inc.yml", chain_definition("IncOne", {"Inc"}));
   ws.define("double.yml", chain_definition("DoubleOne", {"Double"}));
   ProcessResult t = ws.run({"trigger", "incoen", "1"});

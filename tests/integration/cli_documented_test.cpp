@@ -177,7 +177,7 @@ TEST(CancelHaltedTest, OnHaltIsNotCalledForACancelledRunWhoseStepFails) {
 // section for every command: a PostgreSQL URL on the pg. run, a sqlite://
 // one on the plain run. The file the configuration names is never made.
 TEST(DatabaseUrlTest, TheVariableAloneTakesEveryCommandToItsDatabase) {
-  Workspace ws;
+  Workspace ws(empty_database());
   const std::string configured = ws.file("configured.sqlite3");
   ws.write_config_text("database: {path: \"" + configured + "\"}\n" + "plugins: {directory: \"" +
                        DUCTWORK_PLUGIN_DIR + "\"}\ndefinitions: {directory: \"" + ws.definitions_dir() +

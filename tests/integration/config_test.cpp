@@ -148,7 +148,7 @@ class ConfigMistakeTest : public ::testing::TestWithParam<bool> {
     EXPECT_EQ(ws_.snapshot(), before) << "the database must be unchanged";
   }
 
-  Workspace ws_;
+  Workspace ws_{empty_database()};
 };
 
 TEST_P(ConfigMistakeTest, EachKindOfMistakeIsRefusedByStartAndValidateNamingIt) {
@@ -225,7 +225,7 @@ INSTANTIATE_TEST_SUITE_P(Database, ConfigMistakeTest, ::testing::Values(false, t
 // `validate` checks the configuration's pipeline and step names against the
 // definitions it loads (Bootstrap::config_problems), every mistake at once.
 TEST(ConfigNamesAtValidate, PerPipelineAndPerStepNamesAreCheckedByValidate) {
-  Workspace ws;
+  Workspace ws(empty_database());
   define_pipelines(ws);
   ws.write_config_text(config_text(ws, fast_with("max_crash: {Bee: 1}, max_retry: {A: {Dobule: 1}}")));
   testsupport::ProcessResult r = ws.run({"validate"});
@@ -285,7 +285,7 @@ TEST(ConfigPipelinesTest, DuctworkPipelinesStandsInForAMissingKey) {
 // --- Environment overrides ------------------------------------------------
 
 TEST(ConfigEnvironmentTest, DatabaseUrlPointsEveryCommandAtAnotherFile) {
-  Workspace ws;
+  Workspace ws(empty_database());
   define_pipelines(ws);
   ws.write_config_text(config_text(ws, std::string("pipelines: \"*\"\n") + kFast));
   const std::string other = ws.file("elsewhere/other.sqlite3");

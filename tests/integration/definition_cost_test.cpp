@@ -53,7 +53,7 @@ void expect_refused_fast(const Workspace& ws, const std::string& file, const std
 }
 
 TEST(DefinitionCostTest, AYamlAliasBombIsRefusedAtOnce) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("good.yml", chain_definition("Good", {"Inc"}));
   std::string bomb = alias_bomb();
   ASSERT_LT(bomb.size(), 2048u);
@@ -62,7 +62,7 @@ TEST(DefinitionCostTest, AYamlAliasBombIsRefusedAtOnce) {
 }
 
 TEST(DefinitionCostTest, AHugeDefinitionFileIsRefusedAtOnce) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("good.yml", chain_definition("Good", {"Inc"}));
   std::string big = chain_definition("Big", std::vector<std::string>(250000, "Inc"));  // about 3.5 MB
   ASSERT_GT(big.size(), 2u << 20);
@@ -71,7 +71,7 @@ TEST(DefinitionCostTest, AHugeDefinitionFileIsRefusedAtOnce) {
 }
 
 TEST(DefinitionCostTest, DeeplyNestedFlowCollectionsAreRefusedBeforeParsing) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("good.yml", chain_definition("Good", {"Inc"}));
   std::string file =
       ws.define("deep.yml", "pipeline: Deep\nsteps: " + std::string(100000, '[') + std::string(100000, ']') + "\n");

@@ -28,7 +28,10 @@ std::ostream& operator<<(std::ostream& os, const DbSnapshot& s) {
 }
 
 Workspace::Workspace(const ConfigOptions& options) {
-  if (testsupport::on_postgresql()) pg_ = std::make_unique<testsupport::PgDatabase>();
+  if (testsupport::on_postgresql()) {
+    pg_ = std::make_unique<testsupport::PgDatabase>(options.empty_database ? testsupport::PgDatabase::Schema::kEmpty
+                                                                           : testsupport::PgDatabase::Schema::kMigrated);
+  }
   write_config(options);
 }
 

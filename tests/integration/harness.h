@@ -32,7 +32,18 @@ struct ConfigOptions {
   std::string database_url;
   // Job worker threads per pipeline.
   int job_workers = 2;
+  // On PostgreSQL, a database no migration ran on (as a new SQLite file),
+  // for tests about what creates or migrates the database; otherwise a copy
+  // of the cluster's migrated template (testsupport::PgDatabase).
+  bool empty_database = false;
 };
+
+// `options` for a test about what creates or migrates the database
+// (ConfigOptions::empty_database).
+inline ConfigOptions empty_database(ConfigOptions options = {}) {
+  options.empty_database = true;
+  return options;
+}
 
 // A reading of the database: whether the file exists and, when it does, the
 // row counts of its main tables ("pipelines=1 runs=1 ...") and every row of

@@ -92,7 +92,7 @@ TEST(ListTest, BogusStatusIsBadInput) {
 }
 
 TEST(ListTest, WithoutADatabaseListsNothingAndCreatesNothing) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("alpha.yml", chain_definition("Alpha", {"Inc"}));
   EXPECT_EQ(ws.list(), json::array());
   EXPECT_FALSE(ws.database_created()) << "list must not create the database";

@@ -36,7 +36,7 @@ TEST(NamesTest, APipelineNameThatIsNotPlainTextIsRefusedAtLoadNamingFileAndLine)
   };
   for (const auto& [head, needle] : cases) {
     SCOPED_TRACE(head);
-    Workspace ws;
+    Workspace ws(empty_database());
     ws.define("good.yml", chain_definition("Good", {"Inc"}));
     std::string file = ws.define("bad.yml", head + "steps:\n  - start: Inc\n");
     expect_named_in_validate(ws, file + ":1:", {needle});

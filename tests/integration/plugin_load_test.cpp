@@ -58,7 +58,7 @@ class PluginLoadTest : public ::testing::Test {
     return true;
   }
 
-  Workspace ws_;
+  Workspace ws_{empty_database()};
   std::string plugins_ = ws_.file("plugins");
   std::string fault_library_ = plugins_ + "/libload_fault.so";
 };

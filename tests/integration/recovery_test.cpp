@@ -255,7 +255,7 @@ namespace {
 TEST(HealthTest, ReportsALiveSupervisorAndADeadOne) {
   ConfigOptions options;
   options.extra = "supervisor: {polling_timeout: 0.1}\n";
-  Workspace ws(options);
+  Workspace ws(empty_database(options));
   ws.define("chain.yml", chain_definition("Chain1", {"Inc"}));
 
   testsupport::ProcessResult none = ws.run({"health"});

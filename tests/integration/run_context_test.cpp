@@ -153,7 +153,7 @@ TEST(RunContextTest, TheContextCommandPrintsAnyRunsContextAndSaysWhichRun) {
 }
 
 TEST(RunContextTest, AContextReadOnAWorkspaceWithoutADatabaseCreatesNone) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ProcessResult r = ws.run({"context", "01890000-0000-7000-8000-000000000000"});
   EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("unknown pipeline id"), std::string::npos) << r.err;

@@ -56,7 +56,7 @@ TEST(ServerShellTest, StartKeepsItsOwnPidInThePidfileWhileItsChildrenWork) {
 }
 
 TEST(ServerShellTest, APidfileNamingARunningProcessIsRefusedAndAStaleOneTakenOver) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("inc.yml", chain_definition("IncOne", {"Inc"}));
   const std::string pidfile = ws.write("host.pid", std::to_string(::getpid()) + "\n");
   ProcessResult refused = ws.run({"start", "--drain", "--pidfile", pidfile}, 30);
@@ -76,7 +76,7 @@ TEST(ServerShellTest, APidfileNamingARunningProcessIsRefusedAndAStaleOneTakenOve
 }
 
 TEST(ServerShellTest, BadOptionsOfStartAndServeAreExitTwoNamingThem) {
-  Workspace ws;
+  Workspace ws(empty_database());
   ws.define("inc.yml", chain_definition("IncOne", {"Inc"}));
   struct Case {
     std::vector<std::string> args;

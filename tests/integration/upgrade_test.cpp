@@ -114,7 +114,7 @@ TEST(UpgradeTest, DefinitionSnapshotsMoveToOneRowPerSha1AndEveryRunReadsAsBefore
 TEST(UpgradeTest, APreviousReleasesDatabaseMigratesWithEveryDocumentUnchangedAndEveryPipelineGoesOn) {
   namespace fs = std::filesystem;
   const fs::path fixture = fs::path(DUCTWORK_SOURCE_DIR) / "tests/fixtures/upgrade";
-  Workspace ws;
+  Workspace ws(empty_database());  // the fixture's older schema goes in first
   fs::create_directories(ws.definitions_dir());
   for (const auto& entry : fs::directory_iterator(fixture / "pipelines")) {
     fs::copy_file(entry.path(), fs::path(ws.definitions_dir()) / entry.path().filename());

@@ -4,6 +4,8 @@
 #   tests/support/pg_cluster.sh stop DIR
 #   tests/support/pg_cluster.sh down DIR    (stop the server, keep its data)
 #   tests/support/pg_cluster.sh up DIR      (start it again on the same port)
+#   tests/support/pg_cluster.sh template DIR DUCTWORK_BINARY
+#                                           (database dw_template, migrated)
 # DIR is created (mode 0700) and owned by the server's user. initdb refuses
 # to run as root, and CI runs as root: as root the server runs as the
 # `postgres` system user (Debian's postgresql package creates it). It
@@ -57,6 +59,19 @@ case $command in
     echo "$url" >"$dir/url"
     echo "$url"
     ;;
+  template)
+    # The database the suites' test databases are copied from
+    # (tests/support/test_database.h, kPgTemplate): migrated by the build's
+    # own binary, so a copy starts at the current schema.
+    binary=${3:?usage: pg_cluster.sh template DIR DUCTWORK_BINARY}
+    url=$(cat "$dir/url")
+    as_server "$bindir/dropdb" --if-exists -h 127.0.0.1 -p "$(cat "$dir/port")" -U ductwork dw_template
+    as_server "$bindir/createdb" -h 127.0.0.1 -p "$(cat "$dir/port")" -U ductwork dw_template
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    printf 'pipelines: "*"\ndatabase: {adapter: postgresql, url: "%s"}\n' "${url%/*}/dw_template" >"$work/ductwork.yml"
+    "$binary" migrate -c "$work/ductwork.yml" >"$dir/template.log" 2>&1 || { cat "$dir/template.log" >&2; exit 1; }
+    ;;
   down)
     as_server "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
     ;;
@@ -68,7 +83,7 @@ case $command in
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: pg_cluster.sh start|stop|down|up DIR" >&2
+    echo "usage: pg_cluster.sh start|stop|down|up DIR, or template DIR DUCTWORK_BINARY" >&2
     exit 2
     ;;
 esac

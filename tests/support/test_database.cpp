@@ -62,11 +62,14 @@ bool on_postgresql() {
   return file && *file;
 }
 
-PgDatabase::PgDatabase() : admin_url_(cluster_url()) {
+PgDatabase::PgDatabase(Schema schema) : admin_url_(cluster_url()) {
   static std::atomic<int> counter{0};
   std::random_device rd;
   name_ = "t_" + std::to_string(::getpid()) + "_" + std::to_string(++counter) + "_" + std::to_string(rd() % 100000);
-  run(admin_url_, "CREATE DATABASE " + name_);
+  const bool copy = schema == Schema::kMigrated &&
+                    run(admin_url_, std::string("SELECT count(*) FROM pg_database WHERE datname = '") + kPgTemplate +
+                                        "'") == "1";
+  run(admin_url_, "CREATE DATABASE " + name_ + (copy ? std::string(" TEMPLATE ") + kPgTemplate : std::string()));
   url_ = admin_url_.substr(0, admin_url_.rfind('/') + 1) + name_;
 }
 

@@ -24,7 +24,7 @@ class SqlDialectTest : public ::testing::TestWithParam<Connection::Planning> {
  protected:
   void SetUp() override {
     if (testsupport::on_postgresql()) {
-      pg_ = std::make_unique<testsupport::PgDatabase>();
+      pg_ = std::make_unique<testsupport::PgDatabase>(testsupport::PgDatabase::Schema::kEmpty);
       conn_ = std::make_unique<pg::Connection>(pg::parse_target(pg_->url()));
     } else {
       conn_ = std::make_unique<sqlite::Connection>(dir_.file("d.sqlite3"));

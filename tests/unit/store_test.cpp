@@ -38,7 +38,7 @@ TEST_F(StoreTest, MigrateIsIncrementalAndIdempotent) {
   db.path = other.file("fresh.sqlite3");
   std::unique_ptr<testsupport::PgDatabase> fresh_pg;
   if (pg) {
-    fresh_pg = std::make_unique<testsupport::PgDatabase>();
+    fresh_pg = std::make_unique<testsupport::PgDatabase>(testsupport::PgDatabase::Schema::kEmpty);
     db.url = fresh_pg->url();
   }
   auto fresh = make_store_factory(db)->open();

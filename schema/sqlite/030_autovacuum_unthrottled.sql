@@ -1,0 +1,3 @@
+-- Nothing to do on SQLite, which has no autovacuum daemon. On PostgreSQL
+-- this migration lets autovacuum vacuum the tables a pruner empties without
+-- its cost delay (see schema/postgresql/030_autovacuum_unthrottled.sql).
