@@ -24,21 +24,24 @@ std::string cluster_url() {
   return url;
 }
 
-// Runs one statement on `url`; returns the first value ("" when none), or
-// with `all_rows` every row as the sqlite3 shell prints it.
-std::string run(const std::string& url, const std::string& sql, bool all_rows = false) {
+PGconn* connect(const std::string& url) {
   PGconn* conn = PQconnectdb(url.c_str());
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string why = PQerrorMessage(conn);
     PQfinish(conn);
     throw std::runtime_error("cannot connect to " + url + ": " + why);
   }
+  return conn;
+}
+
+// Runs one statement on `conn`; returns the first value ("" when none), or
+// with `all_rows` every row as the sqlite3 shell prints it.
+std::string run_on(PGconn* conn, const std::string& sql, bool all_rows) {
   PGresult* r = PQexec(conn, sql.c_str());
   ExecStatusType status = PQresultStatus(r);
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
     std::string why = PQresultErrorMessage(r);
     PQclear(r);
-    PQfinish(conn);
     throw std::runtime_error(sql + ": " + why);
   }
   std::string value;
@@ -51,8 +54,20 @@ std::string run(const std::string& url, const std::string& sql, bool all_rows = 
     value = PQgetvalue(r, 0, 0);
   }
   PQclear(r);
-  PQfinish(conn);
   return value;
+}
+
+// The same on a session of its own, closed afterwards.
+std::string run(const std::string& url, const std::string& sql, bool all_rows = false) {
+  PGconn* conn = connect(url);
+  try {
+    std::string value = run_on(conn, sql, all_rows);
+    PQfinish(conn);
+    return value;
+  } catch (...) {
+    PQfinish(conn);
+    throw;
+  }
 }
 
 }  // namespace
@@ -74,6 +89,7 @@ PgDatabase::PgDatabase(Schema schema) : admin_url_(cluster_url()) {
 }
 
 PgDatabase::~PgDatabase() {
+  if (conn_) PQfinish(conn_);
   try {
     run(admin_url_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
   } catch (const std::exception&) {
@@ -81,9 +97,26 @@ PgDatabase::~PgDatabase() {
   }
 }
 
-std::string PgDatabase::scalar(const std::string& sql) const { return run(url_, sql); }
+std::string PgDatabase::run_kept(const std::string& sql, bool all_rows) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (conn_ && PQstatus(conn_) != CONNECTION_OK) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
+  if (!conn_) conn_ = connect(url_);
+  try {
+    return run_on(conn_, sql, all_rows);
+  } catch (...) {
+    if (PQstatus(conn_) == CONNECTION_OK) throw;  // the statement failed, not the session
+    PQfinish(conn_);  // lost (the server stopped): once more on a new session
+    conn_ = connect(url_);
+    return run_on(conn_, sql, all_rows);
+  }
+}
 
-std::string PgDatabase::query(const std::string& sql) const { return run(url_, sql, true); }
+std::string PgDatabase::scalar(const std::string& sql) const { return run_kept(sql, false); }
+
+std::string PgDatabase::query(const std::string& sql) const { return run_kept(sql, true); }
 
 std::string pg_query(const std::string& url, const std::string& sql) { return run(url, sql, true); }
 

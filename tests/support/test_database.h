@@ -1,7 +1,10 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+
+struct pg_conn;
 
 namespace ductwork::testsupport {
 
@@ -44,9 +47,17 @@ class PgDatabase {
   bool has_table(const std::string& table) const;
 
  private:
+  // One session kept for scalar() and query() (a new one per statement cost
+  // a backend start each, and tests poll), re-established when it is lost
+  // (a test that stops the server); guarded for tests that read from
+  // several threads.
+  std::string run_kept(const std::string& sql, bool all_rows) const;
+
   std::string admin_url_;
   std::string name_;
   std::string url_;
+  mutable std::mutex mutex_;
+  mutable pg_conn* conn_ = nullptr;
 };
 
 }  // namespace ductwork::testsupport
