@@ -98,6 +98,13 @@ PgDatabase::~PgDatabase() {
 }
 
 std::string PgDatabase::run_kept(const std::string& sql, bool all_rows) const {
+  // A script (several statements, such as a pg_dump that empties
+  // search_path) runs on a session of its own: what it sets must not stay
+  // for the reads after it.
+  const size_t semicolon = sql.find(';');
+  if (semicolon != std::string::npos && sql.find_first_not_of(" \t\r\n;", semicolon) != std::string::npos) {
+    return run(url_, sql, all_rows);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (conn_ && PQstatus(conn_) != CONNECTION_OK) {
     PQfinish(conn_);

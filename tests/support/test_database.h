@@ -50,7 +50,8 @@ class PgDatabase {
   // One session kept for scalar() and query() (a new one per statement cost
   // a backend start each, and tests poll), re-established when it is lost
   // (a test that stops the server); guarded for tests that read from
-  // several threads.
+  // several threads. A script of several statements gets a session of its
+  // own, so the settings it makes do not stay.
   std::string run_kept(const std::string& sql, bool all_rows) const;
 
   std::string admin_url_;
