@@ -81,10 +81,21 @@ PgDatabase::PgDatabase(Schema schema) : admin_url_(cluster_url()) {
   static std::atomic<int> counter{0};
   std::random_device rd;
   name_ = "t_" + std::to_string(::getpid()) + "_" + std::to_string(++counter) + "_" + std::to_string(rd() % 100000);
-  const bool copy = schema == Schema::kMigrated &&
-                    run(admin_url_, std::string("SELECT count(*) FROM pg_database WHERE datname = '") + kPgTemplate +
-                                        "'") == "1";
-  run(admin_url_, "CREATE DATABASE " + name_ + (copy ? std::string(" TEMPLATE ") + kPgTemplate : std::string()));
+  // One admin session for the look and the create (a session costs a
+  // backend start).
+  PGconn* admin = connect(admin_url_);
+  try {
+    const bool copy =
+        schema == Schema::kMigrated &&
+        run_on(admin, std::string("SELECT count(*) FROM pg_database WHERE datname = '") + kPgTemplate + "'", false) ==
+            "1";
+    run_on(admin, "CREATE DATABASE " + name_ + (copy ? std::string(" TEMPLATE ") + kPgTemplate : std::string()),
+           false);
+  } catch (...) {
+    PQfinish(admin);
+    throw;
+  }
+  PQfinish(admin);
   url_ = admin_url_.substr(0, admin_url_.rfind('/') + 1) + name_;
 }
 
