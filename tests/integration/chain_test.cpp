@@ -162,5 +162,21 @@ TEST(ChainTest, ContextIsPerRun) {
   EXPECT_EQ(b["runs"][0]["steps"][1]["output"], 2);
 }
 
+// Every row of a finished chain names rows that are there, and the suites'
+// check of that (dangling_references) sees a row whose parent went: the
+// database enforces few of these relationships itself (migration 031).
+TEST(ChainTest, EveryRowNamesRowsThatAreThereAndTheCheckSeesOneThatDoesNot) {
+  Workspace ws;
+  ws.define("chain.yml", chain_definition("Chain3", {"Inc", "Inc", "Inc"}));
+  ASSERT_FALSE(ws.trigger("Chain3", {"1"}).empty());
+  ws.drain();
+  EXPECT_EQ(dangling_references(ws), "");
+  ws.sql("DELETE FROM executions WHERE id = (SELECT MIN(id) FROM executions)");
+  EXPECT_EQ(dangling_references(ws),
+            "availabilities.execution_id -> executions: 1\n"
+            "attempts.execution_id -> executions: 1\n"
+            "results.execution_id -> executions: 1\n");
+}
+
 }  // namespace
 }  // namespace ductwork::it

@@ -126,6 +126,7 @@ TEST(ConformanceTest, EveryScenarioBehavesTheSameFromAFileAndFromAPluginBuilder)
   for (size_t at = r.out.find("on_halt step ran"); at != std::string::npos; at = r.out.find("on_halt step ran", at + 1))
     ++on_halt_runs;
   EXPECT_EQ(on_halt_runs, 2u) << r.out;
+  EXPECT_EQ(dangling_references(ws), "");
 }
 
 TEST(ConformanceTest, DivertWithoutOtherwiseIsRejectedAtValidation) {

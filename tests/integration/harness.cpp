@@ -213,6 +213,44 @@ std::string Workspace::sql(const std::string& query) const {
   return r.out;
 }
 
+std::string dangling_references(const Workspace& ws) {
+  struct Reference {
+    const char* table;
+    const char* column;
+    const char* parent;
+  };
+  static const Reference kReferences[] = {
+      {"runs", "pipeline_id", "pipelines"},         {"branches", "run_id", "runs"},
+      {"branch_links", "parent_branch_id", "branches"}, {"branch_links", "child_branch_id", "branches"},
+      {"steps", "run_id", "runs"},                  {"steps", "branch_id", "branches"},
+      {"steps", "source_step_id", "steps"},         {"jobs", "step_id", "steps"},
+      {"executions", "job_id", "jobs"},             {"availabilities", "execution_id", "executions"},
+      {"attempts", "execution_id", "executions"},   {"results", "execution_id", "executions"},
+      {"transitions", "branch_id", "branches"},     {"transitions", "in_step_id", "steps"},
+      {"transitions", "out_step_id", "steps"},      {"advancements", "transition_id", "transitions"},
+      {"tuples", "run_id", "runs"},                 {"fan_in_arrivals", "barrier_branch_id", "branches"},
+      {"fan_in_arrivals", "branch_id", "branches"}, {"fan_in_arrivals", "step_id", "steps"},
+      {"on_halt_calls", "run_id", "runs"}};
+  std::string query;
+  for (const Reference& r : kReferences) {
+    if (!query.empty()) query += " UNION ALL ";
+    query += std::string("SELECT '") + r.table + "." + r.column + " -> " + r.parent + ": ' || COUNT(*) FROM " +
+             r.table + " WHERE " + r.column + " IS NOT NULL AND " + r.column + " NOT IN (SELECT id FROM " +
+             r.parent + ")";
+  }
+  const std::string counts = ws.sql(query);
+  std::string dangling;
+  size_t start = 0;
+  while (start < counts.size()) {
+    size_t end = counts.find('\n', start);
+    if (end == std::string::npos) end = counts.size();
+    const std::string line = counts.substr(start, end - start);
+    if (!line.empty() && line.compare(line.size() - 3, 3, ": 0") != 0) dangling += line + "\n";
+    start = end + 1;
+  }
+  return dangling;
+}
+
 json parse_json(const std::string& text, const std::string& what) {
   json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded()) {

@@ -168,6 +168,14 @@ size_t count_of(const std::string& text, const std::string& needle);
 // database (or it is not migrated yet).
 int64_t process_rows(const Workspace& ws);
 
+// The rows of the workspace database that name a row that is not there,
+// for each relationship of the data model (SPEC §2), one line
+// "table.column -> parent: N" per relationship with any; "" when none.
+// Neither dialect enforces most of them (SQLite never enforced foreign
+// keys; PostgreSQL's migration 031 dropped the per-step ones), so the
+// suites check them here.
+std::string dangling_references(const Workspace& ws);
+
 // Rewrites the workspace's configuration (`options`) with a plugins folder
 // of its own holding the testkit and the fixture plugin `library` (e.g.
 // "libstubborn.so": StubbornSleep, a step that never looks at its

@@ -76,6 +76,7 @@ TEST(ManyHostsTest, ThreeHostsShareTheWorkAndFinishWhatAKilledOneHeld) {
       << "machine-a's claims were recovered as crashes by another host's reaper";
   EXPECT_EQ(number(ws, "SELECT count(*) FROM processes WHERE machine_identifier = 'machine-a'"), 0)
       << ws.sql("SELECT role, machine_identifier FROM processes");
+  EXPECT_EQ(dangling_references(ws), "");
   for (auto* host : {b.get(), c.get()}) {
     EXPECT_TRUE(host->running()) << host->stderr_so_far();
     host->signal(SIGTERM);

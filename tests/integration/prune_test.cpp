@@ -78,6 +78,7 @@ TEST_F(PruneTest, FinishedPipelinesGoWholeAndRunningOrDampenedOnesStayAndStillFi
   // Not one row of theirs is left in any table.
   const std::string rows = ws_.every_row();
   for (const std::string& id : gone) EXPECT_EQ(rows.find(id), std::string::npos) << id << " is still referenced";
+  EXPECT_EQ(dangling_references(ws_), "");
   // The others are untouched and still finish.
   ProcessResult resumed = ws_.run({"resume", dampened_, "10"});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.describe();
@@ -87,6 +88,7 @@ TEST_F(PruneTest, FinishedPipelinesGoWholeAndRunningOrDampenedOnesStayAndStillFi
   // Nothing left to prune of what was pruned; the two new ones are.
   ProcessResult again = ws_.run({"prune", "--dry-run"});
   EXPECT_NE(again.out.find("2 pipeline(s) would be pruned"), std::string::npos) << again.out;
+  EXPECT_EQ(dangling_references(ws_), "");
 }
 
 TEST_F(PruneTest, StatusNameAndAgeNarrowWhatGoes) {

@@ -1,0 +1,4 @@
+-- Nothing to do on SQLite, which never enforced foreign keys. On
+-- PostgreSQL this migration drops the keys of the rows written per step and
+-- per fan-out child (see schema/postgresql/031_row_writer_keys.sql); the
+-- test suite checks those relationships for dangling rows on both dialects.
