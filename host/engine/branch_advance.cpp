@@ -53,9 +53,9 @@ void BranchAdvance::advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffec
   route(tx, *definition, claim, config_, effects, defer, &definitions_);
 }
 
-void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects& effects) {
+void BranchAdvance::after_commit(const BranchClaim& claim, const AdvanceEffects& effects, size_t jobs_taken) {
   if (effects.jobs_created > 0) {
-    wakeups_.job_enqueued(claim.pipeline, effects.jobs_created);
+    if (effects.jobs_created > jobs_taken) wakeups_.job_enqueued(claim.pipeline, effects.jobs_created - jobs_taken);
     if (claim.step_waited_seconds >= 0) {
       const std::chrono::duration<double> advancing = store_.clock().monotonic() - claim.claimed_at;
       metrics::branch_advanced(claim.pipeline, claim.step_waited_seconds + advancing.count());

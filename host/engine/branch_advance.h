@@ -29,7 +29,9 @@ class BranchAdvance {
   void advance(BranchTx& tx, const BranchClaim& claim, AdvanceEffects& effects,
                std::optional<PendingArrival>* defer = nullptr);
   // After the claim's transaction committed, outside every transaction.
-  void after_commit(const BranchClaim& claim, const AdvanceEffects& effects);
+  // `jobs_taken` of the jobs it created were taken by the committing
+  // worker itself: idle workers are woken for the others only.
+  void after_commit(const BranchClaim& claim, const AdvanceEffects& effects, size_t jobs_taken = 0);
 
   // What a job worker needs to know of the node its job runs, read from the
   // run's definition once per job.

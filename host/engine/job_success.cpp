@@ -59,9 +59,10 @@ bool advance_own(StoreTx& tx, const JobSuccess& success, size_t index, const std
 
 std::vector<bool> jobs_succeeded(Store& store, const std::vector<JobSuccess>& done, const std::string& process_id,
                                  std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
-                                 bool advance_when_busy) {
+                                 bool advance_when_busy, size_t* taken_new) {
   std::vector<bool> committed(done.size(), false);
   if (next) next->clear();
+  if (taken_new) *taken_new = 0;
   if (done.empty()) return committed;
   const std::string& pipeline = done.front().job->pipeline;
   store.transact([&](StoreTx& tx) {
@@ -111,13 +112,18 @@ std::vector<bool> jobs_succeeded(Store& store, const std::vector<JobSuccess>& do
     tx.hand_to_advancers(handed);
     // The next claim is made after the advances: they may just have created
     // the next steps. A batch of one stays first come, first served.
+    // One success reaches here only when its claim above, in this same
+    // transaction, found nothing due: a second claim would find what
+    // committed since, if anything, at the cost of a statement per chained
+    // step; the queue's jobs go to the next claim instead.
     std::vector<ClaimedJob> taken;
     if (next && (several || (advanced && !busy))) {
       const int reserved = std::min(tx.takeable_new_steps(runs_in_progress), next_max / 2);
-      if (next_max > reserved) *next = tx.claim_jobs(pipeline, process_id, next_max - reserved);
+      if (several && next_max > reserved) *next = tx.claim_jobs(pipeline, process_id, next_max - reserved);
       taken = tx.take_new_steps(runs_in_progress, process_id, next_max - static_cast<int>(next->size()));
     }
     tx.write_own_advances(taken);
+    if (taken_new) *taken_new = taken.size();
     for (ClaimedJob& job : taken) next->push_back(std::move(job));
   });
   return committed;

@@ -28,15 +28,17 @@ namespace ductwork {
 // an advancer.
 //
 // When `next` is given, up to `next_max` due jobs are claimed: with one
-// success before its advance is decided (and again after it, when it ran
-// with nothing due), with several after the writes. After advances the
-// oldest due jobs fill the batch but for half of it, kept for the steps
-// the advances just created, which the worker takes as they are written
-// (no claim statement: a chain goes on where it ran), so neither the queue
-// nor the chains in hand wait for the other.
+// success before its advance is decided, with several after the writes.
+// After advances the oldest due jobs fill the batch but for half of it,
+// kept for the steps the advances just created, which the worker takes as
+// they are written (no claim statement: a chain goes on where it ran), so
+// neither the queue nor the chains in hand wait for the other. One success
+// with nothing due takes the steps its advance created. `taken_new`, when
+// given, receives how many of `next` are steps the advances created (no
+// other worker need hear of those).
 std::vector<bool> jobs_succeeded(Store& store, const std::vector<JobSuccess>& done, const std::string& process_id,
                                  std::vector<ClaimedJob>* next, int next_max, const BatchAdvance* advance,
-                                 bool advance_when_busy);
+                                 bool advance_when_busy, size_t* taken_new = nullptr);
 
 // jobs_succeeded for one job: false when its fence matched nothing. *next
 // receives the next claimed job (or none).

@@ -267,6 +267,7 @@ void JobWorker::flush(bool claim_next) {
   // step brings it back to one, so a slow step never holds others back.
   batch_ = next_batch();
   std::vector<ClaimedJob> next;
+  size_t taken_new = 0;  // of `next`, the steps this commit's advances created
   std::vector<bool> committed;
   try {
     // With advancers of its own (role all), a worker with one success and
@@ -280,7 +281,7 @@ void JobWorker::flush(bool claim_next) {
           arrivals.clear();
           return jobs_succeeded(store_, batch, process_id_, claim_next ? &next : nullptr, batch_,
                                        advance_ ? &advance_here : nullptr,
-                                       /*advance_when_busy=*/config_.role == "worker");
+                                       /*advance_when_busy=*/config_.role == "worker", &taken_new);
         },
         [&](int attempt, const StoreError& e) {
           logger_.warn("Step results' commit met contention; trying again",
@@ -331,7 +332,10 @@ void JobWorker::flush(bool claim_next) {
   reset_step_times();
   if (succeeded > advanced.size()) wakeups_.advancers().notify_one();
   for (auto& [claim, effects] : advanced) {
-    advance_->after_commit(claim, effects);
+    // The steps this thread took need no other worker woken for them.
+    const size_t taken = std::min(taken_new, effects.jobs_created);
+    taken_new -= taken;
+    advance_->after_commit(claim, effects, taken);
     fault_point("after_branch_advancement");
   }
 }

@@ -133,17 +133,20 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
 }
 
 void StepInserts::add(StepRows rows) {
+  // A step its own transaction took (take_step_rows) is no news to any
+  // other worker: only a queued one wakes them. Each needless wake-up cost
+  // the server a claim probe and the next-due query per chained step.
+  queued_ = queued_ || std::holds_alternative<std::monostate>(rows.availability[column::kAvailabilityCompletedAt]);
   // Parent first, so each table's batch is written after the batches of
   // the rows it refers to.
   rows_.add_owned(RowWriter::kSteps, rows.step);
   rows_.add_owned(RowWriter::kJobs, rows.job);
   rows_.add_owned(RowWriter::kExecutions, rows.execution);
   rows_.add_owned(RowWriter::kAvailabilities, rows.availability);
-  any_ = true;
 }
 
 std::string StepInserts::add(const NewStep& step, const std::string& status, const std::string& now) {
-  any_ = true;
+  queued_ = true;
   return lay_out_step_rows(rows_.connection().clock(), step, status, now,
                            [&](const auto& s, const auto& j, const auto& e, const auto& a) {
                              rows_.step(s);
@@ -155,8 +158,8 @@ std::string StepInserts::add(const NewStep& step, const std::string& status, con
 
 void StepInserts::flush() {
   rows_.flush();
-  if (any_) rows_.connection().notify(Connection::Work::kJobs);
-  any_ = false;
+  if (queued_) rows_.connection().notify(Connection::Work::kJobs);
+  queued_ = false;
 }
 
 }  // namespace ductwork::sql

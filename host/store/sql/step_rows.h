@@ -56,7 +56,8 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
 
 // Queues the rows of new steps on a RowWriter (with whatever else the
 // caller queues there: a fan-out's branches), and on flush() writes them
-// and tells listening hosts that jobs were made.
+// and tells listening hosts that jobs were queued (not for a step its own
+// transaction took: take_step_rows).
 class StepInserts {
  public:
   explicit StepInserts(RowWriter& rows) : rows_(rows) {}
@@ -69,7 +70,7 @@ class StepInserts {
 
  private:
   RowWriter& rows_;
-  bool any_ = false;
+  bool queued_ = false;  // a step no transaction took yet was added
 };
 
 }  // namespace ductwork::sql
