@@ -11,6 +11,16 @@
 namespace ductwork::pg {
 namespace {
 
+// Statements sent in one pipeline before their replies are read.
+constexpr size_t kMaxDeferred = 256;
+
+// Transaction control sent deferred (send_deferred keeps a pointer to it).
+const std::string kBegin = "BEGIN";
+const std::string kCommit = "COMMIT";
+const std::string kBeginRead = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+const std::string kNotifyJobs = std::string("NOTIFY ") + kJobsChannel;
+const std::string kNotifyBranches = std::string("NOTIFY ") + kBranchesChannel;
+
 // libpq's messages end with a newline (and sometimes spaces).
 void trim_end(std::string* text) {
   while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
@@ -134,12 +144,15 @@ class PgStatement final : public sql::StatementBackend {
   void execute() {
     conn_->ensure_open();  // outside a transaction, a dropped session is re-established here
     if (epoch_ != conn_->epoch()) prepare();  // the session was re-established
-    conn_->drain();  // what was sent deferred runs first, and its errors surface here
     std::vector<const char*> params = values();
-    PGresult* r = name_.empty() ? PQexecParams(conn_->handle(), sql_.c_str(), static_cast<int>(params.size()),
-                                               nullptr, params.data(), nullptr, nullptr, 0)
-                                : PQexecPrepared(conn_->handle(), name_.c_str(), static_cast<int>(params.size()),
-                                                 params.data(), nullptr, nullptr, 0);
+    // What was sent deferred runs first, in the same round trip, and its
+    // errors surface here.
+    PGresult* r = conn_->has_deferred() ? conn_->exec_after_deferred(name_, params, &sql_)
+                  : name_.empty()       ? PQexecParams(conn_->handle(), sql_.c_str(), static_cast<int>(params.size()),
+                                                       nullptr, params.data(), nullptr, nullptr, 0)
+                                        : PQexecPrepared(conn_->handle(), name_.c_str(),
+                                                         static_cast<int>(params.size()), params.data(), nullptr,
+                                                         nullptr, 0);
     ExecStatusType status = PQresultStatus(r);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) conn_->fail_result(r, "statement: " + sql_);
     result_ = r;
@@ -290,14 +303,24 @@ void Connection::send_deferred(const std::string& name, const std::vector<const 
   }
   deferred_.push_back(sql);
   // Bounded: the server's replies wait in its socket buffer until we read.
-  if (deferred_.size() >= 256) drain();
+  if (deferred_.size() >= kMaxDeferred) drain();
 }
 
-void Connection::drain() {
-  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF) return;
+void Connection::drain() { finish_pipeline(false); }
+
+PGresult* Connection::exec_after_deferred(const std::string& name, const std::vector<const char*>& values,
+                                          const std::string* sql) {
+  if (deferred_.size() + 1 >= kMaxDeferred) drain();  // send_deferred must not drain this one's result away
+  send_deferred(name, values, sql);
+  return finish_pipeline(true);
+}
+
+PGresult* Connection::finish_pipeline(bool keep_last) {
+  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF) return nullptr;
   std::vector<const std::string*> sent;
   sent.swap(deferred_);
   PGresult* failed = nullptr;
+  PGresult* last = nullptr;
   size_t failed_index = 0;
   bool lost = PQpipelineSync(conn_) != 1;
   size_t index = 0;  // of the statement whose results are being read
@@ -318,13 +341,19 @@ void Connection::drain() {
       failed_index = index;
       continue;
     }
+    if (keep_last && index + 1 == sent.size() && last == nullptr && failed == nullptr) {
+      last = r;
+      continue;
+    }
     PQclear(r);
   }
   if (!lost) PQexitPipelineMode(conn_);
   if (failed != nullptr || lost) {
+    if (last) PQclear(last);
     std::string what = failed_index < sent.size() ? "statement: " + *sent[failed_index] : "deferred statements";
     fail_result(failed, what);
   }
+  return last;
 }
 
 void Connection::run(const char* sql) {
@@ -371,7 +400,10 @@ void Connection::exec_script(const std::string& sql) {
 void Connection::begin_write() {
   ensure_open();
   notify_jobs_ = notify_branches_ = false;
-  run("BEGIN");
+  // Sent with the transaction's first statement, in its round trip (a
+  // failure surfaces there).
+  drain();
+  send_deferred("", {}, &kBegin);
   in_transaction_ = true;
 }
 
@@ -383,12 +415,12 @@ void Connection::commit() {
   const bool jobs = notify_jobs_, branches = notify_branches_;
   notify_jobs_ = notify_branches_ = false;
   const bool handed_over = listener_ && listener_->running();
-  std::string sql;
-  if (!handed_over && jobs) sql += std::string("NOTIFY ") + kJobsChannel + "; ";
-  if (!handed_over && branches) sql += std::string("NOTIFY ") + kBranchesChannel + "; ";
-  sql += "COMMIT";
   in_transaction_ = false;  // committed or not, the transaction is over
-  run(sql.c_str());
+  // With the writes still in flight, in their round trip.
+  if (!handed_over && jobs) send_deferred("", {}, &kNotifyJobs);
+  if (!handed_over && branches) send_deferred("", {}, &kNotifyBranches);
+  send_deferred("", {}, &kCommit);
+  drain();
   if (handed_over && (jobs || branches)) listener_->request(jobs, branches);
 }
 
@@ -404,7 +436,8 @@ void Connection::rollback() noexcept {
 
 void Connection::begin_read() {
   ensure_open();
-  run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  drain();
+  send_deferred("", {}, &kBeginRead);  // with the first read, as begin_write's BEGIN
   in_transaction_ = true;
 }
 

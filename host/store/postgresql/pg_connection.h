@@ -79,15 +79,24 @@ class Connection final : public sql::Connection {
   // each.
   void send_deferred(const std::string& name, const std::vector<const char*>& values, const std::string* sql);
   // Reads the results of everything sent deferred and leaves pipeline mode;
-  // throws StoreError for the first that failed. Every statement that waits
-  // for its result drains first.
+  // throws StoreError for the first that failed.
   void drain();
+  // Whether statements were sent deferred and not drained yet.
+  bool has_deferred() const { return !deferred_.empty(); }
+  // A statement whose result is wanted, sent after the deferred ones so
+  // that all of them take one round trip: its result (the caller clears
+  // it), or StoreError for the first statement that failed.
+  PGresult* exec_after_deferred(const std::string& name, const std::vector<const char*>& values,
+                                const std::string* sql);
 
  protected:
   std::unique_ptr<sql::StatementBackend> compile(const std::string& sql, Planning planning) override;
 
  private:
   void run(const char* sql);
+  // drain()'s work: with `keep_last`, the last statement's result is
+  // returned instead of cleared.
+  PGresult* finish_pipeline(bool keep_last);
   // Outside a transaction: passes a moved Clock's offset to the session.
   void sync_clock();
 
