@@ -77,6 +77,52 @@ TEST_P(SqlDialectTest, AnObjectOfStringsUpdatesEachRowWithItsOwnTextVerbatim) {
   }
 }
 
+// Within a write transaction a read sees the writes sent before it (on
+// PostgreSQL they travel in the read's round trip, with the BEGIN); a
+// statement that fails there is the one named, its transaction leaves
+// nothing, and the connection goes on (issue 42).
+TEST_P(SqlDialectTest, AReadAfterDeferredWritesSeesThemAndAFailureNamesItsOwnStatement) {
+  {
+    WriteTransaction tx(*conn_);
+    conn_->prepare("INSERT INTO t (id) VALUES (?1)", GetParam()).bind(1, "deferred").exec_deferred();
+    {
+      auto count = conn_->prepare("SELECT COUNT(*) FROM t WHERE id = ?1", GetParam());
+      count.bind(1, "deferred");
+      ASSERT_TRUE(count.step());
+      EXPECT_EQ(count.int64(0), 1) << "the read sees the write sent before it";
+    }
+    conn_->prepare("INSERT INTO t (id) VALUES (?1)", GetParam()).bind(1, "then gone").exec_deferred();
+    try {
+      auto missing = conn_->prepare("SELECT id FROM no_such_table", GetParam());
+      missing.step();
+      ADD_FAILURE() << "a read of a missing table succeeded";
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find("no_such_table"), std::string::npos) << e.what();
+    }
+  }  // rolled back
+  {
+    auto gone = conn_->prepare("SELECT COUNT(*) FROM t WHERE id IN ('deferred', 'then gone')");
+    ASSERT_TRUE(gone.step());
+    EXPECT_EQ(gone.int64(0), 0) << "nothing of the failed transaction stayed";
+  }
+  // A deferred write that fails is reported by the commit that follows it.
+  {
+    WriteTransaction tx(*conn_);
+    EXPECT_THROW(
+        {
+          conn_->prepare("INSERT INTO t (id) VALUES (?1)", GetParam()).bind(1, kKeys[0]).exec_deferred();
+          tx.commit();
+        },
+        StoreError);
+  }
+  WriteTransaction tx(*conn_);
+  conn_->prepare("INSERT INTO t (id) VALUES (?1)", GetParam()).bind(1, "after").exec_deferred();
+  tx.commit();
+  auto after = conn_->prepare("SELECT COUNT(*) FROM t WHERE id = 'after'");
+  ASSERT_TRUE(after.step());
+  EXPECT_EQ(after.int64(0), 1) << "the connection goes on";
+}
+
 INSTANTIATE_TEST_SUITE_P(Planning, SqlDialectTest,
                          ::testing::Values(Connection::Planning::kCached, Connection::Planning::kEachRun),
                          [](const auto& info) {
