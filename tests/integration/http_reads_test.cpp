@@ -98,14 +98,13 @@ TEST(HttpReadsTest, AWideRunsSummaryIsSmallAndItsStepsComeAPageAtATimeEachOnce) 
   const json doc = full.doc();
   ASSERT_EQ(doc["runs"][0]["steps"].size(), 5002u);
 
-  const auto started = std::chrono::steady_clock::now();
+  // Its size, not its time, shows the summary is built from aggregates (a
+  // time bound is a benchmark's, not a test's on two shared cores).
   Reply summary = get(at, "/api/v1/pipelines/" + wide + "/summary");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_EQ(summary.status, 200) << summary.body;
   // A few KB for 5,002 steps, where the full document is megabytes.
   EXPECT_LT(summary.body.size(), 4096u) << summary.body;
   EXPECT_GT(full.body.size(), 1000000u);
-  EXPECT_LT(seconds, 1.0);
   const json s = summary.doc();
   EXPECT_EQ(s["id"], wide);
   EXPECT_EQ(s["pipeline"], "Wide");
