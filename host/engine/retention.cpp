@@ -121,7 +121,8 @@ PruneReport prune_pipelines(Store& store, const PruneRequest& request,
 }
 
 namespace {
-// Tick rows deleted per transaction: a few milliseconds of the write lock.
+// Tick rows (and idle gate rows) deleted per transaction: a few
+// milliseconds of the write lock.
 constexpr int kTickBatch = 1000;
 }  // namespace
 
@@ -161,7 +162,18 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
     }
   }
   total.rows += forget_schedule_ticks(store, retention, keep_going);
+  if (!keep_going || keep_going()) total.rows += forget_idle_gates(store, retention.interval, keep_going);
   return total;
+}
+
+int64_t forget_idle_gates(Store& store, double idle_seconds, const std::function<bool()>& keep_going) {
+  int64_t deleted = 0;
+  for (;;) {
+    int64_t batch = 0;
+    store.transact([&](StoreTx& tx) { batch = tx.forget_idle_gates(idle_seconds, kTickBatch); });
+    deleted += batch;
+    if (batch < kTickBatch || (keep_going && !keep_going())) return deleted;
+  }
 }
 
 int64_t forget_schedule_ticks(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going) {

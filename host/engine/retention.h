@@ -79,6 +79,13 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
 // apply_retention; returns the rows deleted.
 int64_t forget_schedule_ticks(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going);
 
+// The retention policy's rule for flow gates (SPEC §17): the rows of
+// concurrency and rate gates that have held nothing for longer than
+// `idle_seconds` (the pruner's interval) are deleted, in short
+// transactions; a gate named again starts from a new row, which is what an
+// idle one held. Part of apply_retention; returns the rows deleted.
+int64_t forget_idle_gates(Store& store, double idle_seconds, const std::function<bool()>& keep_going);
+
 // Deletes one finished pipeline on demand (`DELETE /api/v1/pipelines/{id}`,
 // the dashboard's Delete), whole, archived first when `archive` is set
 // (not owned). Throws ControlRefused (nothing deleted) for an unknown id

@@ -258,6 +258,11 @@ class StoreTx {
   virtual int64_t age_waiting_jobs(const std::string& pipeline, double waited_seconds) = 0;
   // Whether the pipeline named `pipeline` is paused.
   virtual bool pipeline_paused(const std::string& pipeline) = 0;
+  // Deletes up to `limit` rows of flow gates that have held nothing (no
+  // slot in progress, no start their rate window remembers) for longer
+  // than `idle_seconds` (database clock); returns how many. A claim that
+  // later names such a gate writes its row again (admit_to_gates).
+  virtual int64_t forget_idle_gates(double idle_seconds, int limit) = 0;
 
   // ---- schedules (issue 39; engine/schedules.h decides)
   // The transaction's instant on the database clock, as every row it

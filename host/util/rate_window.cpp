@@ -77,6 +77,11 @@ std::optional<int64_t> RateWindow::opens_at(int64_t now_us) const {
   return std::nullopt;  // not reached: in_window was >= limit_ >= 1
 }
 
+std::optional<int64_t> RateWindow::empty_from() const {
+  if (starts_.empty()) return std::nullopt;
+  return starts_.back().first + window_us_;
+}
+
 std::string RateWindow::log(int64_t now_us) const {
   std::string out;
   for (const auto& [instant, count] : starts_) {

@@ -34,6 +34,9 @@ class RateWindow {
   // When the window is full at `now_us`: the instant it admits again (the
   // oldest starts it must forget leave it then). None when it has room.
   std::optional<int64_t> opens_at(int64_t now_us) const;
+  // When the window forgets the last start it remembers (it holds nothing
+  // from then on); none when it remembers none.
+  std::optional<int64_t> empty_from() const;
   // The remembered starts, in the form the constructor reads, without the
   // ones that left the window by `now_us`.
   std::string log(int64_t now_us) const;

@@ -124,6 +124,12 @@ TEST(RateWindow, AdmitsTheLimitThenOpensWhenTheOldestStartLeaves) {
   EXPECT_EQ(again.log(t0 + 5 * kSecond), "");
   // Malformed entries are skipped.
   EXPECT_EQ(RateWindow(3, kSecond, "x:1 12:y 5:2").used(5), 2);
+  // It holds nothing once its newest start is a window old (its gate's row
+  // may then be forgotten), and from the start when it remembers none.
+  EXPECT_EQ(window.empty_from(), t0 + 2 * kSecond);
+  EXPECT_EQ(again.empty_from(), t0 + 2 * kSecond);
+  EXPECT_EQ(RateWindow(3, kSecond).empty_from(), std::nullopt);
+  EXPECT_EQ(RateWindow(3, kSecond, again.log(t0 + 5 * kSecond)).empty_from(), std::nullopt);
 }
 
 TEST(RateWindow, NeverAdmitsMoreThanTheLimitInAnySlidingWindow) {

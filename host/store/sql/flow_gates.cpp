@@ -1,6 +1,7 @@
 #include "store/sql/flow_gates.h"
 
 #include "store/sql/row_writer.h"
+#include "store/store_error.h"
 #include "util/rate_window.h"
 
 namespace ductwork::sql {
@@ -45,29 +46,36 @@ std::map<std::string, GateRow> lock_gates(Connection& conn, const std::vector<st
 }
 
 // Writes rate gate `gate`'s window after a claim used it at `now`: the
-// starts it remembers, and while it is full the instant it opens again.
+// starts it remembers, while it is full the instant it opens again, and
+// the instant it will hold nothing (idle_since, migration 032).
 void write_window(Connection& conn, const std::string& gate, const RateWindow& window, const std::string& now) {
   const int64_t now_us = db_time_micros(now);
+  const auto at = [&](int64_t instant_us) {
+    return add_seconds(now, static_cast<double>(instant_us - now_us) / 1e6);
+  };
   const std::optional<int64_t> opens = window.opens_at(now_us);
-  auto update = conn.prepare("UPDATE flow_gates SET rate_log = ?1, open_at = ?2, updated_at = ?3 WHERE gate = ?4");
+  const std::optional<int64_t> empty = window.empty_from();
+  auto update = conn.prepare(
+      "UPDATE flow_gates SET rate_log = ?1, open_at = ?2, updated_at = ?3, idle_since = ?5 WHERE gate = ?4");
   update.bind(1, window.log(now_us));
   if (opens) {
-    update.bind(2, add_seconds(now, static_cast<double>(*opens - now_us) / 1e6));
+    update.bind(2, at(*opens));
   } else {
     update.bind_null(2);
   }
-  update.bind(3, now).bind(4, gate).exec_deferred();
+  update.bind(3, now).bind(4, gate).bind(5, empty && *empty > now_us ? at(*empty) : now).exec_deferred();
 }
 
-// Adds `deltas` (gate -> change) to the gates' counts, never below 0. The
-// rows must be locked already (lock_gates). One gate, the usual case, by
-// its key.
+// Adds `deltas` (gate -> change) to the gates' counts, never below 0; a
+// gate whose count falls to 0 is idle from `now` (idle_since), one that
+// holds a slot is not. The rows must be locked already (lock_gates). One
+// gate, the usual case, by its key.
 void add_to_gates(Connection& conn, const std::map<std::string, int64_t>& deltas, const std::string& now) {
   if (deltas.empty()) return;
   if (deltas.size() == 1) {
     conn.prepare(
             "UPDATE flow_gates SET in_progress = CASE WHEN in_progress + ?2 < 0 THEN 0 ELSE in_progress + ?2 END, "
-            "updated_at = ?1 WHERE gate = ?3")
+            "idle_since = CASE WHEN in_progress + ?2 <= 0 THEN ?1 END, updated_at = ?1 WHERE gate = ?3")
         .bind(1, now)
         .bind(2, deltas.begin()->second)
         .bind(3, deltas.begin()->first)
@@ -76,7 +84,8 @@ void add_to_gates(Connection& conn, const std::map<std::string, int64_t>& deltas
   }
   conn.prepare(
           "UPDATE flow_gates SET in_progress = CASE WHEN flow_gates.in_progress + CAST(v.value AS INTEGER) < 0 "
-          "THEN 0 ELSE flow_gates.in_progress + CAST(v.value AS INTEGER) END, updated_at = ?1 FROM " +
+          "THEN 0 ELSE flow_gates.in_progress + CAST(v.value AS INTEGER) END, idle_since = CASE WHEN "
+          "flow_gates.in_progress + CAST(v.value AS INTEGER) <= 0 THEN ?1 END, updated_at = ?1 FROM " +
               conn.dialect().json_object_rows("?2") + " AS v WHERE flow_gates.gate = v.key",
           Connection::Planning::kEachRun)
       .bind(1, now)
@@ -147,11 +156,19 @@ Admission admit_to_gates(Connection& conn, const std::vector<GateWant>& wants, c
   for (const auto& [gate, n] : wanted) {
     if (!rows.count(gate)) missing.emplace(gate, 0);
   }
-  if (!missing.empty()) {
-    // A gate's row exists from its first claim on: the missing ones are
-    // inserted (in name order, as rows are locked) and then locked.
+  // A gate's row exists from its first claim on, until the retention pass
+  // forgets it idle (forget_idle_gates): the missing ones are inserted (in
+  // name order, as rows are locked) and then locked. Where rows are locked
+  // (PostgreSQL), a row this insert found may be deleted by a pruner
+  // before the lock: written again, it is new and not idle for long, so a
+  // second round finds it.
+  for (int round = 0; !missing.empty(); ++round) {
+    if (round == 3) throw StoreError("flow gate rows vanished three times while a claim wrote them");
     RowWriter(conn).flow_gates_unless_exist(counts_object(missing), pipeline, now);
-    rows.merge(lock_gates(conn, names_of(missing)));
+    for (auto& [gate, row] : lock_gates(conn, names_of(missing))) {
+      missing.erase(gate);
+      rows[gate] = std::move(row);
+    }
   }
   // Stamped after the locks were granted: a claim that waited for another
   // host's release or start is not stamped before it.

@@ -253,7 +253,8 @@ bool RowWriter::event(const std::string& id, const NewEvent& event, const std::s
 }
 
 void RowWriter::flow_gates_unless_exist(const std::string& gates, const std::string& pipeline, const std::string& now) {
-  conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at, pipeline_klass) SELECT v.key, 0, ?2, ?3 FROM " +
+  conn_.prepare("INSERT INTO flow_gates (gate, in_progress, updated_at, pipeline_klass, idle_since) SELECT v.key, 0, ?2, "
+                "?3, ?2 FROM " +
                     conn_.dialect().json_object_rows("?1") +
                     " AS v WHERE true ORDER BY v.key ON CONFLICT (gate) DO NOTHING",
                 Connection::Planning::kEachRun)

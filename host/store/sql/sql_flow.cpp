@@ -1,4 +1,5 @@
-// Flow control's statements (issue 38): pausing a pipeline. The claim's
+// Flow control's statements (issue 38): pausing a pipeline, forgetting idle
+// gates (issue 37). The claim's
 // side (a pick passes over a paused pipeline) is in sql_job_queue.cpp and
 // sql_inline_advance.cpp.
 #include "store/sql/row_writer.h"
@@ -21,6 +22,19 @@ bool SqlStoreTx::pipeline_paused(const std::string& pipeline) {
   auto probe = conn_.prepare("SELECT 1 FROM paused_pipelines WHERE klass = ?1");
   probe.bind(1, pipeline);
   return probe.step();
+}
+
+int64_t SqlStoreTx::forget_idle_gates(double idle_seconds, int limit) {
+  // The test is repeated on the deleted row itself: on PostgreSQL a claim
+  // that locked the row meanwhile and took a slot, or remembered a start,
+  // made it busy again, and the delete passes it over once its lock goes.
+  return conn_
+      .prepare(
+          "DELETE FROM flow_gates WHERE in_progress = 0 AND idle_since < ?1 AND gate IN (SELECT g.gate FROM "
+          "flow_gates g WHERE g.in_progress = 0 AND g.idle_since < ?1 LIMIT ?2)")
+      .bind(1, seconds_before(now_, idle_seconds))
+      .bind(2, int64_t{limit})
+      .exec();
 }
 
 namespace {

@@ -95,6 +95,7 @@ class SqlStoreTx final : public StoreTx {
   int64_t release_free_pages(int64_t max_pages) override;
   bool set_paused(const std::string& pipeline, bool paused) override;  // sql_flow.cpp
   bool pipeline_paused(const std::string& pipeline) override;          // sql_flow.cpp
+  int64_t forget_idle_gates(double idle_seconds, int limit) override;  // sql_flow.cpp
   // sql_schedules.cpp
   const std::string& transaction_time() const override { return now_; }
   ScheduleState lock_schedule(const std::string& pipeline, const std::string& name) override;
