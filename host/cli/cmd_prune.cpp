@@ -17,7 +17,7 @@ namespace {
 // to the file system where they can be (SQLite in incremental auto-vacuum
 // mode), else what becomes of them.
 void print_space(Store& store, const DatabaseSpace& before) {
-  release_free_space(store, nullptr);
+  release_free_space(store);
   // SQLite: the file shrinks when the log is copied back into it.
   store.compact_journal();
   const DatabaseSpace after = store.reads().database_space();

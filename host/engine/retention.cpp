@@ -19,12 +19,10 @@ constexpr size_t kArchivedBatch = 10;
 // commit are paid for many pipelines.
 constexpr double kRetentionBatchSeconds = 0.05, kRetentionRowLockBatchSeconds = 0.5;
 constexpr size_t kMinAdaptiveBatch = 1, kMaxAdaptiveBatch = 1000;
-// Free pages are handed back once they are more than this share of the
-// database; below it, new rows reuse them (a steady retention frees about
-// as much as new pipelines take).
+// Free pages (a file in incremental mode) are handed back once they are
+// more than this share of the database; below it, new rows reuse them (a
+// steady retention frees about as much as new pipelines take).
 constexpr double kReleaseFreeShare = 0.25;
-// Pages handed back per transaction (4 MB of 4 KB pages).
-constexpr int64_t kPagesPerRelease = 1024;
 
 // Deletes `ids` in `tx`, every row; with an archive, their status
 // documents are appended and synced first, so a pruned pipeline is always
@@ -212,21 +210,13 @@ int64_t delete_pipeline(Store& store, const std::string& pipeline_id, PruneArchi
   return rows;
 }
 
-int64_t release_free_space(Store& store, const std::function<bool()>& keep_going) {
-  int64_t released = 0;
-  while (true) {
-    int64_t now = 0;
-    store.transact([&](StoreTx& tx) { now = tx.release_free_pages(kPagesPerRelease); });
-    released += now;
-    if (now < kPagesPerRelease || (keep_going && !keep_going())) return released;
-  }
-}
+int64_t release_free_space(Store& store) { return store.release_free_pages(); }
 
 int64_t release_space_when_mostly_free(Store& store, const std::function<bool()>& keep_going) {
   const DatabaseSpace space = store.reads().database_space();
   const bool mostly_free =
       static_cast<double>(space.free_bytes) > kReleaseFreeShare * static_cast<double>(space.bytes);
-  return space.can_release && mostly_free ? release_free_space(store, keep_going) : 0;
+  return space.can_release && mostly_free && (!keep_going || keep_going()) ? release_free_space(store) : 0;
 }
 
 }  // namespace ductwork

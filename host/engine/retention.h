@@ -92,11 +92,10 @@ int64_t forget_idle_gates(Store& store, double idle_seconds, const std::function
 // (unknown()) or a pipeline that is not finished. Returns the rows deleted.
 int64_t delete_pipeline(Store& store, const std::string& pipeline_id, PruneArchive* archive);
 
-// Hands the pages prunes freed back to the file system, in transactions of
-// a few megabytes (SQLite in incremental auto-vacuum mode; elsewhere it
-// does nothing), asking `keep_going` (may be empty) between them. Returns
-// the pages released.
-int64_t release_free_space(Store& store, const std::function<bool()>& keep_going);
+// Hands the pages prunes freed back to the file system at once (SQLite in
+// incremental auto-vacuum mode: Store::release_free_pages; elsewhere it
+// does nothing). Returns the pages released.
+int64_t release_free_space(Store& store);
 
 // The retention policy's rule for space: release_free_space once free
 // pages are more than a quarter of the database (the load fell, or an age

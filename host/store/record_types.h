@@ -189,7 +189,7 @@ struct DatabaseSpace {
   // new rows); PostgreSQL: 0 (autovacuum makes dead rows' space reusable).
   int64_t free_bytes = 0;
   // SQLite in incremental auto-vacuum mode: free pages can be handed back
-  // to the file system (StoreTx::release_free_pages).
+  // to the file system (Store::release_free_pages).
   bool can_release = false;
   // PostgreSQL: autovacuum makes deleted rows' space reusable.
   bool autovacuum = false;

@@ -242,10 +242,6 @@ class StoreTx {
   // What the status document of `pipeline_id` shows, as this transaction
   // sees it (the archive of a prune is written from it before the delete).
   virtual std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) = 0;
-  // Hands up to `max_pages` of the database's free pages back to the file
-  // system (SQLite in incremental auto-vacuum mode; elsewhere nothing);
-  // returns how many it handed back.
-  virtual int64_t release_free_pages(int64_t max_pages) = 0;
 
   // ---- flow control (issue 38)
   // Pauses (`paused`) or unpauses the pipeline named `pipeline`: while

@@ -156,6 +156,27 @@ TEST_F(PruneSpaceTest, APruneSaysHowBigTheDatabaseWasAndIsAndANewSqliteFileShrin
   EXPECT_EQ(ws.sql("PRAGMA freelist_count"), "0\n");
 }
 
+// A release hands the free pages back by switching the file to full
+// auto-vacuum and back (Store::release_free_pages). A file a release left in
+// full mode (its process died between the switches) goes back to
+// incremental mode at the next release, and a prune then shrinks it as any.
+TEST_F(PruneSpaceTest, AFileAReleaseLeftInFullModeGoesBackToIncremental) {
+  Workspace ws;
+  if (ws.pg()) GTEST_SKIP() << "SQLite's auto-vacuum modes";
+  fill(ws, 600);
+  ws.sql("PRAGMA auto_vacuum=FULL");
+  ASSERT_EQ(ws.sql("PRAGMA auto_vacuum"), "1\n");
+  ProcessResult first = ws.run({"prune", "--status", "halted"});  // finds nothing; releases
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_EQ(ws.sql("PRAGMA auto_vacuum"), "2\n");
+  const auto full = std::filesystem::file_size(ws.db_path());
+  ProcessResult r = ws.run({"prune"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_LT(std::filesystem::file_size(ws.db_path()) * 4, full) << r.out;
+  EXPECT_EQ(ws.sql("PRAGMA auto_vacuum"), "2\n") << "still incremental after handing pages back";
+  EXPECT_EQ(ws.sql("PRAGMA freelist_count"), "0\n");
+}
+
 TEST_F(PruneSpaceTest, AnOlderSqliteFileIsToldHowToShrinkAndMigrateVacuumDoesIt) {
   Workspace ws;
   if (ws.pg()) {

@@ -46,22 +46,6 @@ std::optional<PipelineRecord> SqlStoreTx::pipeline_record(const std::string& pip
   return read_pipeline_record(conn_, pipeline_id);
 }
 
-int64_t SqlStoreTx::release_free_pages(int64_t max_pages) {
-  if (conn_.dialect().name == "postgresql" || max_pages <= 0) return 0;
-  auto number = [&](const char* sql) {
-    auto stmt = conn_.prepare(sql);
-    return stmt.step() ? stmt.int64(0) : 0;
-  };
-  if (number("PRAGMA auto_vacuum") != 2) return 0;  // not incremental
-  const int64_t before = number("PRAGMA freelist_count");
-  if (before == 0) return 0;
-  // Returns a row per page it frees: step through them all.
-  auto release = conn_.prepare("PRAGMA incremental_vacuum(" + std::to_string(max_pages) + ")");
-  while (release.step()) {
-  }
-  return before - number("PRAGMA freelist_count");
-}
-
 int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   if (ids.empty()) return 0;
   // Every statement is planned for its batch, and tests an indexed column

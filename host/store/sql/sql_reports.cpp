@@ -315,6 +315,35 @@ bool SqlStore::vacuum() {
   return true;
 }
 
+int64_t SqlStore::release_free_pages() {
+  auto held = lock();
+  if (conn_.dialect().name == "postgresql") return 0;
+  auto number = [&](const char* sql) {
+    auto stmt = conn_.prepare(sql);
+    return stmt.step() ? stmt.int64(0) : 0;
+  };
+  const int64_t mode = number("PRAGMA auto_vacuum");
+  if (mode == 1) {
+    // Full: a release below was cut short between its two switches (the
+    // process died); full mode kept no page free, and goes back.
+    conn_.exec_script("PRAGMA auto_vacuum=INCREMENTAL");
+    return 0;
+  }
+  if (mode != 2) return 0;  // no auto-vacuum: `migrate --vacuum` converts the file
+  const int64_t before = number("PRAGMA freelist_count");
+  if (before == 0) return 0;
+  // Switched to full auto-vacuum, the file hands every free page back as
+  // that switch commits, moving the pages in use from its end into the
+  // free ones; switched back, new rows reuse what later deletes free.
+  // `PRAGMA incremental_vacuum` looks each page it hands back up in the
+  // free list: 1,024 pages of a 150,000-page list took 0.3 s and the
+  // whole list 22 s, where the switch takes well under a second.
+  conn_.exec_script("PRAGMA auto_vacuum=FULL");
+  const int64_t released = before - number("PRAGMA freelist_count");
+  conn_.exec_script("PRAGMA auto_vacuum=INCREMENTAL");
+  return released;
+}
+
 bool SqlStore::one_writer_at_a_time() const { return conn_.dialect().name != "postgresql"; }
 
 int64_t SqlStore::data_version() {

@@ -64,6 +64,7 @@ class SqlStore final : public Store, public StoreReader {
   void check_storage() override;
   void compact_journal() override;
   bool vacuum() override;
+  int64_t release_free_pages() override;
   bool one_writer_at_a_time() const override;
   std::vector<ProcessInfo> processes() override;
   int64_t successes_since(std::string* cursor) override;

@@ -92,7 +92,6 @@ class SqlStoreTx final : public StoreTx {
   int64_t delete_pipelines(const std::vector<std::string>& ids) override;
   bool take_pruner_turn() override;
   std::optional<PipelineRecord> pipeline_record(const std::string& pipeline_id) override;
-  int64_t release_free_pages(int64_t max_pages) override;
   bool set_paused(const std::string& pipeline, bool paused) override;  // sql_flow.cpp
   bool pipeline_paused(const std::string& pipeline) override;          // sql_flow.cpp
   int64_t forget_idle_gates(double idle_seconds, int limit) override;  // sql_flow.cpp

@@ -238,7 +238,7 @@ Connection::Connection(std::string path, std::shared_ptr<const Clock> clock)
   // fan-out) does not leave its size on the disk until the next clean stop.
   // auto_vacuum=INCREMENTAL, set in a new (empty) file before journal_mode
   // writes its first page, takes effect: the pages a prune frees can then
-  // go back to the file system (StoreTx::release_free_pages). An older file
+  // go back to the file system (Store::release_free_pages). An older file
   // keeps its mode until `ductwork migrate --vacuum` (Store::vacuum).
   // Switching a fresh file to WAL takes its exclusive lock, and SQLite
   // answers SQLITE_BUSY at once, without the busy handler, while another
