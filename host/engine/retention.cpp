@@ -122,6 +122,20 @@ namespace {
 // Tick rows (and idle gate rows) deleted per transaction: a few
 // milliseconds of the write lock.
 constexpr int kTickBatch = 1000;
+
+// Runs `batch` (deleting at most kTickBatch rows, returning how many) in
+// transactions until one deletes fewer or `keep_going` says stop; returns
+// the rows deleted.
+int64_t delete_in_batches(Store& store, const std::function<bool()>& keep_going,
+                          const std::function<int64_t(StoreTx&)>& batch) {
+  int64_t deleted = 0;
+  for (;;) {
+    int64_t n = 0;
+    store.transact([&](StoreTx& tx) { n = batch(tx); });
+    deleted += n;
+    if (n < kTickBatch || (keep_going && !keep_going())) return deleted;
+  }
+}
 }  // namespace
 
 PruneReport apply_retention(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going,
@@ -165,13 +179,8 @@ PruneReport apply_retention(Store& store, const RetentionConfig& retention, cons
 }
 
 int64_t forget_idle_gates(Store& store, double idle_seconds, const std::function<bool()>& keep_going) {
-  int64_t deleted = 0;
-  for (;;) {
-    int64_t batch = 0;
-    store.transact([&](StoreTx& tx) { batch = tx.forget_idle_gates(idle_seconds, kTickBatch); });
-    deleted += batch;
-    if (batch < kTickBatch || (keep_going && !keep_going())) return deleted;
-  }
+  return delete_in_batches(store, keep_going,
+                           [&](StoreTx& tx) { return tx.forget_idle_gates(idle_seconds, kTickBatch); });
 }
 
 int64_t forget_schedule_ticks(Store& store, const RetentionConfig& retention, const std::function<bool()>& keep_going) {
@@ -186,13 +195,8 @@ int64_t forget_schedule_ticks(Store& store, const RetentionConfig& retention, co
   widen(retention.ages);
   for (const auto& [name, ages] : retention.pipelines) widen(ages);
   if (!longest) return 0;
-  int64_t deleted = 0;
-  for (;;) {
-    int64_t batch = 0;
-    store.transact([&](StoreTx& tx) { batch = tx.delete_schedule_ticks(*longest, kTickBatch); });
-    deleted += batch;
-    if (batch < kTickBatch || (keep_going && !keep_going())) return deleted;
-  }
+  return delete_in_batches(store, keep_going,
+                           [&](StoreTx& tx) { return tx.delete_schedule_ticks(*longest, kTickBatch); });
 }
 
 int64_t delete_pipeline(Store& store, const std::string& pipeline_id, PruneArchive* archive) {
