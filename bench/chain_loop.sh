@@ -63,6 +63,6 @@ else
 fi
 "$bin" trigger BenchChain --from "$d/args.jsonl" -c "$d/ductwork.yml" > /dev/null
 start=$(date +%s.%N)
-"$bin" start --drain -c "$d/ductwork.yml" > /dev/null
+${DW_TIME:-} "$bin" start --drain -c "$d/ductwork.yml" > /dev/null
 end=$(date +%s.%N)
 python3 -c "print('%.0f steps/s  (%.2f s)' % ($n * 10 / ($end - $start), $end - $start))"

@@ -16,6 +16,7 @@ namespace ductwork::sqlite {
 namespace {
 
 using sql::BatchInsert;
+using sql::OwnedRow;
 using sql::Statement;
 
 class SqliteConnectionTest : public ::testing::Test {
@@ -91,6 +92,38 @@ TEST_F(SqliteConnectionTest, BatchInsertKeepsItsOwnCopyOfEveryQueuedValue) {
   EXPECT_EQ(s.int64(2), 1500);
   EXPECT_EQ(s.int64(3), 750);
   EXPECT_EQ(s.int64(4), 750);
+}
+
+// A kept row (StepRows) holds its values in one buffer: a value set later
+// (a claim's process and instant) replaces the old one, also when the new
+// text is borrowed from the row itself, and the row is written as it
+// stands at the time it is added.
+TEST_F(SqliteConnectionTest, AnOwnedRowIsWrittenWithTheValuesSetLast) {
+  conn_->exec_script("CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT, n INTEGER, w TEXT)");
+  std::string source = "first-" + std::string(40, 'a');
+  OwnedRow row(std::array<BatchInsert::Cell, 4>{int64_t{7}, source, std::monostate{}, "short"});
+  source.assign(source.size(), '?');  // the row keeps its own copy
+  EXPECT_EQ(row.size(), 4u);
+  EXPECT_EQ(row.text(1), "first-" + std::string(40, 'a'));
+  ASSERT_NE(row.number(0), nullptr);
+  EXPECT_EQ(*row.number(0), 7);
+  EXPECT_EQ(row.number(1), nullptr);
+  EXPECT_TRUE(row.is_null(2));
+  EXPECT_THROW(row.text(0), std::logic_error);
+  EXPECT_THROW(row.text(4), std::logic_error);
+  for (int i = 0; i < 20; ++i) row.set(3, std::string(30 + i, 'z'));  // past the room kept for edits
+  row.set(2, row.text(1));                                              // borrowed from the row itself
+  EXPECT_FALSE(row.is_null(2));
+  BatchInsert batch(*conn_, "INSERT INTO u (id, v, n, w) VALUES ", "(?, ?, ?, ?)", 4);
+  batch.add(row);
+  batch.flush();
+  auto s = conn_->prepare("SELECT id, v, n, w FROM u");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.int64(0), 7);
+  EXPECT_EQ(s.text(1), "first-" + std::string(40, 'a'));
+  EXPECT_EQ(s.text(2), "first-" + std::string(40, 'a'));
+  EXPECT_EQ(s.text(3), std::string(49, 'z'));
+  EXPECT_FALSE(s.step());
 }
 
 TEST_F(SqliteConnectionTest, ABatchInsertDestroyedWithUnflushedRowsAborts) {

@@ -32,21 +32,29 @@ BatchInsert::Cell::Cell(const Value& value) {
   }
 }
 
-BatchInsert::Value BatchInsert::Cell::owned() const {
+void BatchInsert::Cell::bind_to(Statement& stmt, int index) const {
   switch (kind_) {
     case Kind::kNumber:
-      return number_;
+      stmt.bind(index, number_);
+      break;
     case Kind::kNull:
-      return std::monostate{};
+      stmt.bind_null(index);
+      break;
     case Kind::kText:
+      stmt.bind(index, text_);
       break;
   }
-  return std::string(text_);
 }
 
 void BatchInsert::add(const std::vector<Value>& values) {
   if (static_cast<int>(values.size()) != width_) throw std::logic_error("BatchInsert: row of the wrong width");
   for (const Value& value : values) append(Cell(value));
+  if (pending_.size() >= kRowsPerStatement * static_cast<size_t>(width_)) flush();
+}
+
+void BatchInsert::add(const OwnedRow& row) {
+  if (static_cast<int>(row.size()) != width_) throw std::logic_error("BatchInsert: row of the wrong width");
+  for (size_t i = 0; i < row.size(); ++i) append(row[i]);
   if (pending_.size() >= kRowsPerStatement * static_cast<size_t>(width_)) flush();
 }
 
@@ -104,6 +112,69 @@ void BatchInsert::write(size_t first_row, size_t rows) {
     }
   }
   stmt.exec_deferred();  // nobody reads the row count
+}
+
+namespace {
+// Room kept at the end of a row's buffer for values set later (a claim's
+// process id and instant).
+constexpr size_t kRoomToSet = 64;
+}  // namespace
+
+OwnedRow::OwnedRow(const BatchInsert::Cell* cells, size_t count) : width_(count) {
+  if (count > kMaxWidth) throw std::logic_error("OwnedRow: a row wider than kMaxWidth");
+  size_t text = 0;
+  for (size_t i = 0; i < count; ++i) text += cells[i].text_.size();
+  text_.reserve(text + kRoomToSet);
+  for (size_t i = 0; i < count; ++i) {
+    const BatchInsert::Cell& cell = cells[i];
+    slots_[i] = Slot{cell.number_, static_cast<uint32_t>(text_.size()), static_cast<uint32_t>(cell.text_.size()),
+                     cell.kind_};
+    if (cell.kind_ == BatchInsert::Cell::Kind::kText) text_.append(cell.text_);
+  }
+}
+
+const OwnedRow::Slot& OwnedRow::slot(size_t column) const {
+  if (column >= width_) throw std::logic_error("OwnedRow: no column " + std::to_string(column));
+  return slots_[column];
+}
+
+BatchInsert::Cell OwnedRow::operator[](size_t column) const {
+  const Slot& s = slot(column);
+  switch (s.kind) {
+    case BatchInsert::Cell::Kind::kNumber:
+      return BatchInsert::Cell(s.number);
+    case BatchInsert::Cell::Kind::kNull:
+      return BatchInsert::Cell();
+    case BatchInsert::Cell::Kind::kText:
+      break;
+  }
+  return BatchInsert::Cell(std::string_view(text_).substr(s.offset, s.size));
+}
+
+std::string_view OwnedRow::text(size_t column) const {
+  const Slot& s = slot(column);
+  if (s.kind != BatchInsert::Cell::Kind::kText) {
+    throw std::logic_error("OwnedRow: column " + std::to_string(column) + " holds no text");
+  }
+  return std::string_view(text_).substr(s.offset, s.size);
+}
+
+const int64_t* OwnedRow::number(size_t column) const {
+  const Slot& s = slot(column);
+  return s.kind == BatchInsert::Cell::Kind::kNumber ? &s.number : nullptr;
+}
+
+bool OwnedRow::is_null(size_t column) const { return slot(column).kind == BatchInsert::Cell::Kind::kNull; }
+
+void OwnedRow::set(size_t column, std::string_view text) {
+  slot(column);
+  if (!text.empty() && text.data() >= text_.data() && text.data() < text_.data() + text_.size()) {
+    set(column, std::string(text));  // borrowed from this row: the append may move it
+    return;
+  }
+  slots_[column] = Slot{0, static_cast<uint32_t>(text_.size()), static_cast<uint32_t>(text.size()),
+                        BatchInsert::Cell::Kind::kText};
+  text_.append(text);
 }
 
 }  // namespace ductwork::sql

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -40,11 +41,12 @@ class BatchInsert {
     Cell(std::monostate) : kind_(Kind::kNull) {}                     // NOLINT(google-explicit-constructor)
     Cell(const Value& value);                                        // NOLINT(google-explicit-constructor)
 
-    // The value as an owned copy.
-    Value owned() const;
+    // Binds the value to `stmt`'s placeholder `index` (text copied).
+    void bind_to(Statement& stmt, int index) const;
 
    private:
     friend class BatchInsert;
+    friend class OwnedRow;
     enum class Kind : uint8_t { kText, kNumber, kNull };
     Kind kind_ = Kind::kText;
     std::string_view text_;
@@ -65,6 +67,7 @@ class BatchInsert {
   void add(std::initializer_list<Cell> values) { add(values.begin(), values.size()); }
   void add(const Cell* values, size_t count);
   void add(const std::vector<Value>& values);
+  void add(const class OwnedRow& row);
   // Writes every queued row.
   void flush();
   // Rows queued and not yet written.
@@ -90,6 +93,44 @@ class BatchInsert {
   std::vector<Slot> pending_;
   std::string text_;  // every queued text value, back to back
   int exceptions_at_start_;
+};
+
+// A row kept past the values it was made from (a new step's rows held until
+// its transaction writes them, StepRows): every text value back to back in
+// one buffer, so a kept row costs one allocation, not one per value. A
+// value can be replaced (set); the replacement goes to the buffer's end,
+// which keeps room for a few.
+class OwnedRow {
+ public:
+  static constexpr size_t kMaxWidth = 16;
+
+  OwnedRow() = default;
+  template <size_t N>
+  explicit OwnedRow(const std::array<BatchInsert::Cell, N>& cells) : OwnedRow(cells.data(), N) {}
+  OwnedRow(const BatchInsert::Cell* cells, size_t count);
+
+  size_t size() const { return width_; }
+  // The value at `column`, borrowed from this row until it changes.
+  BatchInsert::Cell operator[](size_t column) const;
+  // The text at `column`; std::logic_error when it holds no text.
+  std::string_view text(size_t column) const;
+  // The number at `column`, or nullptr when it holds none.
+  const int64_t* number(size_t column) const;
+  bool is_null(size_t column) const;
+  void set(size_t column, std::string_view text);
+
+ private:
+  struct Slot {
+    int64_t number = 0;
+    uint32_t offset = 0;
+    uint32_t size = 0;
+    BatchInsert::Cell::Kind kind = BatchInsert::Cell::Kind::kNull;
+  };
+  const Slot& slot(size_t column) const;
+
+  std::array<Slot, kMaxWidth> slots_{};
+  size_t width_ = 0;
+  std::string text_;
 };
 
 }  // namespace ductwork::sql

@@ -76,14 +76,6 @@ const TableSql& table_sql(RowWriter::Table t) {
   return sql[t];
 }
 
-template <size_t N>
-std::vector<BatchInsert::Value> owned_cells(const std::array<Cell, N>& cells) {
-  std::vector<BatchInsert::Value> values;
-  values.reserve(N);
-  for (const Cell& cell : cells) values.push_back(cell.owned());
-  return values;
-}
-
 // Each row struct as its cells, in its table's column order.
 std::array<Cell, 8> cells_of(const PipelineRow& r) {
   return {r.id, r.klass, r.status, r.triggered_at, r.started_at, r.idempotency_key, r.created_at, r.updated_at};
@@ -151,7 +143,7 @@ void RowWriter::add(Table t, const std::array<Cell, N>& cells) {
   before_add(t).add(cells.data(), N);
 }
 
-void RowWriter::add_owned(Table t, const std::vector<BatchInsert::Value>& values) { before_add(t).add(values); }
+void RowWriter::add_owned(Table t, const OwnedRow& row) { before_add(t).add(row); }
 
 void RowWriter::pipeline(const PipelineRow& r) { add(kPipelines, cells_of(r)); }
 
@@ -270,16 +262,7 @@ bool RowWriter::pipeline_unless_key_exists(const PipelineRow& r) {
   // Written alone and at once: the caller reads whether it was.
   Statement stmt = conn_.prepare(sql);
   int index = 1;
-  for (const BatchInsert::Value& value : owned_cells(cells_of(r))) {
-    if (const std::string* text = std::get_if<std::string>(&value)) {
-      stmt.bind(index, *text);
-    } else if (const int64_t* number = std::get_if<int64_t>(&value)) {
-      stmt.bind(index, *number);
-    } else {
-      stmt.bind_null(index);
-    }
-    ++index;
-  }
+  for (const Cell& cell : cells_of(r)) cell.bind_to(stmt, index++);
   return stmt.step();
 }
 
@@ -299,11 +282,11 @@ void RowWriter::flush() {
   }
 }
 
-std::vector<BatchInsert::Value> RowWriter::owned(const StepRow& r) { return owned_cells(cells_of(r)); }
-std::vector<BatchInsert::Value> RowWriter::owned(const JobRow& r) { return owned_cells(cells_of(r)); }
-std::vector<BatchInsert::Value> RowWriter::owned(const ExecutionRow& r) { return owned_cells(cells_of(r)); }
-std::vector<BatchInsert::Value> RowWriter::owned(const AvailabilityRow& r) { return owned_cells(cells_of(r)); }
-std::vector<BatchInsert::Value> RowWriter::owned(const TransitionRow& r) { return owned_cells(cells_of(r)); }
-std::vector<BatchInsert::Value> RowWriter::owned(const AdvancementRow& r) { return owned_cells(cells_of(r)); }
+OwnedRow RowWriter::owned(const StepRow& r) { return OwnedRow(cells_of(r)); }
+OwnedRow RowWriter::owned(const JobRow& r) { return OwnedRow(cells_of(r)); }
+OwnedRow RowWriter::owned(const ExecutionRow& r) { return OwnedRow(cells_of(r)); }
+OwnedRow RowWriter::owned(const AvailabilityRow& r) { return OwnedRow(cells_of(r)); }
+OwnedRow RowWriter::owned(const TransitionRow& r) { return OwnedRow(cells_of(r)); }
+OwnedRow RowWriter::owned(const AdvancementRow& r) { return OwnedRow(cells_of(r)); }
 
 }  // namespace ductwork::sql

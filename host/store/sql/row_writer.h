@@ -164,18 +164,18 @@ class RowWriter {
   void advancement(const AdvancementRow& row);
   // A row of `table` kept as owned values in that table's column order
   // (owned() below).
-  void add_owned(Table table, const std::vector<BatchInsert::Value>& values);
+  void add_owned(Table table, const OwnedRow& row);
 
   // Writes every queued row, parents first.
   void flush();
 
   // A row as owned values, to keep it past its sources (StepRows).
-  static std::vector<BatchInsert::Value> owned(const StepRow& row);
-  static std::vector<BatchInsert::Value> owned(const JobRow& row);
-  static std::vector<BatchInsert::Value> owned(const ExecutionRow& row);
-  static std::vector<BatchInsert::Value> owned(const AvailabilityRow& row);
-  static std::vector<BatchInsert::Value> owned(const TransitionRow& row);
-  static std::vector<BatchInsert::Value> owned(const AdvancementRow& row);
+  static OwnedRow owned(const StepRow& row);
+  static OwnedRow owned(const JobRow& row);
+  static OwnedRow owned(const ExecutionRow& row);
+  static OwnedRow owned(const AvailabilityRow& row);
+  static OwnedRow owned(const TransitionRow& row);
+  static OwnedRow owned(const AdvancementRow& row);
 
  private:
   BatchInsert& table(Table table);

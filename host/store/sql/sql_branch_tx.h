@@ -31,7 +31,7 @@ TriggeredPipeline insert_pipeline_rows(Connection& conn, const std::string& now,
 // statements instead of a dozen statements per step.
 struct InlineBatch {
   std::vector<StepRows> new_steps;
-  std::vector<std::vector<BatchInsert::Value>> transitions, advancements;
+  std::vector<OwnedRow> transitions, advancements;
   std::vector<std::string> completed_steps;
   void write(Connection& conn, const std::string& now);
 };
@@ -179,8 +179,8 @@ class SqlBranchTx final : public BranchTx {
   // The inline advance's rows not yet written, or nullptr.
   InlineAdvance* pending() const { return inline_ && !inline_->written ? inline_ : nullptr; }
   // Its transition and advancement rows as they stand.
-  std::vector<BatchInsert::Value> inline_transition() const;
-  std::vector<BatchInsert::Value> inline_advancement() const;
+  OwnedRow inline_transition() const;
+  OwnedRow inline_advancement() const;
 };
 
 }  // namespace ductwork::sql

@@ -69,11 +69,11 @@ void InlineBatch::write(Connection& conn, const std::string& now) {
   completed_steps.clear();
 }
 
-std::vector<BatchInsert::Value> SqlBranchTx::inline_transition() const {
+OwnedRow SqlBranchTx::inline_transition() const {
   return RowWriter::owned(transition_row(*inline_, now_));
 }
 
-std::vector<BatchInsert::Value> SqlBranchTx::inline_advancement() const {
+OwnedRow SqlBranchTx::inline_advancement() const {
   return RowWriter::owned(advancement_row(*inline_, 0, now_));
 }
 

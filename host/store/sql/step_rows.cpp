@@ -105,30 +105,27 @@ StepRows step_rows(const Clock& clock, const NewStep& step, const std::string& s
 ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const std::string& now) {
   // Read back from the columns step_rows laid out, only for a step that is
   // taken (most steps an advancer creates never are).
-  auto text = [](const BatchInsert::Value& v) { return std::get<std::string>(v); };
   ClaimedJob job;
   job.step_id = rows.step_id;
   job.idempotency_key = rows.step_id;  // a new step: its position's key is its own id
-  job.run_id = text(rows.step[1]);
-  job.branch_id = text(rows.step[2]);
-  job.node = text(rows.step[4]);
-  job.klass = text(rows.step[5]);
-  job.job_id = text(rows.job[0]);
-  const std::string document = text(rows.job[3]);  // args_document: {"args":[...]}
+  job.run_id = rows.step.text(1);
+  job.branch_id = rows.step.text(2);
+  job.node = rows.step.text(4);
+  job.klass = rows.step.text(5);
+  job.job_id = rows.job.text(0);
+  const std::string_view document = rows.job.text(3);  // args_document: {"args":[...]}
   const std::string prefix = args_document("");
   job.args_json = document.substr(prefix.size() - 1, document.size() - prefix.size());
-  job.execution_id = text(rows.execution[0]);
-  if (const int64_t* priority = std::get_if<int64_t>(&rows.availability[column::kAvailabilityPriority])) {
-    job.priority = *priority;
-  }
-  job.pipeline = text(rows.availability[2]);
+  job.execution_id = rows.execution.text(0);
+  if (const int64_t* priority = rows.availability.number(column::kAvailabilityPriority)) job.priority = *priority;
+  job.pipeline = rows.availability.text(2);
   job.waited_seconds = 0;
   // Claimed: steps.status, executions.process_id, availabilities.process_id
   // and completed_at, as a claim leaves them.
-  rows.step[column::kStepStatus] = std::string("in_progress");
-  rows.execution[column::kExecutionProcess] = process_id;
-  rows.availability[column::kAvailabilityProcess] = process_id;
-  rows.availability[column::kAvailabilityCompletedAt] = now;
+  rows.step.set(column::kStepStatus, "in_progress");
+  rows.execution.set(column::kExecutionProcess, process_id);
+  rows.availability.set(column::kAvailabilityProcess, process_id);
+  rows.availability.set(column::kAvailabilityCompletedAt, now);
   return job;
 }
 
@@ -136,7 +133,7 @@ void StepInserts::add(StepRows rows) {
   // A step its own transaction took (take_step_rows) is no news to any
   // other worker: only a queued one wakes them. Each needless wake-up cost
   // the server a claim probe and the next-due query per chained step.
-  queued_ = queued_ || std::holds_alternative<std::monostate>(rows.availability[column::kAvailabilityCompletedAt]);
+  queued_ = queued_ || rows.availability.is_null(column::kAvailabilityCompletedAt);
   // Parent first, so each table's batch is written after the batches of
   // the rows it refers to.
   rows_.add_owned(RowWriter::kSteps, rows.step);

@@ -14,7 +14,7 @@ namespace ductwork::sql {
 
 struct StepRows {
   std::string step_id;
-  std::vector<BatchInsert::Value> step, job, execution, availability;
+  OwnedRow step, job, execution, availability;
   std::string run_id;
   // Due at once (no delay): a worker may take it in the transaction that
   // creates it (take_step_rows).
