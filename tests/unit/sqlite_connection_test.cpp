@@ -126,6 +126,28 @@ TEST_F(SqliteConnectionTest, AnOwnedRowIsWrittenWithTheValuesSetLast) {
   EXPECT_FALSE(s.step());
 }
 
+// A batch's statements are INSERT OR FAIL on SQLite (Dialect::
+// batch_insert_into: no statement journal). A row that breaks a constraint
+// leaves the rows before it in its statement, and the error still reaches
+// the caller; rolling back the savepoint (or the transaction) around it
+// undoes them all, which is what every caller does.
+TEST_F(SqliteConnectionTest, AFailingBatchLeavesNothingOnceItsSavepointIsRolledBack) {
+  auto insert_with_a_duplicate = [&] {
+    BatchInsert batch(*conn_, "INSERT INTO t (id, v) VALUES ", "(?, ?)", 2);
+    batch.add({int64_t{1}, "one"});
+    batch.add({int64_t{2}, "two"});
+    batch.add({int64_t{1}, "one again"});
+    batch.flush();
+  };
+  conn_->exec_script("BEGIN; SAVEPOINT s;");
+  EXPECT_THROW(insert_with_a_duplicate(), StoreError);
+  EXPECT_EQ(rows(), 2) << "OR FAIL: the rows before the failing one stay until the rollback";
+  conn_->exec_script("ROLLBACK TO s; RELEASE s;");
+  EXPECT_EQ(rows(), 0);
+  conn_->exec_script("COMMIT;");
+  EXPECT_EQ(rows(), 0);
+}
+
 TEST_F(SqliteConnectionTest, ABatchInsertDestroyedWithUnflushedRowsAborts) {
   EXPECT_DEATH(
       {

@@ -87,8 +87,14 @@ void BatchInsert::flush() {
 }
 
 void BatchInsert::write(size_t first_row, size_t rows) {
-  std::string sql = head_;
-  sql.reserve(head_.size() + rows * (row_.size() + 1));
+  static constexpr std::string_view kInsertInto = "INSERT INTO ";
+  std::string sql;
+  sql.reserve(head_.size() + 16 + rows * (row_.size() + 1));
+  if (head_.compare(0, kInsertInto.size(), kInsertInto) == 0) {  // Dialect::batch_insert_into
+    sql.append(conn_.dialect().batch_insert_into).append(head_, kInsertInto.size());
+  } else {
+    sql = head_;
+  }
   for (size_t r = 0; r < rows; ++r) {
     if (r > 0) sql += ',';
     sql += row_;

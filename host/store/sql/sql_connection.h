@@ -149,6 +149,16 @@ struct Dialect {
   // statements an idle worker's light-load step latency rose by a third to
   // a half, measured; docs/decisions.md).
   bool seek_each_priority = false;
+  // How a BatchInsert's multi-row statements begin, in place of "INSERT
+  // INTO ". SQLite: "INSERT OR FAIL INTO ", so that no statement journal is
+  // kept for them. A statement that may stop half-way with its default
+  // conflict resolution (ABORT) first copies every page it is about to change
+  // into a statement journal, to undo its own rows alone: one page and 17
+  // allocations per chained step, measured. No caller goes on with a
+  // transaction after a failed statement without rolling back the savepoint
+  // or the transaction around it, which undoes the rows a failing statement
+  // left, so the journal bought nothing (docs/decisions.md).
+  std::string batch_insert_into = "INSERT INTO ";
 };
 
 // One database connection with a cache of prepared statements. Not
