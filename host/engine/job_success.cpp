@@ -36,12 +36,11 @@ void finish_groups(StoreTx& tx, const BatchAdvance& advance, const std::vector<J
 // deadlock) and nothing of it stayed. A claim handed to a group sets
 // *group_key.
 bool advance_own(StoreTx& tx, const JobSuccess& success, size_t index, const std::string& process_id,
-                 const BatchAdvance& advance, std::string* group_key) {
+                 const BatchAdvance& advance, std::string* group_key, BranchClaim& claim) {
   // The savepoint holds the claim and the advance: either can be given up
   // while the step's success (already written) still commits.
   const bool advanced = in_savepoint(tx, "advance_in_success", /*busy_ends_all=*/false, [&] {
     fault_point("after_branch_candidate_select");  // the checkpoints of an advancer's claim, in its order
-    BranchClaim claim;
     BranchTx& branch = tx.begin_own_advance(*success.job, process_id, success.output_json, &claim);
     *group_key = advance.advance(branch, claim, index);
     tx.end_own_advance(/*to_group=*/!group_key->empty());
@@ -80,14 +79,18 @@ std::vector<bool> jobs_succeeded(Store& store, const std::vector<JobSuccess>& do
         own.push_back(done[i].job);
       }
     }
-    const std::unordered_map<std::string, bool> locked = tx.lock_own_branches(own);
-    std::unordered_map<std::string, std::string> runs_in_progress;  // run → definition, for take_new_steps
+    const LockedBranches locked = tx.lock_own_branches(own);
+    RunsInProgress runs_in_progress;  // run → definition, for take_new_steps
     std::vector<const ClaimedJob*> handed;                            // left to an advancer
     bool advanced = false;
     // The arrivals the advances handed to groups (by barrier), finished when
     // the batch moves on to the next run (the jobs come in run order): the
     // locks of one run, then of the next, as in every transaction.
     std::vector<std::pair<std::string, std::vector<size_t>>> groups;
+    // One claim and key written over by each advance (their strings keep
+    // their room from one job to the next).
+    BranchClaim claim;
+    std::string key;
     for (size_t i = 0; i < done.size(); ++i) {
       if (!committed[i]) continue;
       const ClaimedJob& job = *done[i].job;
@@ -95,10 +98,10 @@ std::vector<bool> jobs_succeeded(Store& store, const std::vector<JobSuccess>& do
         finish_groups(tx, *advance, done, groups, handed);
       }
       auto lock = advance && done[i].advance ? locked.find(job.branch_id) : locked.end();
-      std::string key;
-      if (lock != locked.end() && advance_own(tx, done[i], i, process_id, *advance, &key)) {
+      key.clear();
+      if (lock != locked.end() && advance_own(tx, done[i], i, process_id, *advance, &key, claim)) {
         advanced = true;
-        if (lock->second) runs_in_progress.emplace(job.run_id, job.definition_sha1);
+        if (lock->second) runs_in_progress.try_emplace(job.run_id, job.definition_sha1);
         if (!key.empty()) {
           auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
           if (group == groups.end()) group = groups.insert(groups.end(), {key, {}});

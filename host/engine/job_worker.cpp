@@ -129,7 +129,8 @@ bool JobWorker::run_once() {
     StepCallScope scope{&store_, &logger_, &cancelled_, job->run_id, pipeline_, job->klass, job->job_id,
                         static_cast<std::size_t>(config_.job_worker.max_output_bytes)};
     if (watch_) {
-      watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_);
+      watched = watch_->watch(*job, timeout, config_.job_worker.timeout_grace.get(pipeline_, job->klass), health_,
+                              &spare_watch_);
       scope.step_cancelled = &watched->cancel;
       scope.process_pid = &watched->process_pid;
       scope.process_step = &watched->process_step;
@@ -233,7 +234,16 @@ void JobWorker::flush(bool claim_next) {
   // Chain, converge and divert edges, a branch's end and an arrival at a
   // fan-in are taken here, in the successes' transaction: no advancer round
   // trip (issue 11).
-  std::vector<std::pair<BranchClaim, AdvanceEffects>> advanced;
+  advanced_count_ = 0;
+  auto add_advanced = [this](const BranchClaim& claim, AdvanceEffects effects) {
+    if (advanced_count_ < advanced_.size()) {
+      advanced_[advanced_count_].first = claim;  // into the strings' room
+      advanced_[advanced_count_].second = std::move(effects);
+    } else {
+      advanced_.emplace_back(claim, std::move(effects));
+    }
+    ++advanced_count_;
+  };
   // Arrivals at a fan-in are held back, one per job that made one, and
   // written by barrier once the batch's advances of their run ran: the
   // siblings of a fan-out this batch finished are counted together, as an
@@ -247,7 +257,7 @@ void JobWorker::flush(bool claim_next) {
     arrivals[index].reset();
     advance_->advance(tx, claim, effects, &arrivals[index]);
     if (arrivals[index]) return arrivals[index]->barrier.branch_id;  // advanced when its group is finished
-    advanced.emplace_back(claim, std::move(effects));  // last: only once the advance went through
+    add_advanced(claim, std::move(effects));  // last: only once the advance went through
     return std::string();
   };
   advance_here.finish = [&](BranchTx& tx, const std::vector<size_t>& indexes) {
@@ -260,7 +270,7 @@ void JobWorker::flush(bool claim_next) {
     }
     arrive_together(tx, group, group_effects);
     for (size_t k = 0; k < indexes.size(); ++k) {  // last: only once the group went through
-      advanced.emplace_back(arrivals[indexes[k]]->claim, std::move(effects[k]));
+      add_advanced(arrivals[indexes[k]]->claim, std::move(effects[k]));
     }
   };
   // The next claim may take more jobs while the steps stay quick; one slow
@@ -277,7 +287,7 @@ void JobWorker::flush(bool claim_next) {
     // wrote nothing: the claims are still ours, so the batch is tried again.
     committed = retry_when_busy(
         [&] {
-          advanced.clear();
+          advanced_count_ = 0;
           arrivals.clear();
           return jobs_succeeded(store_, batch, process_id_, claim_next ? &next : nullptr, batch_,
                                        advance_ ? &advance_here : nullptr,
@@ -330,8 +340,9 @@ void JobWorker::flush(bool claim_next) {
   // this process with nobody to run them.
   for (auto& job : next) queue_.push_back(std::move(job));
   reset_step_times();
-  if (succeeded > advanced.size()) wakeups_.advancers().notify_one();
-  for (auto& [claim, effects] : advanced) {
+  if (succeeded > advanced_count_) wakeups_.advancers().notify_one();
+  for (size_t k = 0; k < advanced_count_; ++k) {
+    const auto& [claim, effects] = advanced_[k];
     // The steps this thread took need no other worker woken for them.
     const size_t taken = std::min(taken_new, effects.jobs_created);
     taken_new -= taken;

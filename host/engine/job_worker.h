@@ -114,6 +114,12 @@ class JobWorker {
   LoopHealth* health_;
   BranchAdvance* advance_;
   StepWatch* watch_;
+  std::shared_ptr<StepWatch::Running> spare_watch_;  // StepWatch::watch's spare
+  // The advances of the batch being committed (flush), for after_commit:
+  // the first advanced_count_ entries. The entries stay between batches so
+  // that a claim is copied into strings that already have room.
+  std::vector<std::pair<BranchClaim, AdvanceEffects>> advanced_;
+  size_t advanced_count_ = 0;
   StepJournal* journal_;
   // This worker's step processes (process steps, SPEC §19).
   ProcessSteps process_steps_;

@@ -115,7 +115,7 @@ StepOutcome invoke_step(const PluginRegistry& registry, const ClaimedJob& job, S
   // failure, counted against its retries, never a crash of the process
   // that tried to store it (which re-ran the step forever).
   std::string_view output(strings.raw.output_json);
-  if (auto problem = json_limit_problem(output, scope.max_value_bytes, "the output of step " + job.klass)) {
+  if (auto problem = json_limit_problem(output, scope.max_value_bytes, "the output of step ", job.klass)) {
     bool too_large = output.size() > scope.max_value_bytes;  // else: nested too deep
     outcome.error = make_error_info(too_large ? "ductwork::OutputTooLarge" : "ductwork::InvalidOutput", *problem);
     return outcome;

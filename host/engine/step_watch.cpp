@@ -44,9 +44,27 @@ StepWatch::StepWatch(StoreFactory& stores, const Config& config, Logger& logger,
       on_expired_(std::move(on_expired)) {}
 
 StepWatch::Registration StepWatch::watch(const ClaimedJob& job, double timeout_seconds, double grace_seconds,
-                                         LoopHealth* health) {
-  auto running = std::make_shared<Running>();
-  running->job = job;
+                                         LoopHealth* health, std::shared_ptr<Running>* spare) {
+  std::shared_ptr<Running> running;
+  if (spare && *spare) {
+    // Only the caller holds it once its registration ended and no tick
+    // holds a copy: a tick takes and drops its copies under mutex_, so the
+    // count read under it is exact and the tick's writes happened before.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (spare->use_count() == 1) running = std::move(*spare);
+  }
+  if (running) {
+    running->cancel.store(false);
+    running->timed_out.store(false);
+    running->expired.store(false);
+    running->returned.store(false);
+    running->process_pid.store(0);
+    running->process_step.store(false);
+    running->run_cancelled = false;
+  } else {
+    running = std::make_shared<Running>();
+  }
+  running->job = job;  // into the strings' room from the previous step
   running->timeout_seconds = timeout_seconds;
   running->grace_seconds = grace_seconds;
   running->started = stores_.clock().monotonic();
@@ -55,6 +73,7 @@ StepWatch::Registration StepWatch::watch(const ClaimedJob& job, double timeout_s
     std::lock_guard<std::mutex> lock(mutex_);
     running_.push_back(running);
   }
+  if (spare) *spare = running;
   return Registration(this, std::move(running));
 }
 
@@ -88,7 +107,17 @@ void StepWatch::wake() {
 }
 
 void StepWatch::tick() {
-  std::vector<std::shared_ptr<Running>> running;
+  // The copies are dropped under mutex_ however the tick ends (watch() reads
+  // the records' counts under it to use one again).
+  struct Copies {
+    std::mutex& mutex;
+    std::vector<std::shared_ptr<Running>> running;
+    ~Copies() {
+      std::lock_guard<std::mutex> lock(mutex);
+      running.clear();
+    }
+  } copies{mutex_, {}};
+  std::vector<std::shared_ptr<Running>>& running = copies.running;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running = running_;

@@ -76,7 +76,11 @@ class StepWatch {
   StepWatch(StoreFactory& stores, const Config& config, Logger& logger, std::string process_id, OnExpired on_expired);
 
   // Registers a step about to run (timeout 0: watched for cancellation only).
-  Registration watch(const ClaimedJob& job, double timeout_seconds, double grace_seconds, LoopHealth* health);
+  // `spare`, kept by the caller between steps: the record of its previous
+  // step, used again once the watch has let go of it (no allocation per step
+  // for the record and its copy of the job); set to the one returned.
+  Registration watch(const ClaimedJob& job, double timeout_seconds, double grace_seconds, LoopHealth* health,
+                     std::shared_ptr<Running>* spare = nullptr);
 
   // The watch thread's body: ticks until `stopping`, sleeping `tick` between.
   void run(const std::atomic<bool>& stopping);

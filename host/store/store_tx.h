@@ -4,12 +4,20 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "store/store_types.h"
 
 namespace ductwork {
+
+// By branch id: whether the branch's run is in progress (lock_own_branches).
+// The keys are views of the ids of the jobs passed in, valid while they are.
+using LockedBranches = std::unordered_map<std::string_view, bool>;
+// Run id -> its definition's SHA-1 (take_new_steps): views of the strings of
+// the jobs whose advances found the run in progress.
+using RunsInProgress = std::unordered_map<std::string_view, std::string_view>;
 
 class BranchTx;  // store.h
 
@@ -100,7 +108,7 @@ class StoreTx {
   // progress, unclaimed, the latest step the job's, no transition open from
   // it), passing over any another transaction holds; writes nothing. By
   // branch id: whether the branch's run is in progress.
-  virtual std::unordered_map<std::string, bool> lock_own_branches(const std::vector<const ClaimedJob*>& jobs) = 0;
+  virtual LockedBranches lock_own_branches(const std::vector<const ClaimedJob*>& jobs) = 0;
   // Claims the job's branch, locked above, for an advance in this
   // transaction (*claim); the rows the advance writes through the BranchTx
   // returned are held until end_own_advance.
@@ -121,10 +129,10 @@ class StoreTx {
   // How many of the steps the own advances created are due now with their
   // run in `runs` (run id → its definition's SHA-1): what
   // take_new_steps could take.
-  virtual int takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) = 0;
+  virtual int takeable_new_steps(const RunsInProgress& runs) = 0;
   // Takes up to `max` of them for `process_id` as a claim would, before
   // they are written: the worker runs them next without claiming them.
-  virtual std::vector<ClaimedJob> take_new_steps(const std::unordered_map<std::string, std::string>& runs,
+  virtual std::vector<ClaimedJob> take_new_steps(const RunsInProgress& runs,
                                                  const std::string& process_id, int max) = 0;
   // Writes what the own advances held (their steps, transitions,
   // advancements, completions) and the attempts of the `taken` steps.

@@ -40,14 +40,19 @@ int json_nesting_depth(std::string_view text, int stop_after) {
 }
 
 std::optional<std::string> json_limit_problem(std::string_view text, std::size_t max_bytes, const std::string& what) {
-  if (text.size() > max_bytes) {
-    return what + " is " + std::to_string(text.size()) + " bytes of JSON, more than the limit of " +
+  return json_limit_problem(text, max_bytes, what, std::string_view());
+}
+
+std::optional<std::string> json_limit_problem(std::string_view text, std::size_t max_bytes, std::string_view what,
+                                              std::string_view what_name) {
+  const bool too_long = text.size() > max_bytes;
+  if (!too_long && json_nesting_depth(text) <= kMaxJsonDepth) return std::nullopt;
+  const std::string named = std::string(what).append(what_name);
+  if (too_long) {
+    return named + " is " + std::to_string(text.size()) + " bytes of JSON, more than the limit of " +
            std::to_string(max_bytes) + " (job_worker.max_output_bytes)";
   }
-  if (json_nesting_depth(text) > kMaxJsonDepth) {
-    return what + " nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) + " levels";
-  }
-  return std::nullopt;
+  return named + " nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) + " levels";
 }
 
 }  // namespace ductwork

@@ -31,6 +31,10 @@ int json_nesting_depth(std::string_view text, int stop_after = kMaxJsonDepth);
 // "the output of step X"): nested deeper than kMaxJsonDepth, or longer than
 // `max_bytes`. nullopt when it may be parsed.
 std::optional<std::string> json_limit_problem(std::string_view text, std::size_t max_bytes, const std::string& what);
+// The same, `what` being `what` followed by `what_name` ("the output of
+// step ", the step's class), put together only when there is a problem.
+std::optional<std::string> json_limit_problem(std::string_view text, std::size_t max_bytes, std::string_view what,
+                                              std::string_view what_name);
 
 // An integer literal the engine cannot keep exactly: outside the 64-bit
 // range that steps read numbers in (INT64_MIN..UINT64_MAX, the SDK's

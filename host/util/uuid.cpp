@@ -16,23 +16,25 @@ std::mt19937_64& rng() {
   return engine;
 }
 
-// Several ids are made for every step: written into a buffer, then copied
-// into the string once.
-std::string format(const uint8_t (&b)[16]) {
+UuidText format_text(const uint8_t (&b)[16]) {
   static constexpr char kHex[] = "0123456789abcdef";
-  char out[36];
+  UuidText out;
   int at = 0;
   for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out[at++] = '-';
-    out[at++] = kHex[b[i] >> 4];
-    out[at++] = kHex[b[i] & 0xf];
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.chars[at++] = '-';
+    out.chars[at++] = kHex[b[i] >> 4];
+    out.chars[at++] = kHex[b[i] & 0xf];
   }
-  return std::string(out, sizeof out);
+  return out;
 }
+
+std::string format(const uint8_t (&b)[16]) { return std::string(format_text(b).view()); }
 
 }  // namespace
 
-std::string new_uuid_v7(const Clock& clock) {
+std::string new_uuid_v7(const Clock& clock) { return std::string(new_uuid_v7_text(clock).view()); }
+
+UuidText new_uuid_v7_text(const Clock& clock) {
   // Monotonic across threads: the (ms, counter) pair only moves forward.
   static std::mutex mutex;
   static uint64_t last_ms = 0;
@@ -62,7 +64,7 @@ std::string new_uuid_v7(const Clock& clock) {
   b[7] = static_cast<uint8_t>(seq & 0xff);
   for (int i = 0; i < 8; ++i) b[8 + i] = static_cast<uint8_t>(rand_b >> (56 - 8 * i));
   b[8] = static_cast<uint8_t>(0x80 | (b[8] & 0x3f));
-  return format(b);
+  return format_text(b);
 }
 
 std::string new_uuid_v4() {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace ductwork {
 
@@ -13,6 +14,14 @@ class Clock;
 // inserts keyed by them stay at the right edge of the primary-key index and
 // ids sort by creation time.
 std::string new_uuid_v7(const Clock& clock);
+
+// A UUID's text held in place: new_uuid_v7 without a heap allocation, for
+// an id copied into a row at once (a chained step makes about eight).
+struct UuidText {
+  char chars[36];
+  std::string_view view() const { return std::string_view(chars, sizeof chars); }
+};
+UuidText new_uuid_v7_text(const Clock& clock);
 
 // Returns a random (version 4) UUID: used where an id must be unguessable
 // rather than ordered, such as a branch claim token.

@@ -138,6 +138,53 @@ TEST_F(ClockTest, AStepsTimeoutAndGracePassWhenTheClockMoves) {
   EXPECT_EQ(execution["error_klass"].as_string(), "StepTimeout") << doc.dump();
 }
 
+// A worker's next step is watched with the record of its previous one
+// (no allocation per step), fresh in every flag: a timed-out, cancelled,
+// expired step leaves nothing to the next. A record still registered is
+// never taken: the next step gets its own.
+TEST_F(ClockTest, AWatchRecordUsedAgainStartsFresh) {
+  configure("job_worker: {retry_delay: 0, max_retry: 3}");
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n"), Json::array({1}));
+  std::optional<ClaimedJob> job = store->claim_job("P", process_id);
+  ASSERT_TRUE(job.has_value());
+  StepWatch watch(*factory, config, logger, process_id, [](const StepWatch::Running&) {});
+  std::shared_ptr<StepWatch::Running> spare;
+  const StepWatch::Running* first = nullptr;
+  {
+    StepWatch::Registration running = watch.watch(*job, /*timeout_seconds=*/10, /*grace_seconds=*/1, nullptr, &spare);
+    first = &*spare;
+    clock->advance(20);
+    watch.tick();
+    ASSERT_TRUE(running->timed_out.load());
+    ASSERT_TRUE(running->cancel.load());
+    ASSERT_TRUE(running->expired.load());
+    running->process_pid.store(42);
+    StepWatch::Registration overlapping = watch.watch(*job, 0, 0, nullptr, &spare);
+    EXPECT_NE(&*spare, first) << "a record still registered was handed out again";
+    spare.reset();
+  }
+  const StepWatch::Running* second = nullptr;
+  {
+    StepWatch::Registration running = watch.watch(*job, 10, 1, nullptr, &spare);
+    second = running.operator->();
+    running->cancel.store(true);
+    clock->advance(20);  // past the timeout again
+  }
+  ClaimedJob other = *job;
+  other.klass = "AnotherStepClassWithALongName";
+  StepWatch::Registration again = watch.watch(other, /*timeout_seconds=*/0, /*grace_seconds=*/0, nullptr, &spare);
+  EXPECT_EQ(again.operator->(), second) << "the previous step's record, let go of, is used again";
+  EXPECT_FALSE(again->cancel.load());
+  EXPECT_FALSE(again->timed_out.load());
+  EXPECT_FALSE(again->expired.load());
+  EXPECT_FALSE(again->returned.load());
+  EXPECT_EQ(again->process_pid.load(), 0);
+  EXPECT_FALSE(again->past_timeout(clock->monotonic())) << "no timeout given: none kept from before";
+  EXPECT_EQ(again->job.klass, "AnotherStepClassWithALongName");
+  watch.tick();
+  EXPECT_FALSE(again->cancel.load());
+}
+
 // The thread-health check reads the loops' ticks on the same clock.
 TEST_F(ClockTest, ALoopIsStuckForAsLongAsTheClockMovedSinceItsTick) {
   LoopHealth health(*clock);

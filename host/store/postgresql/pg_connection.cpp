@@ -100,8 +100,8 @@ class PgStatement final : public sql::StatementBackend {
     conn_->send_deferred(name_, values(), &sql_);  // an empty name_ sends sql_ itself
   }
 
-  std::string text(int column) const override {
-    return std::string(PQgetvalue(result_, row_, column), static_cast<size_t>(PQgetlength(result_, row_, column)));
+  std::string_view text_view(int column) const override {
+    return std::string_view(PQgetvalue(result_, row_, column), static_cast<size_t>(PQgetlength(result_, row_, column)));
   }
   int64_t int64(int column) const override {
     const char* v = PQgetvalue(result_, row_, column);

@@ -43,6 +43,26 @@ struct InlineBatch {
 // writes nothing but the branch's last_advanced_at, and the step's output
 // is the one the claim read.
 struct InlineAdvance {
+  // Back to a fresh advance of `step_id` on `branch_id` (every member below
+  // as a new InlineAdvance has it, with these), keeping the strings' room.
+  void start(const std::string& branch, const std::string& step, const std::string& process, const std::string& at,
+             const std::string& output, std::string_view transition, std::string_view advancement) {
+    branch_id = branch;
+    step_id = step;
+    process_id = process;
+    started_at = at;
+    output_json = output;
+    transition_id = transition;
+    out_step_id.clear();
+    transition_completed = false;
+    advancement_id = advancement;
+    advancement_completed = false;
+    advancement_error.reset();
+    step_completed = false;
+    new_steps.clear();
+    written = false;
+  }
+
   std::string branch_id, step_id, process_id, started_at;
   std::string output_json;  // the step's output, as step_output_json reads it
   std::string transition_id, out_step_id;

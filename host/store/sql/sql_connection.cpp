@@ -51,7 +51,7 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
 }
 
 // Reads `digits` decimal digits at text[*at]; false when one is not a digit.
-bool read_digits(const std::string& text, size_t* at, int digits, int* out) {
+bool read_digits(std::string_view text, size_t* at, int digits, int* out) {
   if (*at + static_cast<size_t>(digits) > text.size()) return false;
   int value = 0;
   for (int i = 0; i < digits; ++i) {
@@ -64,7 +64,7 @@ bool read_digits(const std::string& text, size_t* at, int digits, int* out) {
   return true;
 }
 
-bool read_char(const std::string& text, size_t* at, char expected) {
+bool read_char(std::string_view text, size_t* at, char expected) {
   if (*at >= text.size() || text[*at] != expected) return false;
   ++*at;
   return true;
@@ -74,7 +74,7 @@ bool read_char(const std::string& text, size_t* at, char expected) {
 
 // Parsed by hand: every claim reads two of these, and sscanf + timegm cost
 // about ten thousand instructions a pair.
-int64_t db_time_micros(const std::string& db_time) {
+int64_t db_time_micros(std::string_view db_time) {
   size_t at = 0;
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   const bool ok = read_digits(db_time, &at, 4, &year) && read_char(db_time, &at, '-') &&
@@ -91,7 +91,7 @@ int64_t db_time_micros(const std::string& db_time) {
   }
   if (!ok || digits == 0 || at != db_time.size() || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
       minute > 59 || second > 60) {
-    throw StoreError("not a database time: \"" + db_time + "\"");
+    throw StoreError("not a database time: \"" + std::string(db_time) + "\"");
   }
   for (int i = digits; i < 6; ++i) micros *= 10;
   const int64_t days = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));

@@ -42,7 +42,9 @@ class StatementBackend {
   // if any, is then raised by the connection's next statement that waits for
   // a result (or the commit), inside the same transaction. By default: exec().
   virtual void exec_deferred() { exec(); }
-  virtual std::string text(int column) const = 0;
+  // The text of `column` in the current row, valid until the statement
+  // moves to its next row or is reset.
+  virtual std::string_view text_view(int column) const = 0;
   virtual int64_t int64(int column) const = 0;
   virtual double real(int column) const = 0;
   virtual bool is_null(int column) const = 0;
@@ -103,7 +105,9 @@ class Statement {
   // For writes whose row count is not needed (StatementBackend::exec_deferred).
   void exec_deferred() { backend_->exec_deferred(); }
 
-  std::string text(int column) const { return backend_->text(column); }
+  std::string text(int column) const { return std::string(backend_->text_view(column)); }
+  // text() without a copy: valid until the next step() or the handle's end.
+  std::string_view text_view(int column) const { return backend_->text_view(column); }
   std::optional<std::string> optional_text(int column) const {
     if (is_null(column)) return std::nullopt;
     return text(column);
@@ -277,7 +281,7 @@ std::string add_seconds(const std::string& db_time, double seconds);
 // `db_time` moved back by `seconds` (itself when not positive).
 std::string seconds_before(const std::string& db_time, double seconds);
 // Microseconds since the epoch of a database time; StoreError for anything else.
-int64_t db_time_micros(const std::string& db_time);
+int64_t db_time_micros(std::string_view db_time);
 // `later` - `earlier`, in seconds; -1 when either is not a database time
 // (it only feeds metrics, and must never fail the transaction it is read in).
 double seconds_between(const std::string& earlier, const std::string& later);
@@ -302,7 +306,8 @@ inline void append_json_string(std::string& out, std::string_view text) {
 }
 
 // A JSON array of strings, bound for `IN (...)` (Dialect::json_text_list).
-inline std::string json_string_list(const std::vector<std::string>& items) {
+template <typename Strings>
+std::string json_string_list(const Strings& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += ',';
@@ -318,8 +323,10 @@ inline std::string json_string_list(const std::vector<std::string>& items) {
 // cached statement.
 class Keys {
  public:
-  explicit Keys(const std::vector<std::string>& keys)
-      : one_(keys.size() == 1), value_(one_ ? keys.front() : json_string_list(keys)) {}
+  // `keys`: a vector of std::string or std::string_view.
+  template <typename Strings>
+  explicit Keys(const Strings& keys)
+      : one_(keys.size() == 1), value_(one_ ? std::string(keys.front()) : json_string_list(keys)) {}
   std::string test(const Dialect& dialect, const std::string& param) const {
     return one_ ? " = " + param : dialect.id_in(param);
   }
@@ -336,8 +343,8 @@ class Keys {
 // Runs `update` — "UPDATE t SET … = ?1 … WHERE <unique column>", ?1 being
 // the transaction's instant `now` — on the rows whose column is one of
 // `keys`, deferred (nobody reads the count).
-inline void update_keyed(Connection& conn, const std::string& update, const std::vector<std::string>& keys,
-                         const std::string& now) {
+template <typename Strings>
+void update_keyed(Connection& conn, const std::string& update, const Strings& keys, const std::string& now) {
   const Keys rows(keys);
   conn.prepare(update + rows.test(conn.dialect(), "?2"), rows.planning())
       .bind(1, now)
@@ -346,7 +353,9 @@ inline void update_keyed(Connection& conn, const std::string& update, const std:
 }
 
 // A JSON object of strings, bound for Dialect::json_object_rows.
-inline std::string json_string_object(const std::vector<std::pair<std::string, std::string>>& members) {
+// `members`: a vector of pairs of std::string or std::string_view.
+template <typename Members>
+std::string json_string_object(const Members& members) {
   std::string out = "{";
   for (size_t i = 0; i < members.size(); ++i) {
     if (i > 0) out += ',';

@@ -145,12 +145,14 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
   if (rows->step_completed) batch.completed_steps.push_back(rows->step_id);
 }
 
-std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
+LockedBranches SqlStore::lock_inline_branches(
     const std::vector<const ClaimedJob*>& jobs, BatchReads& reads) {
-  std::unordered_map<std::string, bool> locked;  // branch → its run is in progress
+  LockedBranches locked;  // branch → its run is in progress
   if (jobs.empty()) return locked;
-  std::unordered_map<std::string, const ClaimedJob*> by_branch;
-  std::vector<std::string> branch_ids;
+  std::unordered_map<std::string_view, const ClaimedJob*> by_branch;  // views of the jobs' ids
+  std::vector<std::string_view> branch_ids;
+  by_branch.reserve(jobs.size());
+  branch_ids.reserve(jobs.size());
   for (const ClaimedJob* job : jobs) {
     by_branch.emplace(job->branch_id, job);
     branch_ids.push_back(job->branch_id);
@@ -183,11 +185,12 @@ std::unordered_map<std::string, bool> SqlStore::lock_inline_branches(
   lock.bind(1, branches.value()).bind(2, jobs.front()->pipeline);
   while (lock.step()) {
     reads.pipeline_paused = lock.int64(6) > 0;
-    auto job = by_branch.find(lock.text(0));
-    if (job == by_branch.end() || lock.is_null(1) || lock.text(1) != job->second->step_id || lock.int64(2) != 0) {
+    auto job = by_branch.find(lock.text_view(0));
+    if (job == by_branch.end() || lock.is_null(1) || lock.text_view(1) != job->second->step_id ||
+        lock.int64(2) != 0) {
       continue;  // not as its job left it: an advancer sorts it out
     }
-    locked.emplace(job->first, !lock.is_null(3) && lock.text(3) == "in_progress");
+    locked.emplace(job->first, !lock.is_null(3) && lock.text_view(3) == "in_progress");
     if (!lock.is_null(4) && !lock.is_null(5)) {
       reads.fanout_index_of.emplace(job->first, lock.int64(4));
       reads.parent_of.emplace(job->first, lock.text(5));
@@ -209,14 +212,14 @@ bool handed_a_slot(const StepRows& rows, const std::map<std::string, int64_t>* s
   return held != slots->end() && held->second > 0;
 }
 
-bool takeable(const StepRows& rows, const std::unordered_map<std::string, std::string>& runs,
+bool takeable(const StepRows& rows, const RunsInProgress& runs,
               const std::map<std::string, int64_t>* slots) {
   return rows.due_now && (!rows.gated || handed_a_slot(rows, slots)) && runs.count(rows.run_id) > 0;
 }
 
 }  // namespace
 
-int SqlStore::takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
+int SqlStore::takeable_new_steps(const InlineBatch& batch, const RunsInProgress& runs,
                                  const std::map<std::string, int64_t>* slots) {
   std::map<std::string, int64_t> left = slots ? *slots : std::map<std::string, int64_t>();
   int n = 0;
@@ -229,14 +232,14 @@ int SqlStore::takeable_new_steps(const InlineBatch& batch, const std::unordered_
 }
 
 std::vector<ClaimedJob> SqlStore::take_new_steps(InlineBatch& batch,
-                                                 const std::unordered_map<std::string, std::string>& runs,
+                                                 const RunsInProgress& runs,
                                                  const std::string& process_id, const std::string& now, int max,
                                                  std::map<std::string, int64_t>* slots) {
   std::vector<ClaimedJob> taken;
   for (StepRows& rows : batch.new_steps) {
     if (static_cast<int>(taken.size()) >= max) break;
     if (!takeable(rows, runs, slots)) continue;
-    const std::string& definition_sha1 = runs.at(rows.run_id);
+    const std::string_view definition_sha1 = runs.at(rows.run_id);
     taken.push_back(take_step_rows(rows, process_id, now));
     taken.back().definition_sha1 = definition_sha1;
     if (rows.gated) {  // handed the slot an ended execution held
@@ -249,44 +252,39 @@ std::vector<ClaimedJob> SqlStore::take_new_steps(InlineBatch& batch,
   return taken;
 }
 
-BranchClaim SqlStore::inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                                   const std::string& output_json, InlineAdvance* rows) {
+void SqlStore::inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                            const std::string& output_json, InlineAdvance* rows, BranchClaim* claim) {
   fault_point("before_advancement_create");
-  rows->branch_id = job.branch_id;
-  rows->step_id = job.step_id;
-  rows->process_id = process_id;
-  rows->started_at = now;
-  rows->output_json = output_json;
-  rows->transition_id = new_uuid_v7(conn_.clock());
-  rows->advancement_id = new_uuid_v7(conn_.clock());
-  BranchClaim claim;
-  claim.branch_id = job.branch_id;
-  claim.run_id = job.run_id;
-  claim.pipeline = job.pipeline;
-  claim.definition_sha1 = job.definition_sha1;
-  claim.priority = job.priority;
-  claim.step_id = job.step_id;
-  claim.step_node = job.node;
-  claim.step_klass = job.klass;
-  claim.step_status = "advancing";
-  claim.transition_id = rows->transition_id;
-  claim.advancement_id = rows->advancement_id;
-  claim.step_waited_seconds = 0;
-  claim.claimed_at = conn_.clock().monotonic();
-  return claim;
+  rows->start(job.branch_id, job.step_id, process_id, now, output_json, new_uuid_v7_text(conn_.clock()).view(),
+              new_uuid_v7_text(conn_.clock()).view());
+  // Every member, as a fresh claim would have it.
+  claim->branch_id = job.branch_id;
+  claim->run_id = job.run_id;
+  claim->pipeline = job.pipeline;
+  claim->claim_token.clear();
+  claim->definition_sha1 = job.definition_sha1;
+  claim->step_id = job.step_id;
+  claim->step_node = job.node;
+  claim->step_klass = job.klass;
+  claim->step_status = "advancing";
+  claim->transition_id = rows->transition_id;
+  claim->advancement_id = rows->advancement_id;
+  claim->advancement_crash_count = 0;
+  claim->priority = job.priority;
+  claim->step_waited_seconds = 0;
+  claim->claimed_at = conn_.clock().monotonic();
 }
 
 // ---- the write port's own advances (store_tx.h)
 
-std::unordered_map<std::string, bool> SqlStoreTx::lock_own_branches(const std::vector<const ClaimedJob*>& jobs) {
+LockedBranches SqlStoreTx::lock_own_branches(const std::vector<const ClaimedJob*>& jobs) {
   batch_ = true;  // the groups' finish reads what the lock learnt (BatchReads)
   return store_.lock_inline_branches(jobs, reads_);
 }
 
 BranchTx& SqlStoreTx::begin_own_advance(const ClaimedJob& job, const std::string& process_id,
                                         const std::string& output_json, BranchClaim* claim) {
-  own_rows_ = InlineAdvance{};
-  own_claim_ = store_.inline_claim(job, process_id, now_, output_json, &own_rows_);
+  store_.inline_claim(job, process_id, now_, output_json, &own_rows_, &own_claim_);
   own_tx_.emplace(store_, now_, &own_rows_, &reads_);
   *claim = own_claim_;
   return *own_tx_;
@@ -321,12 +319,12 @@ void SqlStoreTx::hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) {
   conn_.notify(Connection::Work::kBranches);
 }
 
-int SqlStoreTx::takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) {
+int SqlStoreTx::takeable_new_steps(const RunsInProgress& runs) {
   if (reads_.pipeline_paused) return 0;
   return SqlStore::takeable_new_steps(own_batch_, runs, &ended_slots_);
 }
 
-std::vector<ClaimedJob> SqlStoreTx::take_new_steps(const std::unordered_map<std::string, std::string>& runs,
+std::vector<ClaimedJob> SqlStoreTx::take_new_steps(const RunsInProgress& runs,
                                                    const std::string& process_id, int max) {
   if (reads_.pipeline_paused) return {};
   return store_.take_new_steps(own_batch_, runs, process_id, now_, max, &ended_slots_);

@@ -98,7 +98,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
     pick.bind(1, pipeline).bind(2, picked_at).bind(3, static_cast<int64_t>(std::max(max, 1)));
     while (pick.step()) {
       availability_ids.push_back(pick.text(0));
-      picked_executions.push_back(pick.text(1));
+      // Its execution is named only for a job with gates (`admitted` below).
+      picked_executions.push_back(pick.is_null(2) && pick.is_null(5) ? std::string() : pick.text(1));
       GateWant& want = wants.emplace_back();
       if (!pick.is_null(2)) {
         want.gate = pick.text(2);
@@ -140,9 +141,19 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // such a statement, once its statistics say few rows are open, as a walk
   // through every open row (docs/decisions.md).
   struct Taken {
-    std::string execution_id, due_at;
+    std::string execution_id;
+    int64_t due_us;  // when it became due, µs by the database clock (db_time_micros); -1: unreadable
+  };
+  // As seconds_between reads times: a time it cannot read is not known.
+  auto micros_or_unknown = [](std::string_view db_time) -> int64_t {
+    try {
+      return db_time_micros(db_time);
+    } catch (const StoreError&) {
+      return -1;
+    }
   };
   std::vector<Taken> taken;
+  taken.reserve(availability_ids.size());
   {
     const Keys availabilities(availability_ids);
     auto take = conn_.prepare("UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
@@ -150,7 +161,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
                                   " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
                               availabilities.planning());
     take.bind(1, now).bind(2, process_id).bind(3, availabilities.value());
-    while (take.step()) taken.push_back(Taken{take.text(0), take.text(1)});
+    while (take.step()) taken.push_back(Taken{take.text(0), micros_or_unknown(take.text_view(1))});
   }
   if (!admitted.empty() && taken.size() < availability_ids.size()) {
     // Admitted, then taken by another claim first: its slot goes back.
@@ -171,10 +182,16 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   park_queued(conn_, admission.filled, now);
   if (taken.empty()) return {};
   // Oldest due first, as picked.
-  std::stable_sort(taken.begin(), taken.end(), [](const Taken& x, const Taken& y) { return x.due_at < y.due_at; });
-  std::vector<std::string> execution_ids;
+  std::stable_sort(taken.begin(), taken.end(), [](const Taken& x, const Taken& y) { return x.due_us < y.due_us; });
+  // Views of the taken ids, which outlive every use below; sorted by id
+  // too, to find a row's place in `taken` without a map of copies.
+  std::vector<std::pair<std::string_view, size_t>> by_id;
+  by_id.reserve(taken.size());
+  for (size_t i = 0; i < taken.size(); ++i) by_id.emplace_back(taken[i].execution_id, i);
+  std::sort(by_id.begin(), by_id.end());
+  std::vector<std::string_view> execution_ids;
   execution_ids.reserve(taken.size());
-  for (const Taken& t : taken) execution_ids.push_back(t.execution_id);
+  for (const auto& [id, index] : by_id) execution_ids.push_back(id);
   const Keys executions(execution_ids);
   // An admitted execution carries its gate while it runs (every job taken
   // with a gate was admitted): the statement that ends it gives the slot
@@ -189,12 +206,16 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       .bind(3, executions.value())
       .exec_deferred();
 
-  std::unordered_map<std::string, ClaimedJob> by_execution;
-  std::vector<std::string> steps_to_start;
+  // Built in place, in `taken`'s order (oldest due first); the vector is
+  // not resized again, so views of its strings stay valid.
+  std::vector<ClaimedJob> jobs(taken.size());
+  std::vector<bool> found(taken.size(), false);
+  size_t found_count = 0;
+  std::vector<std::string_view> steps_to_start;
   // Runs (and their pipelines) not yet marked in progress: a run's and a
   // pipeline's rows are shared by all its jobs and are written only when
   // they change.
-  std::vector<std::pair<std::string, std::string>> runs_to_start;
+  std::vector<std::pair<std::string_view, std::string>> runs_to_start;
   {
     auto info = conn_.prepare(
         "SELECT e.id, e.job_id, e.retry_count, e.crash_count, j.step_id, j.klass, j.input_args -> 'args', "
@@ -205,8 +226,14 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
         executions.planning());
     info.bind(1, executions.value());
     while (info.step()) {
-      ClaimedJob job;
-      job.execution_id = info.text(0);
+      const std::string_view execution_id = info.text_view(0);
+      auto at = std::lower_bound(by_id.begin(), by_id.end(), execution_id,
+                                 [](const auto& entry, std::string_view id) { return entry.first < id; });
+      if (at == by_id.end() || at->first != execution_id || found[at->second]) continue;
+      found[at->second] = true;
+      ++found_count;
+      ClaimedJob& job = jobs[at->second];
+      job.execution_id = taken[at->second].execution_id;
       job.pipeline = pipeline;
       job.job_id = info.text(1);
       job.retry_count = info.int64(2);
@@ -217,17 +244,16 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       job.run_id = info.text(7);
       job.branch_id = info.text(8);
       job.node = info.text(9);
-      if (info.text(10) != "in_progress") steps_to_start.push_back(job.step_id);
-      if (info.text(11) != "in_progress") runs_to_start.emplace_back(job.run_id, info.text(12));
+      if (info.text_view(10) != "in_progress") steps_to_start.push_back(job.step_id);
+      if (info.text_view(11) != "in_progress") runs_to_start.emplace_back(job.run_id, info.text(12));
       job.definition_sha1 = info.text(13);
       job.idempotency_key = info.text(14);
       job.priority = info.int64(15);
-      by_execution.emplace(job.execution_id, std::move(job));
     }
   }
   // An availability already taken above with no job to run would be a
   // claim nobody runs: fail the transaction instead.
-  if (by_execution.size() != taken.size()) {
+  if (found_count != taken.size()) {
     conn_.fail("claimed executions without a job, step or run among " + executions.value(), StoreFault::kUnusable);
   }
   if (!steps_to_start.empty()) {
@@ -244,11 +270,11 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
         .bind(2, pipeline_id)
         .exec_deferred();
   }
-  std::vector<ClaimedJob> jobs;
-  jobs.reserve(taken.size());
-  for (const Taken& t : taken) {
-    ClaimedJob& job = by_execution.at(t.execution_id);
-    job.waited_seconds = seconds_between(t.due_at, now);
+  const int64_t now_us = micros_or_unknown(now);
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const Taken& t = taken[i];
+    ClaimedJob& job = jobs[i];
+    job.waited_seconds = t.due_us < 0 || now_us < 0 ? -1 : static_cast<double>(now_us - t.due_us) / 1e6;
     if (auto gates = admitted.find(t.execution_id); gates != admitted.end()) {
       const GateWant& want = *gates->second;
       if (!want.gate.empty()) {
@@ -260,7 +286,6 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       job.rate_limit = want.rate_limit;
       job.rate_window_us = want.rate_window_us;
     }
-    jobs.push_back(std::move(job));
   }
   record_attempts(conn_, jobs, now);
   return jobs;
@@ -271,7 +296,7 @@ void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, cons
   // this commit, and one transaction fewer per step matters at our rates.
   BatchInsert attempts(conn, "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES ",
                        "(?, ?, ?, ?, ?)", 5);
-  for (const ClaimedJob& job : jobs) attempts.add({new_uuid_v7(conn.clock()), job.execution_id, now, now, now});
+  for (const ClaimedJob& job : jobs) attempts.add({new_uuid_v7_text(conn.clock()).view(), job.execution_id, now, now, now});
   attempts.flush();
 }
 
@@ -281,11 +306,20 @@ namespace {
 // for one claim), in one statement per plugin that ran them: committed[i] says whether done[i]'s fence held.
 void close_executions(Connection& conn, const std::vector<JobSuccess>& done, const std::string& process_id,
                       const std::string& now, std::vector<bool>* committed) {
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_plugin;
-  for (const JobSuccess& d : done) {
-    by_plugin[{d.job->plugin_name, d.job->plugin_version}].push_back(d.job->execution_id);
+  // Views of the jobs' own strings, which outlive this call. A batch holds
+  // the steps of a plugin or two: a list, not a map of copied names.
+  using Plugin = std::pair<std::string_view, std::string_view>;
+  std::vector<std::pair<Plugin, std::vector<std::string_view>>> by_plugin;
+  std::unordered_map<std::string_view, size_t> index;  // execution id -> its place in done
+  index.reserve(done.size());
+  for (size_t i = 0; i < done.size(); ++i) {
+    const ClaimedJob& job = *done[i].job;
+    const Plugin plugin{job.plugin_name, job.plugin_version};
+    auto group = std::find_if(by_plugin.begin(), by_plugin.end(), [&](const auto& g) { return g.first == plugin; });
+    if (group == by_plugin.end()) group = by_plugin.insert(by_plugin.end(), {plugin, {}});
+    group->second.push_back(job.execution_id);
+    index.emplace(job.execution_id, i);
   }
-  std::unordered_set<std::string> closed;
   for (const auto& [plugin, execution_ids] : by_plugin) {
     const Keys executions(execution_ids);
     auto close = conn.prepare(
@@ -300,9 +334,10 @@ void close_executions(Connection& conn, const std::vector<JobSuccess>& done, con
       close.bind(2, plugin.first).bind(3, plugin.second);
     }
     close.bind(4, executions.value()).bind(5, process_id);
-    while (close.step()) closed.insert(close.text(0));
+    while (close.step()) {
+      if (auto closed = index.find(close.text_view(0)); closed != index.end()) (*committed)[closed->second] = true;
+    }
   }
-  for (std::size_t i = 0; i < done.size(); ++i) (*committed)[i] = closed.count(done[i].job->execution_id) > 0;
 }
 
 }  // namespace
@@ -313,13 +348,13 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
   if (std::find(committed.begin(), committed.end(), true) == committed.end()) return committed;
   BatchInsert results(conn_, "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
                       "(?, ?, 'success', ?, ?)", 4);
-  std::vector<std::string> closed;
-  std::vector<std::pair<std::string, std::string>> outputs;  // job id, payload document
+  std::vector<std::string_view> closed;  // views of the jobs' strings, as are the job ids below
+  std::vector<std::pair<std::string_view, std::string>> outputs;  // job id, payload document
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;  // that claim was taken away
     const ClaimedJob& job = *done[i].job;
     outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
-    results.add({new_uuid_v7(conn_.clock()), job.execution_id, now_, now_});
+    results.add({new_uuid_v7_text(conn_.clock()).view(), job.execution_id, now_, now_});
     closed.push_back(job.execution_id);
   }
   if (outputs.size() == 1) {

@@ -143,25 +143,27 @@ class SqlStore final : public Store, public StoreReader {
   // job's, no transition open from it), by branch, with whether its run is
   // in progress (a claim would leave the run as it is). A locked fan-out
   // child's position and parent are added to `reads`.
-  std::unordered_map<std::string, bool> lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
+  LockedBranches lock_inline_branches(const std::vector<const ClaimedJob*>& jobs,
                                                              BatchReads& reads);
   // How many of the steps in `batch` take_new_steps could take. `slots`:
   // the concurrency slots (gate -> how many) executions of this
   // transaction ended with and did not give back yet, which a new step of
   // the same gate may be handed (issue 38); null: none.
-  static int takeable_new_steps(const InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
+  static int takeable_new_steps(const InlineBatch& batch, const RunsInProgress& runs,
                                 const std::map<std::string, int64_t>* slots);
   // Takes for `process_id` up to `max` of the steps the inline advances of
   // `batch` created that are due at once and whose run is in progress
   // (`runs`: run → its definition), as a claim would, before the batch is
   // written: the worker runs them next without claiming them again.
   // A limited step is taken only by handing it one of `slots` (consumed).
-  std::vector<ClaimedJob> take_new_steps(InlineBatch& batch, const std::unordered_map<std::string, std::string>& runs,
+  std::vector<ClaimedJob> take_new_steps(InlineBatch& batch, const RunsInProgress& runs,
                                          const std::string& process_id, const std::string& now, int max,
                                          std::map<std::string, int64_t>* slots);
-  // The claim of a branch lock_inline_branches locked, and its rows.
-  BranchClaim inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
-                           const std::string& output_json, InlineAdvance* rows);
+  // The claim (*claim) of a branch lock_inline_branches locked, and its rows
+  // (*rows), both written over in place: the strings keep their room from
+  // the batch's previous advance.
+  void inline_claim(const ClaimedJob& job, const std::string& process_id, const std::string& now,
+                    const std::string& output_json, InlineAdvance* rows, BranchClaim* claim);
   // Inserts step + job + execution + availability (inside an open
   // transaction), stamped with the transaction's instant `now`: a job the
   // transaction creates is due at that instant, so the same transaction can

@@ -40,14 +40,14 @@ class SqlStoreTx final : public StoreTx {
                                     const std::string& process_id) override;  // sql_job_queue.cpp
   std::vector<ClaimedJob> claim_jobs(const std::string& pipeline, const std::string& process_id, int max) override;
   // These in sql_inline_advance.cpp:
-  std::unordered_map<std::string, bool> lock_own_branches(const std::vector<const ClaimedJob*>& jobs) override;
+  LockedBranches lock_own_branches(const std::vector<const ClaimedJob*>& jobs) override;
   BranchTx& begin_own_advance(const ClaimedJob& job, const std::string& process_id, const std::string& output_json,
                               BranchClaim* claim) override;
   void end_own_advance(bool to_group) override;
   void drop_own_advance(const std::string& branch_id) override;
   void hand_to_advancers(const std::vector<const ClaimedJob*>& jobs) override;
-  int takeable_new_steps(const std::unordered_map<std::string, std::string>& runs) override;
-  std::vector<ClaimedJob> take_new_steps(const std::unordered_map<std::string, std::string>& runs,
+  int takeable_new_steps(const RunsInProgress& runs) override;
+  std::vector<ClaimedJob> take_new_steps(const RunsInProgress& runs,
                                          const std::string& process_id, int max) override;
   void write_own_advances(const std::vector<ClaimedJob>& taken) override;
 

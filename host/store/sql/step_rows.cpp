@@ -41,8 +41,9 @@ namespace {
 template <typename Emit>
 std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std::string& status, const std::string& now,
                               Emit&& emit) {
-  const std::string step_id = new_uuid_v7(clock), job_id = new_uuid_v7(clock), execution_id = new_uuid_v7(clock);
-  const std::string availability_id = new_uuid_v7(clock);
+  const std::string step_id = new_uuid_v7(clock);
+  const UuidText job_id = new_uuid_v7_text(clock), execution_id = new_uuid_v7_text(clock);
+  const UuidText availability_id = new_uuid_v7_text(clock);
   const std::string args = args_document(step.args_json);
   const std::string due = add_seconds(now, step.delay_seconds);
   const Cell source = step.source_step_id.empty() ? Cell() : Cell(step.source_step_id);
@@ -59,10 +60,10 @@ std::string lay_out_step_rows(const Clock& clock, const NewStep& step, const std
                .started_at = now,
                .created_at = now,
                .updated_at = now},
-       JobRow{.id = job_id, .step_id = step_id, .klass = step.klass, .input_args = args, .started_at = now,
+       JobRow{.id = job_id.view(), .step_id = step_id, .klass = step.klass, .input_args = args, .started_at = now,
               .created_at = now, .updated_at = now},
-       ExecutionRow{.id = execution_id, .job_id = job_id, .started_at = now, .created_at = now, .updated_at = now},
-       AvailabilityRow{.id = availability_id, .execution_id = execution_id, .pipeline_klass = step.pipeline,
+       ExecutionRow{.id = execution_id.view(), .job_id = job_id.view(), .started_at = now, .created_at = now, .updated_at = now},
+       AvailabilityRow{.id = availability_id.view(), .execution_id = execution_id.view(), .pipeline_klass = step.pipeline,
                        .started_at = due, .created_at = now, .updated_at = now,
                        .priority = step.priority ? Cell(*step.priority) : Cell(), .run_id = step.run_id,
                        .gate = step.gate ? Cell(gate) : Cell(),

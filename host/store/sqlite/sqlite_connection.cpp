@@ -173,10 +173,10 @@ class SqliteStatement final : public sql::StatementBackend {
     return sqlite3_changes(conn_->handle());
   }
 
-  std::string text(int column) const override {
+  std::string_view text_view(int column) const override {
     const unsigned char* p = sqlite3_column_text(stmt_, column);
-    if (!p) return std::string();
-    return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+    if (!p) return std::string_view();
+    return std::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
   }
   int64_t int64(int column) const override { return sqlite3_column_int64(stmt_, column); }
   double real(int column) const override { return sqlite3_column_double(stmt_, column); }
