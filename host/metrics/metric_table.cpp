@@ -101,12 +101,12 @@ std::unique_ptr<MetricTable> MetricTable::create_file(const std::string& path) {
   return std::make_unique<MetricTable>();
 }
 
-Slot* MetricTable::slot_for(const std::string& key) {
+Slot* MetricTable::slot_for(std::string_view key) {
   if (key.size() > kKeyBytes) {
     layout_->dropped.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  const std::size_t start = std::hash<std::string>{}(key) % kSlots;
+  const std::size_t start = std::hash<std::string_view>{}(key) % kSlots;
   for (std::size_t probe = 0; probe < kSlots; ++probe) {
     Slot& slot = layout_->slots[(start + probe) % kSlots];
     uint32_t state = slot.state.load(std::memory_order_acquire);
@@ -128,12 +128,42 @@ Slot* MetricTable::slot_for(const std::string& key) {
   return nullptr;
 }
 
-void MetricTable::add(Family family, const std::vector<std::string>& labels, uint64_t n) {
-  if (Slot* slot = slot_for(series_key(family, labels))) slot->count.fetch_add(n, std::memory_order_relaxed);
+namespace {
+
+// series_key's text in `buffer`; a key longer than kKeyBytes comes back one
+// byte too long (slot_for counts it as dropped).
+struct KeyBuffer {
+  char bytes[kKeyBytes + 1];
+  std::size_t size = 0;
+  void append(char c) {
+    if (size <= kKeyBytes) bytes[size++] = c;
+  }
+  void append(std::string_view text) {
+    for (char c : text) append(c);
+  }
+  std::string_view view() const { return std::string_view(bytes, size); }
+};
+
+KeyBuffer key_of(Family family, std::initializer_list<std::string_view> labels) {
+  KeyBuffer key;
+  key.append(static_cast<char>(family));
+  for (std::string_view label : labels) {
+    key.append('\x1f');
+    key.append(label);
+  }
+  return key;
 }
 
-void MetricTable::observe(Family family, const std::vector<std::string>& labels, double seconds) {
-  Slot* slot = slot_for(series_key(family, labels));
+}  // namespace
+
+void MetricTable::add(Family family, std::initializer_list<std::string_view> labels, uint64_t n) {
+  const KeyBuffer key = key_of(family, labels);
+  if (Slot* slot = slot_for(key.view())) slot->count.fetch_add(n, std::memory_order_relaxed);
+}
+
+void MetricTable::observe(Family family, std::initializer_list<std::string_view> labels, double seconds) {
+  const KeyBuffer key = key_of(family, labels);
+  Slot* slot = slot_for(key.view());
   if (slot == nullptr) return;
   if (!(seconds >= 0)) seconds = 0;  // NaN or a clock step back
   std::size_t bucket = 0;

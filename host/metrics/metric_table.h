@@ -10,9 +10,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ductwork::metrics {
@@ -59,8 +61,10 @@ class MetricTable {
   MetricTable(const MetricTable&) = delete;
   MetricTable& operator=(const MetricTable&) = delete;
 
-  void add(Family family, const std::vector<std::string>& labels, uint64_t n = 1);
-  void observe(Family family, const std::vector<std::string>& labels, double seconds);
+  // The series' key is built on the stack (series_key's text): nothing is
+  // allocated per count, a step's path counts several.
+  void add(Family family, std::initializer_list<std::string_view> labels, uint64_t n = 1);
+  void observe(Family family, std::initializer_list<std::string_view> labels, double seconds);
   // Adds every series of this table into `into`.
   void snapshot_into(Snapshot* into) const;
   // Adds every series of the table file `path` (of a live or dead
@@ -73,7 +77,7 @@ class MetricTable {
 
  private:
   explicit MetricTable(Layout* layout, bool mapped);
-  struct Slot* slot_for(const std::string& key);
+  struct Slot* slot_for(std::string_view key);
 
   Layout* layout_;
   bool mapped_;
