@@ -106,7 +106,9 @@ class OwnedRow {
 
   OwnedRow() = default;
   template <size_t N>
-  explicit OwnedRow(const std::array<BatchInsert::Cell, N>& cells) : OwnedRow(cells.data(), N) {}
+  explicit OwnedRow(const std::array<BatchInsert::Cell, N>& cells) : OwnedRow(cells.data(), N) {
+    static_assert(N <= kMaxWidth, "a row wider than OwnedRow::kMaxWidth");
+  }
   OwnedRow(const BatchInsert::Cell* cells, size_t count);
 
   size_t size() const { return width_; }
