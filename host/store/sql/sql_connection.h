@@ -163,6 +163,10 @@ struct Dialect {
   // or the transaction around it, which undoes the rows a failing statement
   // left, so the journal bought nothing (docs/decisions.md).
   std::string batch_insert_into = "INSERT INTO ";
+  // The same for an UPDATE of a batch's rows ("UPDATE OR FAIL " on SQLite,
+  // in place of "UPDATE "): update_keyed and the batch statements of a
+  // claim and a success.
+  std::string batch_update = "UPDATE ";
 };
 
 // One database connection with a cache of prepared statements. Not
@@ -346,7 +350,11 @@ class Keys {
 template <typename Strings>
 void update_keyed(Connection& conn, const std::string& update, const Strings& keys, const std::string& now) {
   const Keys rows(keys);
-  conn.prepare(update + rows.test(conn.dialect(), "?2"), rows.planning())
+  static constexpr std::string_view kUpdate = "UPDATE ";
+  std::string sql = update.compare(0, kUpdate.size(), kUpdate) == 0
+                        ? conn.dialect().batch_update + update.substr(kUpdate.size())
+                        : update;
+  conn.prepare(sql + rows.test(conn.dialect(), "?2"), rows.planning())
       .bind(1, now)
       .bind(2, rows.value())
       .exec_deferred();

@@ -156,7 +156,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   taken.reserve(availability_ids.size());
   {
     const Keys availabilities(availability_ids);
-    auto take = conn_.prepare("UPDATE availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
+    auto take = conn_.prepare(conn_.dialect().batch_update +
+                                  "availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
                                   availabilities.test(conn_.dialect(), "?3") +
                                   " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
                               availabilities.planning());
@@ -198,7 +199,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // back.
   static const std::string with_gate =
       ", gate = (SELECT a.gate FROM availabilities a WHERE a.execution_id = executions.id)";
-  conn_.prepare(std::string("UPDATE executions SET process_id = ?1, updated_at = ?2") +
+  conn_.prepare(conn_.dialect().batch_update + "executions SET process_id = ?1, updated_at = ?2" +
                     (admitted.empty() ? "" : with_gate) + " WHERE id" + executions.test(conn_.dialect(), "?3"),
                 executions.planning())
       .bind(1, process_id)
@@ -323,7 +324,8 @@ void close_executions(Connection& conn, const std::vector<JobSuccess>& done, con
   for (const auto& [plugin, execution_ids] : by_plugin) {
     const Keys executions(execution_ids);
     auto close = conn.prepare(
-        "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?2, plugin_version = ?3 WHERE id" +
+        conn.dialect().batch_update +
+            "executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?2, plugin_version = ?3 WHERE id" +
             executions.test(conn.dialect(), "?4") +
             " AND (completed_at IS NULL AND process_id = ?5) IS TRUE RETURNING id",
         executions.planning());
@@ -365,7 +367,7 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
         .exec_deferred();
   } else {
     const Dialect& dialect = conn_.dialect();
-    conn_.prepare("UPDATE jobs SET output_payload = " + dialect.as_json("v.value") +
+    conn_.prepare(dialect.batch_update + "jobs SET output_payload = " + dialect.as_json("v.value") +
                       ", completed_at = ?1, updated_at = ?1 FROM " + dialect.json_object_rows("?2") +
                       " AS v WHERE jobs.id = v.key",
                   Connection::Planning::kEachRun)

@@ -382,7 +382,7 @@ std::unique_ptr<sql::StatementBackend> Connection::compile(const std::string& sq
 const sql::Dialect& Connection::dialect() const {
   static const sql::Dialect sqlite{"sqlite", "", "", json_each_list, json_each_id_in,
                                    json_each_members, text_is_json, /*seek_each_priority=*/true,
-                                   /*batch_insert_into=*/"INSERT OR FAIL INTO "};
+                                   /*batch_insert_into=*/"INSERT OR FAIL INTO ", /*batch_update=*/"UPDATE OR FAIL "};
   return sqlite;
 }
 
