@@ -44,15 +44,6 @@ void Values::add(const Values& other) {
   for (std::size_t i = 0; i < buckets.size(); ++i) buckets[i] += other.buckets[i];
 }
 
-std::string series_key(Family family, const std::vector<std::string>& labels) {
-  std::string key(1, static_cast<char>(family));
-  for (const auto& label : labels) {
-    key += '\x1f';
-    key += label;
-  }
-  return key;
-}
-
 Family family_of(const std::string& key) { return static_cast<Family>(key.empty() ? 0 : key[0]); }
 
 std::vector<std::string> labels_of(const std::string& key) {
@@ -130,8 +121,8 @@ Slot* MetricTable::slot_for(std::string_view key) {
 
 namespace {
 
-// series_key's text in `buffer`; a key longer than kKeyBytes comes back one
-// byte too long (slot_for counts it as dropped).
+// A series' key (Snapshot's form); a key longer than kKeyBytes comes back
+// one byte too long (slot_for counts it as dropped).
 struct KeyBuffer {
   char bytes[kKeyBytes + 1];
   std::size_t size = 0;

@@ -44,7 +44,6 @@ struct Values {
 
 // Series by key: the family byte, then each label value after a 0x1f.
 using Snapshot = std::map<std::string, Values>;
-std::string series_key(Family family, const std::vector<std::string>& labels);
 // The family and label values of a key.
 Family family_of(const std::string& key);
 std::vector<std::string> labels_of(const std::string& key);
@@ -61,7 +60,7 @@ class MetricTable {
   MetricTable(const MetricTable&) = delete;
   MetricTable& operator=(const MetricTable&) = delete;
 
-  // The series' key is built on the stack (series_key's text): nothing is
+  // The series' key (Snapshot's) is built on the stack: nothing is
   // allocated per count, a step's path counts several.
   void add(Family family, std::initializer_list<std::string_view> labels, uint64_t n = 1);
   void observe(Family family, std::initializer_list<std::string_view> labels, double seconds);

@@ -87,14 +87,9 @@ void BatchInsert::flush() {
 }
 
 void BatchInsert::write(size_t first_row, size_t rows) {
-  static constexpr std::string_view kInsertInto = "INSERT INTO ";
   std::string sql;
-  sql.reserve(head_.size() + 16 + rows * (row_.size() + 1));
-  if (head_.compare(0, kInsertInto.size(), kInsertInto) == 0) {  // Dialect::batch_insert_into
-    sql.append(conn_.dialect().batch_insert_into).append(head_, kInsertInto.size());
-  } else {
-    sql = head_;
-  }
+  sql.reserve(head_.size() + 16 + rows * (row_.size() + 1));  // 16: room for the dialect's longer verb
+  append_batch_statement(sql, conn_.dialect(), head_);
   for (size_t r = 0; r < rows; ++r) {
     if (r > 0) sql += ',';
     sql += row_;

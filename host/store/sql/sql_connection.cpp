@@ -124,12 +124,28 @@ std::string seconds_before(const std::string& db_time, double seconds) {
   return shifted(db_time, -std::llround(std::min(seconds, 1e9) * 1e6));
 }
 
-double seconds_between(const std::string& earlier, const std::string& later) {
-  try {
-    return static_cast<double>(db_time_micros(later) - db_time_micros(earlier)) / 1e6;
-  } catch (const StoreError&) {
-    return -1;
+void append_batch_statement(std::string& out, const Dialect& dialect, std::string_view sql) {
+  static constexpr std::string_view kInsertInto = "INSERT INTO ", kUpdate = "UPDATE ";
+  if (sql.substr(0, kInsertInto.size()) == kInsertInto) {
+    out.append(dialect.batch_insert_into).append(sql.substr(kInsertInto.size()));
+  } else if (sql.substr(0, kUpdate.size()) == kUpdate) {
+    out.append(dialect.batch_update).append(sql.substr(kUpdate.size()));
+  } else {
+    out.append(sql);
   }
+}
+
+std::optional<int64_t> db_time_micros_if_valid(std::string_view db_time) {
+  try {
+    return db_time_micros(db_time);
+  } catch (const StoreError&) {
+    return std::nullopt;
+  }
+}
+
+double seconds_between(const std::string& earlier, const std::string& later) {
+  const std::optional<int64_t> from = db_time_micros_if_valid(earlier), to = db_time_micros_if_valid(later);
+  return from && to ? static_cast<double>(*to - *from) / 1e6 : -1;
 }
 
 }  // namespace ductwork::sql

@@ -169,6 +169,11 @@ struct Dialect {
   std::string batch_update = "UPDATE ";
 };
 
+// Appends to `out` the statement `sql` ("INSERT INTO …" or "UPDATE …" of a
+// batch's rows) as `dialect` writes such a statement: the verb replaced by
+// Dialect::batch_insert_into or batch_update; any other text as it is.
+void append_batch_statement(std::string& out, const Dialect& dialect, std::string_view sql);
+
 // One database connection with a cache of prepared statements. Not
 // thread-safe: the store serialises its users (sql_store.h).
 class Connection {
@@ -286,6 +291,8 @@ std::string add_seconds(const std::string& db_time, double seconds);
 std::string seconds_before(const std::string& db_time, double seconds);
 // Microseconds since the epoch of a database time; StoreError for anything else.
 int64_t db_time_micros(std::string_view db_time);
+// The same, nullopt for anything else.
+std::optional<int64_t> db_time_micros_if_valid(std::string_view db_time);
 // `later` - `earlier`, in seconds; -1 when either is not a database time
 // (it only feeds metrics, and must never fail the transaction it is read in).
 double seconds_between(const std::string& earlier, const std::string& later);
@@ -350,11 +357,9 @@ class Keys {
 template <typename Strings>
 void update_keyed(Connection& conn, const std::string& update, const Strings& keys, const std::string& now) {
   const Keys rows(keys);
-  static constexpr std::string_view kUpdate = "UPDATE ";
-  std::string sql = update.compare(0, kUpdate.size(), kUpdate) == 0
-                        ? conn.dialect().batch_update + update.substr(kUpdate.size())
-                        : update;
-  conn.prepare(sql + rows.test(conn.dialect(), "?2"), rows.planning())
+  std::string sql;
+  append_batch_statement(sql, conn.dialect(), update);
+  conn.prepare(sql.append(rows.test(conn.dialect(), "?2")), rows.planning())
       .bind(1, now)
       .bind(2, rows.value())
       .exec_deferred();

@@ -142,15 +142,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // through every open row (docs/decisions.md).
   struct Taken {
     std::string execution_id;
-    int64_t due_us;  // when it became due, µs by the database clock (db_time_micros); -1: unreadable
-  };
-  // As seconds_between reads times: a time it cannot read is not known.
-  auto micros_or_unknown = [](std::string_view db_time) -> int64_t {
-    try {
-      return db_time_micros(db_time);
-    } catch (const StoreError&) {
-      return -1;
-    }
+    int64_t due_us;  // when it became due, µs by the database clock; -1: unreadable
   };
   std::vector<Taken> taken;
   taken.reserve(availability_ids.size());
@@ -162,7 +154,9 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
                                   " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
                               availabilities.planning());
     take.bind(1, now).bind(2, process_id).bind(3, availabilities.value());
-    while (take.step()) taken.push_back(Taken{take.text(0), micros_or_unknown(take.text_view(1))});
+    while (take.step()) {
+      taken.push_back(Taken{take.text(0), db_time_micros_if_valid(take.text_view(1)).value_or(-1)});
+    }
   }
   if (!admitted.empty() && taken.size() < availability_ids.size()) {
     // Admitted, then taken by another claim first: its slot goes back.
@@ -271,7 +265,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
         .bind(2, pipeline_id)
         .exec_deferred();
   }
-  const int64_t now_us = micros_or_unknown(now);
+  const int64_t now_us = db_time_micros_if_valid(now).value_or(-1);
   for (size_t i = 0; i < taken.size(); ++i) {
     const Taken& t = taken[i];
     ClaimedJob& job = jobs[i];
