@@ -225,7 +225,7 @@ std::string dangling_references(const Workspace& ws) {
       {"steps", "run_id", "runs"},                  {"steps", "branch_id", "branches"},
       {"steps", "source_step_id", "steps"},         {"jobs", "step_id", "steps"},
       {"executions", "job_id", "jobs"},             {"availabilities", "execution_id", "executions"},
-      {"attempts", "execution_id", "executions"},   {"results", "execution_id", "executions"},
+      {"results", "execution_id", "executions"},
       {"transitions", "branch_id", "branches"},     {"transitions", "in_step_id", "steps"},
       {"transitions", "out_step_id", "steps"},      {"advancements", "transition_id", "transitions"},
       {"tuples", "run_id", "runs"},                 {"fan_in_arrivals", "barrier_branch_id", "branches"},

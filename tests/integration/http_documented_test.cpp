@@ -40,9 +40,11 @@ void empty_database(const Workspace& ws) {
     ws.sql("CREATE SCHEMA public");
     return;
   }
-  std::istringstream tables(ws.sql("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"));
+  std::istringstream tables(
+      ws.sql("SELECT type || ' \"' || name || '\"' FROM sqlite_master WHERE type IN ('table', 'view') AND "
+             "name NOT LIKE 'sqlite_%'"));
   std::string script = "PRAGMA foreign_keys = OFF;";
-  for (std::string table; std::getline(tables, table);) script += " DROP TABLE \"" + table + "\";";
+  for (std::string table; std::getline(tables, table);) script += " DROP " + table + ";";
   ws.sql(script);
   ASSERT_EQ(ws.sql("SELECT COUNT(*) FROM sqlite_master"), "0\n");
 }

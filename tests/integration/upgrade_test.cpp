@@ -143,9 +143,18 @@ TEST(UpgradeTest, APreviousReleasesDatabaseMigratesWithEveryDocumentUnchangedAnd
     ASSERT_FALSE(by_state[state].empty()) << state;
   }
 
+  // Every attempt, as its own row now and as a column of its execution
+  // after migration 033 (read through the `attempts` view).
+  const std::string kAttempts =
+      "SELECT execution_id || ' ' || started_at || ' ' || COALESCE(completed_at, 'open') FROM attempts ORDER BY 1";
+  const std::string attempts_before = ws.sql(kAttempts);
+  ASSERT_GE(std::count(attempts_before.begin(), attempts_before.end(), '\n'), 6) << attempts_before;
+
   ProcessResult migrated = ws.run({"migrate"});
   ASSERT_EQ(migrated.exit_code, 0) << migrated.describe();
-  for (const char* version : {"017_definitions", "018_pipelines_finished_index", "019_pruned_pipelines"}) {
+  EXPECT_EQ(ws.sql(kAttempts), attempts_before);
+  for (const char* version : {"017_definitions", "018_pipelines_finished_index", "019_pruned_pipelines",
+                              "033_attempts_in_executions"}) {
     EXPECT_NE(migrated.out.find(std::string("applied ") + version + "\n"), std::string::npos) << migrated.out;
   }
   for (const auto& [id, document] : before) EXPECT_TRUE(says_what_it_said(document, ws.status(id), id));

@@ -118,7 +118,7 @@ void BatchInsert::write(size_t first_row, size_t rows) {
 namespace {
 // Room kept at the end of a row's buffer for values set later (a claim's
 // process id and instant).
-constexpr size_t kRoomToSet = 64;
+constexpr size_t kRoomToSet = 80;
 }  // namespace
 
 OwnedRow::OwnedRow(const BatchInsert::Cell* cells, size_t count) : width_(count) {

@@ -31,7 +31,8 @@ constexpr TableSpec kSpecs[RowWriter::kTableCount] = {
      "created_at, updated_at, idempotency_key",
      13},
     {"jobs", "id, step_id, klass, input_args, output_payload, started_at, completed_at, created_at, updated_at", 9},
-    {"executions", "id, job_id, process_id, retry_count, crash_count, started_at, created_at, updated_at", 8},
+    {"executions",
+     "id, job_id, process_id, retry_count, crash_count, started_at, created_at, updated_at, attempted_at", 9},
     // An availability carries its run's priority (the claim's order): given
     // by the caller where a claim read it (an advance's new steps, a
     // trigger), else read from the run as the row is written (a resume, a
@@ -101,8 +102,9 @@ std::array<Cell, 9> cells_of(const JobRow& r) {
   return {r.id,         r.step_id,      r.klass,      r.input_args, r.output_payload,
           r.started_at, r.completed_at, r.created_at, r.updated_at};
 }
-std::array<Cell, 8> cells_of(const ExecutionRow& r) {
-  return {r.id, r.job_id, r.process_id, r.retry_count, r.crash_count, r.started_at, r.created_at, r.updated_at};
+std::array<Cell, 9> cells_of(const ExecutionRow& r) {
+  return {r.id,         r.job_id,     r.process_id, r.retry_count, r.crash_count,
+          r.started_at, r.created_at, r.updated_at, r.attempted_at};
 }
 std::array<Cell, 15> cells_of(const AvailabilityRow& r) {
   return {r.id,         r.execution_id, r.pipeline_klass, r.process_id, r.started_at,

@@ -66,9 +66,11 @@ struct StepRow {
 struct JobRow {
   Cell id, step_id, klass, input_args, output_payload, started_at, completed_at, created_at, updated_at;
 };
+// `attempted_at`: when a worker took the execution and its user code
+// began (migration 033; NULL until then).
 struct ExecutionRow {
   Cell id, job_id, process_id, retry_count = int64_t{0}, crash_count = int64_t{0}, started_at, created_at,
-      updated_at;
+      updated_at, attempted_at;
 };
 // `priority`: the run's priority (issue 38) when the caller has it; when
 // NULL the row reads it from the run `run_id` as it is written. `gate` and
@@ -91,6 +93,7 @@ struct AdvancementRow {
 namespace column {
 inline constexpr size_t kStepStatus = 7;
 inline constexpr size_t kExecutionProcess = 2;
+inline constexpr size_t kExecutionAttemptedAt = 8;
 inline constexpr size_t kAvailabilityProcess = 3;
 inline constexpr size_t kAvailabilityCompletedAt = 5;
 inline constexpr size_t kAvailabilityPriority = 8;

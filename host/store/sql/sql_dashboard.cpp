@@ -24,9 +24,9 @@ std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id, bo
   // step: PostgreSQL ran that one (three index lookups) for every step, in
   // both aggregates (5,002 steps: 113 ms against 21).
   const std::string attempted =
-      attempt_times ? "SELECT j.step_id, MIN(a.started_at) AS at FROM steps s2 JOIN jobs j ON j.step_id = s2.id "
-                      "JOIN executions e ON e.job_id = j.id JOIN attempts a ON a.execution_id = e.id "
-                      "WHERE s2.run_id = ?1 GROUP BY j.step_id"
+      attempt_times ? "SELECT j.step_id, MIN(e.attempted_at) AS at FROM steps s2 JOIN jobs j ON j.step_id = s2.id "
+                      "JOIN executions e ON e.job_id = j.id WHERE s2.run_id = ?1 AND e.attempted_at IS NOT NULL "
+                      "GROUP BY j.step_id"
                     : "SELECT s2.id AS step_id, CAST(NULL AS TEXT) AS at FROM steps s2 WHERE false";
   auto stmt = conn_.prepare(
       "SELECT s.node, s.klass, s.status, COUNT(*), MIN(f.at), "

@@ -333,7 +333,6 @@ std::vector<ClaimedJob> SqlStoreTx::take_new_steps(const RunsInProgress& runs,
 void SqlStoreTx::write_own_advances(const std::vector<ClaimedJob>& taken) {
   reads_.claim_rows.write(conn_, now_);
   own_batch_.write(conn_, now_);
-  if (!taken.empty()) record_attempts(conn_, taken, now_);
   // A step handed a slot carries its gate, as a claim's admitted execution
   // does: the statement that ends it gives the slot back.
   std::map<std::string, std::vector<std::string>> handed;  // gate -> executions

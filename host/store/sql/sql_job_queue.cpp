@@ -193,7 +193,9 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // back.
   static const std::string with_gate =
       ", gate = (SELECT a.gate FROM availabilities a WHERE a.execution_id = executions.id)";
-  conn_.prepare(conn_.dialect().batch_update + "executions SET process_id = ?1, updated_at = ?2" +
+  // The attempt begins with the claim: user code starts right after this
+  // commit.
+  conn_.prepare(conn_.dialect().batch_update + "executions SET process_id = ?1, updated_at = ?2, attempted_at = ?2" +
                     (admitted.empty() ? "" : with_gate) + " WHERE id" + executions.test(conn_.dialect(), "?3"),
                 executions.planning())
       .bind(1, process_id)
@@ -282,17 +284,7 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
       job.rate_window_us = want.rate_window_us;
     }
   }
-  record_attempts(conn_, jobs, now);
   return jobs;
-}
-
-void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, const std::string& now) {
-  // The attempts are recorded with the claim: user code starts right after
-  // this commit, and one transaction fewer per step matters at our rates.
-  BatchInsert attempts(conn, "INSERT INTO attempts (id, execution_id, started_at, created_at, updated_at) VALUES ",
-                       "(?, ?, ?, ?, ?)", 5);
-  for (const ClaimedJob& job : jobs) attempts.add({new_uuid_v7_text(conn.clock()).view(), job.execution_id, now, now, now});
-  attempts.flush();
 }
 
 namespace {
@@ -344,14 +336,12 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
   if (std::find(committed.begin(), committed.end(), true) == committed.end()) return committed;
   BatchInsert results(conn_, "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
                       "(?, ?, 'success', ?, ?)", 4);
-  std::vector<std::string_view> closed;  // views of the jobs' strings, as are the job ids below
-  std::vector<std::pair<std::string_view, std::string>> outputs;  // job id, payload document
+  std::vector<std::pair<std::string_view, std::string>> outputs;  // job id (a view of the job's), payload document
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;  // that claim was taken away
     const ClaimedJob& job = *done[i].job;
     outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
     results.add({new_uuid_v7_text(conn_.clock()).view(), job.execution_id, now_, now_});
-    closed.push_back(job.execution_id);
   }
   if (outputs.size() == 1) {
     conn_.prepare("UPDATE jobs SET output_payload = ?2, completed_at = ?1, updated_at = ?1 WHERE id = ?3")
@@ -370,7 +360,6 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
         .exec_deferred();
   }
   results.flush();
-  update_keyed(conn_, "UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id", closed, now_);
   // The concurrency slots these executions held (issue 38) are given back
   // when the transaction finishes, unless a next step of the same gate its
   // advances create is handed one first (take_new_steps).

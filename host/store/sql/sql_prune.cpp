@@ -90,7 +90,6 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
       {"DELETE FROM advancements WHERE transition_id" + in, &transitions},
       {"DELETE FROM fan_in_arrivals WHERE barrier_branch_id" + in, &branches},
       {"DELETE FROM results WHERE execution_id" + in, &executions},
-      {"DELETE FROM attempts WHERE execution_id" + in, &executions},
       {"DELETE FROM availabilities WHERE execution_id" + in, &executions},
       {"DELETE FROM executions WHERE id" + in, &executions},
       {"DELETE FROM jobs WHERE id" + in, &jobs},

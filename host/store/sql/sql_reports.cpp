@@ -173,8 +173,7 @@ std::vector<StepRecord> SqlStore::step_page(const std::string& run_id, int64_t o
   // started_at is when it was queued, or, for a step a revive copied, when
   // it was queued in the earlier run).
   auto s = conn_.prepare("SELECT " + kStepColumns +
-                         ", (SELECT MIN(a.started_at) FROM executions e JOIN attempts a ON a.execution_id = e.id "
-                         "WHERE e.job_id = j.id) "
+                         ", (SELECT MIN(e.attempted_at) FROM executions e WHERE e.job_id = j.id) "
                          "FROM steps s LEFT JOIN jobs j ON j.step_id = s.id WHERE s.run_id = ? "
                          "ORDER BY s.started_at, s.id LIMIT ? OFFSET ?");
   s.bind(1, run_id).bind(2, static_cast<int64_t>(limit)).bind(3, offset);

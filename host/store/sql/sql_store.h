@@ -13,9 +13,6 @@
 
 namespace ductwork::sql {
 
-// Records the attempts of jobs just claimed (one multi-row insert).
-void record_attempts(Connection& conn, const std::vector<ClaimedJob>& jobs, const std::string& now);
-
 struct InlineAdvance;  // sql_branch_tx.h
 struct InlineBatch;
 struct BatchReads;  // sql_branch_tx.h

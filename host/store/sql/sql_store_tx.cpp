@@ -253,10 +253,6 @@ bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process
   }
   if (close.exec() == 0) return false;
   release_slot_of(conn_, job, now_);
-  conn_.prepare("UPDATE attempts SET completed_at = ?1, updated_at = ?1 WHERE execution_id = ?2")
-      .bind(1, now_)
-      .bind(2, job.execution_id)
-      .exec_deferred();
   conn_.prepare(
            "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, "
            "created_at, updated_at, retryable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)")
@@ -275,7 +271,7 @@ bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process
 bool SqlStoreTx::unclaim(const ClaimedJob& job, const std::string& process_id) {
   // The fence of end_execution, for the same reason written `IS TRUE`.
   int ours = conn_.prepare(
-                      "UPDATE executions SET process_id = NULL, gate = NULL, updated_at = ?1 "
+                      "UPDATE executions SET process_id = NULL, gate = NULL, attempted_at = NULL, updated_at = ?1 "
                       "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE")
                  .bind(1, now_)
                  .bind(2, job.execution_id)
@@ -283,7 +279,6 @@ bool SqlStoreTx::unclaim(const ClaimedJob& job, const std::string& process_id) {
                  .exec();
   if (ours != 1) return false;
   release_slot_of(conn_, job, now_);
-  conn_.prepare("DELETE FROM attempts WHERE execution_id = ?").bind(1, job.execution_id).exec_deferred();
   return true;
 }
 

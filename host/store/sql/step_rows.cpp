@@ -121,10 +121,11 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
   if (const int64_t* priority = rows.availability.number(column::kAvailabilityPriority)) job.priority = *priority;
   job.pipeline = rows.availability.text(2);
   job.waited_seconds = 0;
-  // Claimed: steps.status, executions.process_id, availabilities.process_id
-  // and completed_at, as a claim leaves them.
+  // Claimed: steps.status, executions.process_id and attempted_at,
+  // availabilities.process_id and completed_at, as a claim leaves them.
   rows.step.set(column::kStepStatus, "in_progress");
   rows.execution.set(column::kExecutionProcess, process_id);
+  rows.execution.set(column::kExecutionAttemptedAt, now);
   rows.availability.set(column::kAvailabilityProcess, process_id);
   rows.availability.set(column::kAvailabilityCompletedAt, now);
   return job;
