@@ -392,6 +392,17 @@ std::vector<double> hosts_light_run(const Options& o, const fs::path& dir, const
     return worker && advancer;
   };
   for (int i = 0; i < 500 && !both_up(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!both_up()) {
+    // Waiting for a drain without them would never end (a host that
+    // refused the schema, for one: --binary of another build, whose
+    // schema is not this program's).
+    for (pid_t pid : hosts) {
+      if (pid > 0) ::kill(pid, SIGTERM);
+    }
+    std::fprintf(stderr, "ductwork_bench: the %s hosts were not up after 10 s (is --binary of this build?)\n",
+                 label.c_str());
+    std::exit(1);
+  }
   Definition def = chain_definition(o);
   for (int i = 0; i < o.light_chains; ++i) {
     trigger_pipeline(*store, def, Json::array({i}));

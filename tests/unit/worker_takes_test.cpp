@@ -4,8 +4,15 @@
 // still come first. Runs on both dialects.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "engine/branch_advance.h"
+#include "engine/job_end.h"
+#include "engine/job_policy.h"
 #include "engine/job_success.h"
+#include "engine/recovery.h"
+#include "engine/status_document.h"
 #include "engine_fixture.h"
 
 namespace ductwork {
@@ -32,13 +39,13 @@ class WorkerTakesTest : public test::EngineFixture {
   }
 
   // How the rows of `job`'s step stand: "step status|availability owner|
-  // availability closed|execution owner|attempts".
+  // availability open, closed or none|execution owner|attempts".
   std::string rows_of(const ClaimedJob& job) {
     return text("SELECT s.status || '|' || COALESCE(a.process_id, '-') || '|' || "
-                "CASE WHEN a.completed_at IS NULL THEN 'open' ELSE 'closed' END || '|' || "
-                "COALESCE(e.process_id, '-') || '|' || "
+                "CASE WHEN a.id IS NULL THEN 'none' WHEN a.completed_at IS NULL THEN 'open' ELSE 'closed' END || "
+                "'|' || COALESCE(e.process_id, '-') || '|' || "
                 "(SELECT COUNT(*) FROM attempts t WHERE t.execution_id = e.id) "
-                "FROM executions e JOIN availabilities a ON a.execution_id = e.id "
+                "FROM executions e LEFT JOIN availabilities a ON a.execution_id = e.id "
                 "JOIN jobs j ON j.id = e.job_id JOIN steps s ON s.id = j.step_id WHERE e.id = ?",
                 job.execution_id);
   }
@@ -70,9 +77,9 @@ TEST_F(WorkerTakesTest, TheNextChainStepIsWrittenClaimedByTheWorkerThatAdvancedI
   EXPECT_EQ(taken.retry_count, 0);
   EXPECT_EQ(taken.crash_count, 0);
   EXPECT_NE(taken.step_id, first[0].step_id);
-  // As a claim leaves them: step in progress, availability and execution
-  // owned, one attempt.
-  EXPECT_EQ(rows_of(taken), "in_progress|" + process_id + "|closed|" + process_id + "|1");
+  // As a claim leaves them, less the queue row it never needed: step in
+  // progress, execution owned, one attempt.
+  EXPECT_EQ(rows_of(taken), "in_progress|-|none|" + process_id + "|1");
   EXPECT_TRUE(store->claim_jobs("P", "someone-else", 8).empty()) << "nobody else can claim it";
   // The worker's success of it completes the run.
   std::vector<ClaimedJob> after = succeed(next, 4);
@@ -101,6 +108,58 @@ TEST_F(WorkerTakesTest, TheWorkersOwnAdvanceLocksTheBranchWithoutRewritingIt) {
   EXPECT_EQ(text("SELECT COUNT(*) || '|' || COUNT(completed_at) FROM transitions WHERE branch_id = ?",
                  first[0].branch_id),
             "1|1");
+}
+
+TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedAndHandedBackUnrunIsQueuedForAnyWorker) {
+  trigger(compile(kTwoSteps), Json::array({1}));
+  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
+  ASSERT_EQ(first.size(), 1u);
+  std::vector<ClaimedJob> next = succeed(first, 4);
+  ASSERT_EQ(next.size(), 1u);
+  ASSERT_EQ(rows_of(next[0]), "in_progress|-|none|" + process_id + "|1");
+  // A shutdown hands it back before its user code ran.
+  ASSERT_EQ(release_jobs(*store, next, process_id), 1);
+  EXPECT_EQ(rows_of(next[0]), "in_progress|-|open|-|0");
+  std::vector<ClaimedJob> again = store->claim_jobs("P", "someone-else", 8);
+  ASSERT_EQ(again.size(), 1u) << "queued for any worker";
+  EXPECT_EQ(again[0].execution_id, next[0].execution_id);
+  EXPECT_EQ(again[0].args_json, "[7]");
+  EXPECT_EQ(rows_of(again[0]), "in_progress|someone-else|closed|someone-else|1");
+}
+
+TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedCountsAsRunningAndKeepsAPausedPipelineBusy) {
+  trigger(compile(kTwoSteps), Json::array({1}));
+  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
+  ASSERT_EQ(first.size(), 1u);
+  std::vector<ClaimedJob> next = succeed(first, 4);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(store->reads().metric_gauges().jobs_running["P"], 1);
+  store->transact([](StoreTx& tx) { tx.set_paused("P", true); });
+  EXPECT_EQ(store->reads().progress({"P"}).pipelines_paused, 0) << "a job of it still runs: not idle";
+  succeed(next, 4);
+  EXPECT_EQ(store->reads().metric_gauges().jobs_running["P"], 0);
+}
+
+TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedWhoseProcessVanishedIsSweptAsAnOrphan) {
+  const CrashPlanner crash_policy = [](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count, CrashPolicy{3, 0.0});
+  };
+  auto t = trigger(compile(kTwoSteps), Json::array({1}));
+  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
+  ASSERT_EQ(first.size(), 1u);
+  std::vector<ClaimedJob> next = succeed(first, 4);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(sweep_orphans(*store, 0.001, crash_policy).executions, 0) << "its process is alive";
+  text("DELETE FROM processes WHERE id = ? RETURNING id", process_id);  // gone without a goodbye
+  EXPECT_EQ(sweep_orphans(*store, 3600.0, crash_policy).executions, 0) << "too young to be an orphan";
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(sweep_orphans(*store, 0.001, crash_policy).executions, 1);
+  std::vector<ClaimedJob> again = store->claim_jobs("P", "someone-else", 8);
+  ASSERT_EQ(again.size(), 1u) << "a new execution of the step is queued";
+  EXPECT_EQ(again[0].step_id, next[0].step_id);
+  EXPECT_EQ(again[0].crash_count, 1);
+  Json first_try = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][1]["executions"][0];
+  EXPECT_EQ(first_try["error_klass"].as_string(), "OrphanedClaim");
 }
 
 TEST_F(WorkerTakesTest, AStepWithADelayIsLeftOpenForItsTime) {

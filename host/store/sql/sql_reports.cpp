@@ -379,8 +379,9 @@ namespace {
 // for an unpause, as dampened ones wait for a resume.
 bool paused_and_idle(Connection& conn, const std::string& pipeline) {
   auto stmt = conn.prepare(
-      "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM executions e JOIN availabilities a ON a.execution_id = e.id "
-      "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND a.pipeline_klass = ?1) "
+      "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM executions e JOIN jobs j ON j.id = e.job_id "
+      "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
+      "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND r.pipeline_klass = ?1) "
       "AND NOT EXISTS (SELECT 1 FROM branches WHERE pipeline_klass = ?1 AND status = 'in_progress' "
       "AND claim_token IS NULL AND advanceable = 1) "
       "AND NOT EXISTS (SELECT 1 FROM advancements v JOIN transitions t ON t.id = v.transition_id "
@@ -482,8 +483,11 @@ MetricGauges SqlStore::metric_gauges() {
   read("SELECT pipeline_klass, COUNT(*) FROM availabilities WHERE completed_at IS NULL AND started_at <= dw_now() "
        "GROUP BY pipeline_klass",
        &out.jobs_ready);
-  read("SELECT a.pipeline_klass, COUNT(*) FROM executions e JOIN availabilities a ON a.execution_id = e.id "
-       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL GROUP BY a.pipeline_klass",
+  // A running job's pipeline by its step's run: a step its worker took as
+  // it was created has no queue row.
+  read("SELECT r.pipeline_klass, COUNT(*) FROM executions e JOIN jobs j ON j.id = e.job_id "
+       "JOIN steps s ON s.id = j.step_id JOIN runs r ON r.id = s.run_id "
+       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL GROUP BY r.pipeline_klass",
        &out.jobs_running);
   read("SELECT pipeline_klass, COUNT(*) FROM branches WHERE status = 'in_progress' AND claim_token IS NULL "
        "AND advanceable = 1 GROUP BY pipeline_klass",

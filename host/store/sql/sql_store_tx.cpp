@@ -315,8 +315,31 @@ void SqlStoreTx::cancel_job(const ClaimedJob& job) {
   set_step_status(job, "cancelled");
 }
 
+namespace {
+
+// The queue row of `job`'s execution `execution_id`, due at `due`, with the
+// job's priority and gates.
+void queue_execution(RowWriter& rows, const ClaimedJob& job, const std::string& execution_id, const std::string& due,
+                     const std::string& now) {
+  rows.availability({.id = new_uuid_v7(rows.connection().clock()),
+                     .execution_id = execution_id,
+                     .pipeline_klass = job.pipeline,
+                     .started_at = due,
+                     .created_at = now,
+                     .updated_at = now,
+                     .priority = job.priority ? Cell(*job.priority) : Cell(),
+                     .run_id = job.run_id,
+                     .gate = job.gate.empty() ? Cell() : Cell(job.gate),
+                     .gate_limit = job.gate.empty() ? Cell() : Cell(job.gate_limit),
+                     .rate_gate = job.rate_gate.empty() ? Cell() : Cell(job.rate_gate),
+                     .rate_limit = job.rate_gate.empty() ? Cell() : Cell(job.rate_limit),
+                     .rate_window_us = job.rate_gate.empty() ? Cell() : Cell(job.rate_window_us)});
+}
+
+}  // namespace
+
 void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& next) {
-  const std::string execution_id = new_uuid_v7(conn_.clock()), availability_id = new_uuid_v7(conn_.clock());
+  const std::string execution_id = new_uuid_v7(conn_.clock());
   RowWriter rows(conn_);
   rows.execution({.id = execution_id,
                   .job_id = job.job_id,
@@ -325,30 +348,25 @@ void SqlStoreTx::enqueue_execution(const ClaimedJob& job, const NextExecution& n
                   .started_at = now_,
                   .created_at = now_,
                   .updated_at = now_});
-  rows.availability({.id = availability_id,
-                     .execution_id = execution_id,
-                     .pipeline_klass = job.pipeline,
-                     .started_at = add_seconds(now_, next.delay_seconds),
-                     .created_at = now_,
-                     .updated_at = now_,
-                     .priority = job.priority ? Cell(*job.priority) : Cell(),
-                     .run_id = job.run_id,
-                     .gate = job.gate.empty() ? Cell() : Cell(job.gate),
-                     .gate_limit = job.gate.empty() ? Cell() : Cell(job.gate_limit),
-                     .rate_gate = job.rate_gate.empty() ? Cell() : Cell(job.rate_gate),
-                     .rate_limit = job.rate_gate.empty() ? Cell() : Cell(job.rate_limit),
-                     .rate_window_us = job.rate_gate.empty() ? Cell() : Cell(job.rate_window_us)});
+  queue_execution(rows, job, execution_id, add_seconds(now_, next.delay_seconds), now_);
   rows.flush();
   conn_.notify(Connection::Work::kJobs);
 }
 
 void SqlStoreTx::reopen_availability(const ClaimedJob& job) {
-  conn_.prepare(
-           "UPDATE availabilities SET completed_at = NULL, process_id = NULL, updated_at = ?1 "
-           "WHERE execution_id = ?2")
-      .bind(1, now_)
-      .bind(2, job.execution_id)
-      .exec_deferred();
+  const int reopened = conn_.prepare(
+                                "UPDATE availabilities SET completed_at = NULL, process_id = NULL, updated_at = ?1 "
+                                "WHERE execution_id = ?2")
+                           .bind(1, now_)
+                           .bind(2, job.execution_id)
+                           .exec();
+  if (reopened == 0) {
+    // A step its worker took in the transaction that created it was never
+    // queued (take_step_rows): handed back, it is queued now, due at once.
+    RowWriter rows(conn_);
+    queue_execution(rows, job, job.execution_id, now_, now_);
+    rows.flush();
+  }
   conn_.notify(Connection::Work::kJobs);
 }
 
@@ -379,9 +397,8 @@ std::vector<OwnedClaim> SqlStoreTx::open_claims(const ClaimOwner& owner) {
       "WHERE e.completed_at IS NULL AND e.process_id IS NOT NULL AND ";
   auto stmt = owner.process_id.empty()
                   ? conn_.prepare(select +
-                                  "NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = e.process_id) AND EXISTS "
-                                  "(SELECT 1 FROM availabilities a WHERE a.execution_id = e.id AND "
-                                  "a.completed_at IS NOT NULL AND a.completed_at < dw_now(?1))")
+                                  "NOT EXISTS (SELECT 1 FROM processes p WHERE p.id = e.process_id) AND "
+                                  "e.attempted_at < dw_now(?1)")
                   : conn_.prepare(select + "e.process_id = ?1");
   if (owner.process_id.empty()) {
     stmt.bind(1, -owner.older_than_seconds);

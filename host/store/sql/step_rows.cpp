@@ -121,13 +121,23 @@ ClaimedJob take_step_rows(StepRows& rows, const std::string& process_id, const s
   if (const int64_t* priority = rows.availability.number(column::kAvailabilityPriority)) job.priority = *priority;
   job.pipeline = rows.availability.text(2);
   job.waited_seconds = 0;
-  // Claimed: steps.status, executions.process_id and attempted_at,
-  // availabilities.process_id and completed_at, as a claim leaves them.
+  // Claimed: steps.status, executions.process_id and attempted_at, as a
+  // claim leaves them.
   rows.step.set(column::kStepStatus, "in_progress");
   rows.execution.set(column::kExecutionProcess, process_id);
   rows.execution.set(column::kExecutionAttemptedAt, now);
-  rows.availability.set(column::kAvailabilityProcess, process_id);
-  rows.availability.set(column::kAvailabilityCompletedAt, now);
+  if (rows.gated) {
+    // Its queue row keeps the gates a crash recovery or a revive queues
+    // the job with again; closed, as a claim leaves it.
+    rows.availability.set(column::kAvailabilityProcess, process_id);
+    rows.availability.set(column::kAvailabilityCompletedAt, now);
+  } else {
+    // Never queued, so no queue row (issues 37 and 42: an insert, an index
+    // entry and about 330 bytes per chained step). A step handed back
+    // unrun is queued then (StoreTx::reopen_availability); a crash's
+    // recovery finds the execution by its owner and queues a new one.
+    rows.availability = OwnedRow();
+  }
   return job;
 }
 
@@ -135,13 +145,14 @@ void StepInserts::add(StepRows rows) {
   // A step its own transaction took (take_step_rows) is no news to any
   // other worker: only a queued one wakes them. Each needless wake-up cost
   // the server a claim probe and the next-due query per chained step.
-  queued_ = queued_ || rows.availability.is_null(column::kAvailabilityCompletedAt);
+  const bool has_queue_row = rows.availability.size() > 0;  // none when taken ungated
+  queued_ = queued_ || (has_queue_row && rows.availability.is_null(column::kAvailabilityCompletedAt));
   // Parent first, so each table's batch is written after the batches of
   // the rows it refers to.
   rows_.add_owned(RowWriter::kSteps, rows.step);
   rows_.add_owned(RowWriter::kJobs, rows.job);
   rows_.add_owned(RowWriter::kExecutions, rows.execution);
-  rows_.add_owned(RowWriter::kAvailabilities, rows.availability);
+  if (has_queue_row) rows_.add_owned(RowWriter::kAvailabilities, rows.availability);
 }
 
 std::string StepInserts::add(const NewStep& step, const std::string& status, const std::string& now) {
