@@ -52,7 +52,9 @@ TEST_F(WorkerArrivesTest, TheWorkersOwnTransactionsCountTheArrivalsAndFireTheFan
   EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals WHERE id <> ?1", ""), 6);
   EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE completed_at IS NULL AND id <> ?1", ""), 0);
   EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE completed_at IS NULL AND id <> ?1", ""), 0);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 8) << "Range, six Inc, Sum";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE id <> ?1", ""), 8) << "Range, six Inc, Sum";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 0)
+      << "each succeeded in the transaction that claimed it: none is kept";
 }
 
 TEST_F(WorkerArrivesTest, AGroupWhoseWritesFailIsUndoneAndLeftToAnAdvancer) {
@@ -75,7 +77,8 @@ TEST_F(WorkerArrivesTest, AGroupWhoseWritesFailIsUndoneAndLeftToAnAdvancer) {
   for (const Json& inc : incs) EXPECT_EQ(inc["status"].as_string(), "advancing") << "left to an advancer";
   EXPECT_EQ(count("SELECT COUNT(*) FROM branches WHERE advanceable = 1 AND status = 'in_progress' AND id <> ?1", ""),
             3);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 1) << "only the expand's: nothing held";
+  EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 0)
+      << "nothing held (the expand's succeeded where it was claimed: not kept)";
   EXPECT_EQ(count("SELECT COUNT(*) FROM fan_in_arrivals WHERE id <> ?1", ""), 0);
   // Without the trigger an advancer moves them on, and the worker runs Sum.
   exec_dialect("DROP TRIGGER refuse_arrivals;", "DROP TRIGGER refuse_arrivals ON fan_in_arrivals;");

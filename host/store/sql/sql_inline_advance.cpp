@@ -53,6 +53,19 @@ AdvancementRow advancement_row(const Held& held, int64_t crash_count, const std:
   return row;
 }
 
+// Whether an advancement held to its transaction's end is written: one that
+// failed (errored_advancements counts it, on_halt reads its error) or was
+// left open. One that succeeded in the transaction that claimed it is not
+// (issues 37 and 42: an insert and about 320 bytes per step that nothing
+// read): the transition's row keeps when the branch moved, and the crash
+// count a later claim of the same transition reads from the latest
+// advancement before it is the same either way, since a successful one
+// carries its predecessor's count (SqlStore::previous_advancement_crashes).
+template <typename Held>
+bool advancement_is_written(const Held& held) {
+  return !held.advancement_completed || held.advancement_error.has_value();
+}
+
 }  // namespace
 
 void InlineBatch::write(Connection& conn, const std::string& now) {
@@ -118,7 +131,7 @@ void ClaimRows::write(Connection& conn, const std::string& now) {
     if (row.new_transition && !row.dropped) rows.transition(transition_row(row, now));  // else: a row already
   }
   for (const Row& row : rows_) {
-    if (!row.dropped) rows.advancement(advancement_row(row, row.crash_count, now));
+    if (!row.dropped && advancement_is_written(row)) rows.advancement(advancement_row(row, row.crash_count, now));
   }
   rows.flush();
   rows_.clear();
@@ -141,7 +154,7 @@ void SqlBranchTx::finish_inline(InlineBatch& batch) {
   for (StepRows& step : rows->new_steps) batch.new_steps.push_back(std::move(step));
   rows->new_steps.clear();
   batch.transitions.push_back(inline_transition());
-  batch.advancements.push_back(inline_advancement());
+  if (advancement_is_written(*rows)) batch.advancements.push_back(inline_advancement());
   if (rows->step_completed) batch.completed_steps.push_back(rows->step_id);
 }
 
