@@ -15,6 +15,12 @@ rounds=${3:-3}
 what=${4:-chains,fanout,light}
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$(dirname "$bin")/.." && pwd)
+# BINARY is a build's bin/ductwork: its benchmark programs sit beside it.
+for program in ductwork_bench ductwork_fanout_bench; do
+  [[ -x $build/bin/$program ]] || { echo "compare.sh: no $build/bin/$program (BINARY must be a build's bin/ductwork)" >&2; exit 2; }
+done
+redis-cli -u "${REDIS_URL:-redis://127.0.0.1:6379}" ping > /dev/null 2>&1 ||
+  { echo "compare.sh: no Redis server at ${REDIS_URL:-redis://127.0.0.1:6379} (redis-server --save '' --appendonly no --daemonize yes)" >&2; exit 2; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 declare -A samples
 add() { samples[$1]+="$2"$'\n'; echo "  $1: $2" >&2; }
