@@ -60,6 +60,19 @@ class WorkerTakesTest : public test::EngineFixture {
   }
 
   const char* kTwoSteps = "pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n";
+
+  // Triggers a two-step chain, runs its first step here and returns its
+  // second, which that success took as its advance created it (with a test
+  // failure when it did not).
+  std::vector<ClaimedJob> second_step_taken(std::string* pipeline_id = nullptr) {
+    auto t = trigger(compile(kTwoSteps), Json::array({1}));
+    if (pipeline_id) *pipeline_id = t.pipeline_id;
+    std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
+    EXPECT_EQ(first.size(), 1u);
+    std::vector<ClaimedJob> next = succeed(first, 4);
+    EXPECT_EQ(next.size(), 1u) << "the step its advance created";
+    return next;
+  }
 };
 
 TEST_F(WorkerTakesTest, TheNextChainStepIsWrittenClaimedByTheWorkerThatAdvancedIt) {
@@ -111,10 +124,7 @@ TEST_F(WorkerTakesTest, TheWorkersOwnAdvanceLocksTheBranchWithoutRewritingIt) {
 }
 
 TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedAndHandedBackUnrunIsQueuedForAnyWorker) {
-  trigger(compile(kTwoSteps), Json::array({1}));
-  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
-  ASSERT_EQ(first.size(), 1u);
-  std::vector<ClaimedJob> next = succeed(first, 4);
+  std::vector<ClaimedJob> next = second_step_taken();
   ASSERT_EQ(next.size(), 1u);
   ASSERT_EQ(rows_of(next[0]), "in_progress|-|none|" + process_id + "|1");
   // A shutdown hands it back before its user code ran.
@@ -128,10 +138,7 @@ TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedAndHandedBackUnrunIsQueuedForAny
 }
 
 TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedCountsAsRunningAndKeepsAPausedPipelineBusy) {
-  trigger(compile(kTwoSteps), Json::array({1}));
-  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
-  ASSERT_EQ(first.size(), 1u);
-  std::vector<ClaimedJob> next = succeed(first, 4);
+  std::vector<ClaimedJob> next = second_step_taken();
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(store->reads().metric_gauges().jobs_running["P"], 1);
   store->transact([](StoreTx& tx) { tx.set_paused("P", true); });
@@ -144,10 +151,8 @@ TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedWhoseProcessVanishedIsSweptAsAnO
   const CrashPlanner crash_policy = [](const ClaimedJob& job) {
     return after_crash(job.retry_count, job.crash_count, CrashPolicy{3, 0.0});
   };
-  auto t = trigger(compile(kTwoSteps), Json::array({1}));
-  std::vector<ClaimedJob> first = store->claim_jobs("P", process_id, 1);
-  ASSERT_EQ(first.size(), 1u);
-  std::vector<ClaimedJob> next = succeed(first, 4);
+  std::string pipeline_id;
+  std::vector<ClaimedJob> next = second_step_taken(&pipeline_id);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(sweep_orphans(*store, 0.001, crash_policy).executions, 0) << "its process is alive";
   text("DELETE FROM processes WHERE id = ? RETURNING id", process_id);  // gone without a goodbye
@@ -158,7 +163,7 @@ TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedWhoseProcessVanishedIsSweptAsAnO
   ASSERT_EQ(again.size(), 1u) << "a new execution of the step is queued";
   EXPECT_EQ(again[0].step_id, next[0].step_id);
   EXPECT_EQ(again[0].crash_count, 1);
-  Json first_try = (*pipeline_report(*store, t.pipeline_id))["runs"][0]["steps"][1]["executions"][0];
+  Json first_try = (*pipeline_report(*store, pipeline_id))["runs"][0]["steps"][1]["executions"][0];
   EXPECT_EQ(first_try["error_klass"].as_string(), "OrphanedClaim");
 }
 
