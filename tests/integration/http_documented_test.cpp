@@ -40,11 +40,13 @@ void empty_database(const Workspace& ws) {
     ws.sql("CREATE SCHEMA public");
     return;
   }
-  std::istringstream tables(
+  // Tables and views (`attempts` is one since migration 033), each as
+  // `table "name"` or `view "name"`.
+  std::istringstream objects(
       ws.sql("SELECT type || ' \"' || name || '\"' FROM sqlite_master WHERE type IN ('table', 'view') AND "
              "name NOT LIKE 'sqlite_%'"));
   std::string script = "PRAGMA foreign_keys = OFF;";
-  for (std::string table; std::getline(tables, table);) script += " DROP " + table + ";";
+  for (std::string object; std::getline(objects, object);) script += " DROP " + object + ";";
   ws.sql(script);
   ASSERT_EQ(ws.sql("SELECT COUNT(*) FROM sqlite_master"), "0\n");
 }
