@@ -5,6 +5,8 @@
 
 #include "config/config.h"
 #include "engine/definition_loader.h"
+#include "engine/job_policy.h"
+#include "engine/recovery.h"
 #include "engine/trigger.h"
 #include "util/clock.h"
 #include "store/store.h"
@@ -12,6 +14,13 @@
 #include "test_database.h"
 
 namespace ductwork::test {
+
+// A crash recovery's plan: at most `max_crash` crashes, no delay.
+inline CrashPlanner crash_policy(int max_crash) {
+  return [max_crash](const ClaimedJob& job) {
+    return after_crash(job.retry_count, job.crash_count, CrashPolicy{max_crash, 0.0});
+  };
+}
 
 // A migrated database — a SQLite file in a temp directory, or a fresh
 // PostgreSQL database when the suite runs on PostgreSQL (test_database.h) —

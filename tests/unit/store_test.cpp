@@ -205,11 +205,7 @@ TEST_F(StoreTest, SucceededIsFencedOnTheOwner) {
   EXPECT_EQ(step["executions"][0]["result_type"].as_string(), "success");
 }
 
-CrashPlanner crash_policy(int max_crash) {
-  return [max_crash](const ClaimedJob& job) {
-    return after_crash(job.retry_count, job.crash_count, CrashPolicy{max_crash, 0.0});
-  };
-}
+using test::crash_policy;
 
 // Group commit (issue 11): several jobs claimed in one transaction, their
 // successes committed in one; each fenced on its own.

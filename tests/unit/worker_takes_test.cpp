@@ -9,7 +9,6 @@
 
 #include "engine/branch_advance.h"
 #include "engine/job_end.h"
-#include "engine/job_policy.h"
 #include "engine/job_success.h"
 #include "engine/recovery.h"
 #include "engine/status_document.h"
@@ -148,17 +147,14 @@ TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedCountsAsRunningAndKeepsAPausedPi
 }
 
 TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedWhoseProcessVanishedIsSweptAsAnOrphan) {
-  const CrashPlanner crash_policy = [](const ClaimedJob& job) {
-    return after_crash(job.retry_count, job.crash_count, CrashPolicy{3, 0.0});
-  };
   std::string pipeline_id;
   std::vector<ClaimedJob> next = second_step_taken(&pipeline_id);
   ASSERT_EQ(next.size(), 1u);
-  EXPECT_EQ(sweep_orphans(*store, 0.001, crash_policy).executions, 0) << "its process is alive";
+  EXPECT_EQ(sweep_orphans(*store, 0.001, test::crash_policy(3)).executions, 0) << "its process is alive";
   text("DELETE FROM processes WHERE id = ? RETURNING id", process_id);  // gone without a goodbye
-  EXPECT_EQ(sweep_orphans(*store, 3600.0, crash_policy).executions, 0) << "too young to be an orphan";
+  EXPECT_EQ(sweep_orphans(*store, 3600.0, test::crash_policy(3)).executions, 0) << "too young to be an orphan";
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_EQ(sweep_orphans(*store, 0.001, crash_policy).executions, 1);
+  ASSERT_EQ(sweep_orphans(*store, 0.001, test::crash_policy(3)).executions, 1);
   std::vector<ClaimedJob> again = store->claim_jobs("P", "someone-else", 8);
   ASSERT_EQ(again.size(), 1u) << "a new execution of the step is queued";
   EXPECT_EQ(again[0].step_id, next[0].step_id);
