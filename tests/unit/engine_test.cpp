@@ -136,8 +136,8 @@ TEST_F(EngineTest, AnAdvancerMarksABranchClaimedOnlyWhenItsAdvanceFailed) {
 
 // An advancer's batch writes each claim's transition and advancement once,
 // in the state its advance leaves them, instead of inserting them open and
-// closing them in the same transaction (an advancement that succeeded
-// there is not written at all). A claim whose advance failed is
+// closing them in the same transaction (a move that succeeded there is not
+// written at all: the step it made names its predecessor). A claim whose advance failed is
 // written open, and its failure recorded through the fence afterwards. A
 // trigger logs every update of the two tables.
 TEST_F(EngineTest, AnAdvancerWritesEachClaimsTransitionAndAdvancementOnce) {
@@ -162,9 +162,17 @@ TEST_F(EngineTest, AnAdvancerWritesEachClaimsTransitionAndAdvancementOnce) {
   EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE completed_at IS NULL AND id <> ?1", ""), 0);
   EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE completed_at IS NULL AND id <> ?1", ""), 0);
   // Range, four Inc and Sum each advanced in the transaction that claimed
-  // it: no advancement is kept for a try that succeeded there.
+  // it: neither a transition nor an advancement is kept for a move that
+  // succeeded there. The steps say what moved where: each Inc names Range,
+  // Sum the Inc whose arrival fired the collapse.
   EXPECT_EQ(count("SELECT COUNT(*) FROM advancements WHERE id <> ?1", ""), 0);
-  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE id <> ?1", ""), 6);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM transitions WHERE id <> ?1", ""), 0);
+  const std::string fan_run = doc["runs"][0]["id"].as_string();
+  EXPECT_EQ(count("SELECT COUNT(*) FROM steps s JOIN steps p ON p.id = s.source_step_id "
+                  "WHERE s.run_id = ?1 AND p.run_id = ?1 AND p.klass = CASE s.klass WHEN 'Inc' THEN 'Range' "
+                  "WHEN 'Sum' THEN 'Inc' END",
+                  fan_run),
+            5);
   // An edge routing cannot take: the claim's rows are written open, then
   // closed through the fence that records the failure.
   Definition def = compile("pipeline: P\nsteps:\n  - start: Inc\n  - chain: Inc\n");

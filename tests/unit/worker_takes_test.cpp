@@ -117,9 +117,12 @@ TEST_F(WorkerTakesTest, TheWorkersOwnAdvanceLocksTheBranchWithoutRewritingIt) {
             branch_before)
       << "last_advanced_at is the advancers' order: only an advancer moves it";
   EXPECT_EQ(next[0].args_json, "[7]") << "the output the success wrote";
-  EXPECT_EQ(text("SELECT COUNT(*) || '|' || COUNT(completed_at) FROM transitions WHERE branch_id = ?",
-                 first[0].branch_id),
-            "1|1");
+  // The move completed where it was claimed: no transition row is kept,
+  // and the step it made names the completed step it came from.
+  EXPECT_EQ(text("SELECT COUNT(*) FROM transitions WHERE branch_id = ?", first[0].branch_id), "0");
+  EXPECT_EQ(text("SELECT p.id || '|' || p.status FROM steps s JOIN steps p ON p.id = s.source_step_id WHERE s.id = ?",
+                 next[0].step_id),
+            first[0].step_id + "|completed");
 }
 
 TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedAndHandedBackUnrunIsQueuedForAnyWorker) {
