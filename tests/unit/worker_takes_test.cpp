@@ -136,7 +136,26 @@ TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedAndHandedBackUnrunIsQueuedForAny
   ASSERT_EQ(again.size(), 1u) << "queued for any worker";
   EXPECT_EQ(again[0].execution_id, next[0].execution_id);
   EXPECT_EQ(again[0].args_json, "[7]");
-  EXPECT_EQ(rows_of(again[0]), "in_progress|someone-else|closed|someone-else|1");
+  EXPECT_EQ(rows_of(again[0]), "in_progress|-|none|someone-else|1") << "taken again: out of the queue";
+}
+
+// A claim takes a job without gates out of the queue (its row is deleted:
+// the execution says who runs it); a job with a concurrency gate keeps its
+// row, marked taken, for its gate to be read while it runs. Handed back,
+// both are queued again for any worker.
+TEST_F(WorkerTakesTest, AClaimDeletesAPlainJobsQueueRowAndKeepsAGatedOnes) {
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n"), Json::array({1}));
+  trigger(compile("pipeline: P\nsteps:\n  - start: Inc\n    concurrency: 1\n"), Json::array({2}));
+  std::vector<ClaimedJob> taken = store->claim_jobs("P", process_id, 8);
+  ASSERT_EQ(taken.size(), 2u);
+  if (taken[0].args_json != "[1]") std::swap(taken[0], taken[1]);
+  ASSERT_EQ(taken[0].args_json, "[1]");
+  EXPECT_EQ(rows_of(taken[0]), "in_progress|-|none|" + process_id + "|1");
+  EXPECT_EQ(rows_of(taken[1]), "in_progress|" + process_id + "|closed|" + process_id + "|1");
+  ASSERT_EQ(release_jobs(*store, taken, process_id), 2);
+  EXPECT_EQ(rows_of(taken[0]), "in_progress|-|open|-|0");
+  EXPECT_EQ(rows_of(taken[1]), "in_progress|-|open|-|0");
+  EXPECT_EQ(store->claim_jobs("P", "someone-else", 8).size(), 2u);
 }
 
 TEST_F(WorkerTakesTest, AStepTakenAsItWasCreatedCountsAsRunningAndKeepsAPausedPipelineBusy) {

@@ -123,12 +123,14 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   // starts in a rate gate's window, than it allows. (SQLite's write lock
   // was taken before the clock was read.)
   Admission admission = admit_to_gates(conn_, wants, pipeline, picked_at, releasing);
+  std::vector<bool> with_gates;  // per queue row taken: its job has gates
   {
     std::vector<std::string> taking;
     for (size_t i = 0; i < availability_ids.size(); ++i) {
       if (!admission.admitted[i]) continue;
       taking.push_back(availability_ids[i]);
-      if (!wants[i].gate.empty() || !wants[i].rate_gate.empty()) admitted.emplace(picked_executions[i], &wants[i]);
+      with_gates.push_back(!wants[i].gate.empty() || !wants[i].rate_gate.empty());
+      if (with_gates.back()) admitted.emplace(picked_executions[i], &wants[i]);
     }
     availability_ids.swap(taking);
   }
@@ -147,15 +149,39 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
   std::vector<Taken> taken;
   taken.reserve(availability_ids.size());
   {
-    const Keys availabilities(availability_ids);
-    auto take = conn_.prepare(conn_.dialect().batch_update +
-                                  "availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
-                                  availabilities.test(conn_.dialect(), "?3") +
-                                  " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
-                              availabilities.planning());
-    take.bind(1, now).bind(2, process_id).bind(3, availabilities.value());
-    while (take.step()) {
-      taken.push_back(Taken{take.text(0), db_time_micros_if_valid(take.text_view(1)).value_or(-1)});
+    // A job without gates leaves the queue as it is taken: its row is
+    // deleted, as a step its worker takes where it creates it never had one
+    // (the execution's process and attempted_at say who runs it and since
+    // when; a job handed back or orphaned is queued again,
+    // reopen_availability). A gated job's row stays, marked taken: its
+    // gates are read from it while it runs (the slot's release, a rate
+    // window's starts, a revive's copy).
+    std::vector<std::string_view> plain, gated;
+    for (size_t i = 0; i < availability_ids.size(); ++i) {
+      (with_gates[i] ? gated : plain).push_back(availability_ids[i]);
+    }
+    auto read_taken = [&](Statement& take) {
+      while (take.step()) {
+        taken.push_back(Taken{take.text(0), db_time_micros_if_valid(take.text_view(1)).value_or(-1)});
+      }
+    };
+    if (!plain.empty()) {
+      const Keys rows(plain);
+      auto take = conn_.prepare("DELETE FROM availabilities WHERE id" + rows.test(conn_.dialect(), "?1") +
+                                    " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
+                                rows.planning());
+      take.bind(1, rows.value());
+      read_taken(take);
+    }
+    if (!gated.empty()) {
+      const Keys rows(gated);
+      auto take = conn_.prepare(conn_.dialect().batch_update +
+                                    "availabilities SET completed_at = ?1, process_id = ?2, updated_at = ?1 WHERE id" +
+                                    rows.test(conn_.dialect(), "?3") +
+                                    " AND (completed_at IS NULL) IS TRUE RETURNING execution_id, started_at",
+                                rows.planning());
+      take.bind(1, now).bind(2, process_id).bind(3, rows.value());
+      read_taken(take);
     }
   }
   if (!admitted.empty() && taken.size() < availability_ids.size()) {
