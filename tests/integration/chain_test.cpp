@@ -171,8 +171,8 @@ TEST(ChainTest, EveryRowNamesRowsThatAreThereAndTheCheckSeesOneThatDoesNot) {
   ASSERT_FALSE(ws.trigger("Chain3", {"1"}).empty());
   ws.drain();
   EXPECT_EQ(dangling_references(ws), "");
-  ws.sql("DELETE FROM executions WHERE id = (SELECT MIN(id) FROM executions)");
-  EXPECT_EQ(dangling_references(ws), "results.execution_id -> executions: 1\n");
+  ws.sql("DELETE FROM jobs WHERE id = (SELECT MIN(id) FROM jobs)");
+  EXPECT_EQ(dangling_references(ws), "executions.job_id -> jobs: 1\n");
 }
 
 }  // namespace

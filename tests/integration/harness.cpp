@@ -213,6 +213,19 @@ std::string Workspace::sql(const std::string& query) const {
   return r.out;
 }
 
+void log_queue_rows(Workspace& ws) {
+  ProcessResult migrated = ws.run({"migrate"});
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.describe();
+  const char* table = "CREATE TABLE queued_log (execution_id TEXT, started_at TEXT, created_at TEXT, priority INTEGER); ";
+  ws.sql(std::string(table) +
+         (testsupport::on_postgresql()
+              ? "CREATE FUNCTION log_queued() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO queued_log "
+                "VALUES (NEW.execution_id, NEW.started_at, NEW.created_at, NEW.priority); RETURN NEW; END $$; "
+                "CREATE TRIGGER log_queued AFTER INSERT ON availabilities FOR EACH ROW EXECUTE FUNCTION log_queued();"
+              : "CREATE TRIGGER log_queued AFTER INSERT ON availabilities BEGIN INSERT INTO queued_log VALUES "
+                "(NEW.execution_id, NEW.started_at, NEW.created_at, NEW.priority); END;"));
+}
+
 std::string dangling_references(const Workspace& ws) {
   struct Reference {
     const char* table;
@@ -225,7 +238,6 @@ std::string dangling_references(const Workspace& ws) {
       {"steps", "run_id", "runs"},                  {"steps", "branch_id", "branches"},
       {"steps", "source_step_id", "steps"},         {"jobs", "step_id", "steps"},
       {"executions", "job_id", "jobs"},             {"availabilities", "execution_id", "executions"},
-      {"results", "execution_id", "executions"},
       {"transitions", "branch_id", "branches"},     {"transitions", "in_step_id", "steps"},
       {"transitions", "out_step_id", "steps"},      {"advancements", "transition_id", "transitions"},
       {"tuples", "run_id", "runs"},                 {"fan_in_arrivals", "barrier_branch_id", "branches"},

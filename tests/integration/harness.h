@@ -176,6 +176,13 @@ int64_t process_rows(const Workspace& ws);
 // suites check them here.
 std::string dangling_references(const Workspace& ws);
 
+// Migrates the workspace's database and keeps, from then on, a copy of
+// every queue row (`availabilities`) as it is written, in the table
+// `queued_log` (execution_id, started_at = when the job is due, created_at,
+// priority): a job without gates leaves the queue when it is taken, so a
+// test of what was queued reads the log.
+void log_queue_rows(Workspace& ws);
+
 // Rewrites the workspace's configuration (`options`) with a plugins folder
 // of its own holding the testkit and the fixture plugin `library` (e.g.
 // "libstubborn.so": StubbornSleep, a step that never looks at its

@@ -116,18 +116,7 @@ TEST(PriorityTest, EveryJobOfARunCarriesItsPriorityAndAReviveKeepsIt) {
   ws.define("fan.yml",
             "pipeline: Fan\nsteps:\n  - start: Range\n  - expand: Double\n  - collapse: Sum\n  - chain: Inc\n");
   ws.define("flaky.yml", chain_definition("Flaky", {"FailTimes", "Echo"}));
-  // Every queue row as it is written: a job's row leaves the queue when the
-  // job is taken, so the rows are logged by a trigger.
-  ProcessResult migrated = ws.run({"migrate"});
-  ASSERT_EQ(migrated.exit_code, 0) << migrated.describe();
-  ws.sql(testsupport::on_postgresql()
-             ? "CREATE TABLE queued_log (execution_id TEXT, priority INTEGER); "
-               "CREATE FUNCTION log_queued() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-               "INSERT INTO queued_log VALUES (NEW.execution_id, NEW.priority); RETURN NEW; END $$; "
-               "CREATE TRIGGER log_queued AFTER INSERT ON availabilities FOR EACH ROW EXECUTE FUNCTION log_queued();"
-             : "CREATE TABLE queued_log (execution_id TEXT, priority INTEGER); "
-               "CREATE TRIGGER log_queued AFTER INSERT ON availabilities "
-               "BEGIN INSERT INTO queued_log VALUES (NEW.execution_id, NEW.priority); END;");
+  log_queue_rows(ws);
   ProcessResult fan = ws.run({"trigger", "Fan", "5", "--priority", "4"});
   ASSERT_EQ(fan.exit_code, 0) << fan.describe();
   const std::string fan_id = fan.out.substr(0, fan.out.find('\n'));

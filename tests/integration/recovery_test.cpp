@@ -142,6 +142,7 @@ TEST(SupervisorTest, CrashesBackOffAfterTheFirstThirdOfTheBudget) {
   options.job_worker_extra = "max_crash: 6";  // retry_delay: 0.05 (the workspace default)
   Workspace ws(options);
   ws.define("crashy.yml", chain_definition("Crashy", {"CrashTimes"}));
+  log_queue_rows(ws);  // each execution's queue row, as it was written
   std::string id = ws.trigger("Crashy", {R"({"times":4,"value":"done"})"});
   ASSERT_FALSE(id.empty());
   testsupport::ProcessResult r = ws.run({"start", "--drain"}, 60);
@@ -152,7 +153,7 @@ TEST(SupervisorTest, CrashesBackOffAfterTheFirstThirdOfTheBudget) {
   std::string rows = ws.sql(
       "SELECT e.crash_count, (julianday(a.started_at) - julianday(a.created_at)) * 86400, "
       "(julianday(t.started_at) - julianday(a.started_at)) * 86400 "
-      "FROM executions e JOIN availabilities a ON a.execution_id = e.id JOIN attempts t ON t.execution_id = e.id "
+      "FROM executions e JOIN queued_log a ON a.execution_id = e.id JOIN attempts t ON t.execution_id = e.id "
       "ORDER BY e.crash_count");
   std::istringstream lines(rows);
   // crash_count -> the delay the engine chose: 1 and 2 (max_crash 6 / 3)

@@ -108,6 +108,7 @@ TEST(StepDelayTest, EveryChildOfAnExpandWaitsItsDelay) {
   Workspace ws;
   ws.define("later.yml",
             "pipeline: Later\nsteps:\n  - start: Range\n  - expand: Inc\n    delay: 1.5\n  - collapse: Sum\n");
+  log_queue_rows(ws);  // each child's queue row, as it was written
   std::string id = ws.trigger("Later", {"4"});
   ASSERT_FALSE(id.empty());
   ProcessResult r = ws.run({"start", "--drain"}, 60);
@@ -119,7 +120,7 @@ TEST(StepDelayTest, EveryChildOfAnExpandWaitsItsDelay) {
   // and its one attempt started no sooner.
   std::string rows = ws.sql(
       "SELECT s.started_at, v.started_at, a.started_at FROM steps s JOIN jobs j ON j.step_id = s.id "
-      "JOIN executions e ON e.job_id = j.id JOIN availabilities v ON v.execution_id = e.id "
+      "JOIN executions e ON e.job_id = j.id JOIN queued_log v ON v.execution_id = e.id "
       "JOIN attempts a ON a.execution_id = e.id WHERE s.klass = 'Inc' ORDER BY s.started_at");
   std::istringstream lines(rows);
   std::string line;

@@ -150,11 +150,24 @@ TEST(UpgradeTest, APreviousReleasesDatabaseMigratesWithEveryDocumentUnchangedAnd
   const std::string attempts_before = ws.sql(kAttempts);
   ASSERT_GE(std::count(attempts_before.begin(), attempts_before.end(), '\n'), 6) << attempts_before;
 
+  // Every result, as its own row now and as columns of its execution after
+  // migration 034 (read through the `results` view; its id is now the
+  // execution's, so it is left out), with the errors' text.
+  const std::string kResults =
+      "SELECT execution_id || ' ' || result_type || ' ' || created_at || ' ' || COALESCE(error_klass, '-') || ' ' || "
+      "COALESCE(error_message, '-') || ' ' || COALESCE(CAST(retryable AS TEXT), '-') || ' ' || "
+      "CASE WHEN error_backtrace IS NULL THEN '-' ELSE CAST(LENGTH(error_backtrace) AS TEXT) END "
+      "FROM results ORDER BY 1";
+  const std::string results_before = ws.sql(kResults);
+  ASSERT_GE(std::count(results_before.begin(), results_before.end(), '\n'), 6) << results_before;
+  ASSERT_NE(results_before.find(" failure "), std::string::npos) << results_before;
+
   ProcessResult migrated = ws.run({"migrate"});
   ASSERT_EQ(migrated.exit_code, 0) << migrated.describe();
   EXPECT_EQ(ws.sql(kAttempts), attempts_before);
+  EXPECT_EQ(ws.sql(kResults), results_before);
   for (const char* version : {"017_definitions", "018_pipelines_finished_index", "019_pruned_pipelines",
-                              "033_attempts_in_executions"}) {
+                              "033_attempts_in_executions", "034_results_in_executions"}) {
     EXPECT_NE(migrated.out.find(std::string("applied ") + version + "\n"), std::string::npos) << migrated.out;
   }
   for (const auto& [id, document] : before) EXPECT_TRUE(says_what_it_said(document, ws.status(id), id));

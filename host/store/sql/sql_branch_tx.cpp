@@ -21,9 +21,9 @@ std::string SqlBranchTx::step_output_json(const std::string& step_id) {
 
 LastResult SqlBranchTx::last_result(const std::string& step_id) {
   auto stmt = conn_.prepare(
-      "SELECT r.result_type, CASE WHEN r.retryable = 0 THEN 0 ELSE 1 END FROM results r "
-      "JOIN executions e ON e.id = r.execution_id "
-      "JOIN jobs j ON j.id = e.job_id WHERE j.step_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1");
+      "SELECT e.result_type, CASE WHEN e.retryable = 0 THEN 0 ELSE 1 END FROM executions e "
+      "JOIN jobs j ON j.id = e.job_id WHERE j.step_id = ? AND e.result_type IS NOT NULL "
+      "ORDER BY e.completed_at DESC, e.id DESC LIMIT 1");
   stmt.bind(1, step_id);
   LastResult last;
   if (stmt.step()) {

@@ -3,14 +3,8 @@
 // width of a run.
 #include "store/sql/sql_store.h"
 
-#include <cstdio>
-
 namespace ductwork::sql {
 namespace {
-
-// How far behind the database clock a writing host's clock may be for its
-// result ids to still fall in results_per_minute's id range.
-constexpr int64_t kIdClockSkewMs = 60 * 1000;
 
 }  // namespace
 
@@ -62,15 +56,15 @@ std::vector<BranchStatusCount> SqlStore::branch_counts(const std::string& run_id
 
 std::vector<ErrorRecord> SqlStore::recent_errors(const std::string& run_id, int limit) {
   auto held = lock();
-  // From the failed results (a partial index, newest first) to their steps:
-  // CROSS JOIN keeps SQLite's planner on that order instead of walking a
-  // wide run's every step.
+  // From the failed executions (a partial index, newest first) to their
+  // steps: CROSS JOIN keeps SQLite's planner on that order instead of
+  // walking a wide run's every step.
   auto stmt = conn_.prepare(
-      "SELECT ru.pipeline_id, ru.pipeline_klass, s.run_id, s.id, s.node, s.klass, r.result_type, r.created_at, "
-      "r.error_klass, r.error_message, r.error_backtrace, e.retry_count, e.crash_count "
-      "FROM results r CROSS JOIN executions e CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru "
-      "WHERE r.error_klass IS NOT NULL AND e.id = r.execution_id AND j.id = e.job_id AND s.id = j.step_id "
-      "AND ru.id = s.run_id AND (?1 = '' OR s.run_id = ?1) ORDER BY r.created_at DESC LIMIT ?2");
+      "SELECT ru.pipeline_id, ru.pipeline_klass, s.run_id, s.id, s.node, s.klass, e.result_type, e.completed_at, "
+      "e.error_klass, e.error_message, e.error_backtrace, e.retry_count, e.crash_count "
+      "FROM executions e CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru "
+      "WHERE e.error_klass IS NOT NULL AND j.id = e.job_id AND s.id = j.step_id "
+      "AND ru.id = s.run_id AND (?1 = '' OR s.run_id = ?1) ORDER BY e.completed_at DESC LIMIT ?2");
   stmt.bind(1, run_id).bind(2, static_cast<int64_t>(limit));
   std::vector<ErrorRecord> out;
   while (stmt.step()) {
@@ -97,11 +91,11 @@ std::vector<ErrorClassCount> SqlStore::error_classes(int limit) {
   auto held = lock();
   ReadTransaction tx(conn_);
   auto stmt = conn_.prepare(
-      "SELECT ru.pipeline_klass, s.klass, r.error_klass, COUNT(*), MAX(r.created_at) "
-      "FROM results r CROSS JOIN executions e CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru "
-      "WHERE r.error_klass IS NOT NULL AND e.id = r.execution_id AND j.id = e.job_id AND s.id = j.step_id "
-      "AND ru.id = s.run_id GROUP BY ru.pipeline_klass, s.klass, r.error_klass ORDER BY COUNT(*) DESC, "
-      "MAX(r.created_at) DESC LIMIT ?");
+      "SELECT ru.pipeline_klass, s.klass, e.error_klass, COUNT(*), MAX(e.completed_at) "
+      "FROM executions e CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru "
+      "WHERE e.error_klass IS NOT NULL AND j.id = e.job_id AND s.id = j.step_id "
+      "AND ru.id = s.run_id GROUP BY ru.pipeline_klass, s.klass, e.error_klass ORDER BY COUNT(*) DESC, "
+      "MAX(e.completed_at) DESC LIMIT ?");
   stmt.bind(1, static_cast<int64_t>(limit));
   std::vector<ErrorClassCount> out;
   while (stmt.step()) {
@@ -110,8 +104,8 @@ std::vector<ErrorClassCount> SqlStore::error_classes(int limit) {
   // The newest message of each group, to show what the error says.
   for (ErrorClassCount& group : out) {
     auto last = conn_.prepare(
-        "SELECT r.error_message FROM results r WHERE r.error_klass = ? AND r.created_at = ? "
-        "AND r.error_klass IS NOT NULL LIMIT 1");
+        "SELECT error_message FROM executions WHERE error_klass = ? AND completed_at = ? "
+        "AND error_klass IS NOT NULL LIMIT 1");
     last.bind(1, group.error_klass).bind(2, group.last_at);
     if (last.step() && !last.is_null(0)) group.last_message = last.text(0);
   }
@@ -140,26 +134,13 @@ std::vector<StatusCount> SqlStore::pipeline_status_counts() {
 
 std::vector<MinuteCount> SqlStore::results_per_minute(int minutes) {
   auto held = lock();
-  // The window is the database clock's; result ids are UUIDv7, ordered by
-  // the writing host's clock, so the id range (what keeps the read to
-  // recent rows) starts a minute earlier, for hosts whose clock is behind.
-  std::string since;
-  {
-    auto now = conn_.prepare("SELECT dw_now(?)");
-    now.bind(1, -60.0 * minutes);
-    now.step();
-    since = now.text(0);
-  }
-  const int64_t ms = db_time_micros(since) / 1000 - kIdClockSkewMs;
-  char floor_id[40];
-  std::snprintf(floor_id, sizeof floor_id, "%08llx-%04llx-7000-8000-000000000000",
-                static_cast<unsigned long long>(ms >> 16), static_cast<unsigned long long>(ms & 0xffff));
+  // The window is the database clock's, and so is the instant each
+  // execution ended: a range of the ended executions' partial index.
   auto stmt = conn_.prepare(
-      "SELECT substr(created_at, 1, 16), SUM(CASE WHEN result_type = 'success' THEN 1 ELSE 0 END), "
-      "SUM(CASE WHEN result_type = 'success' THEN 0 ELSE 1 END) FROM results WHERE id >= ? AND created_at >= ? "
-      "GROUP BY substr(created_at, 1, 16) ORDER BY 1");
-  stmt.bind(1, std::string(floor_id));
-  stmt.bind(2, since);
+      "SELECT substr(completed_at, 1, 16), SUM(CASE WHEN result_type = 'success' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN result_type = 'success' THEN 0 ELSE 1 END) FROM executions "
+      "WHERE result_type IS NOT NULL AND completed_at >= dw_now(?) GROUP BY substr(completed_at, 1, 16) ORDER BY 1");
+  stmt.bind(1, -60.0 * minutes);
   std::vector<MinuteCount> out;
   while (stmt.step()) out.push_back(MinuteCount{stmt.text(0), stmt.int64(1), stmt.int64(2)});
   return out;

@@ -316,7 +316,8 @@ std::vector<ClaimedJob> SqlStore::claim_jobs_in_tx(const std::string& pipeline, 
 namespace {
 
 // The fence of succeeded! for a batch of successes (StoreTx::end_execution's
-// for one claim), in one statement per plugin that ran them: committed[i] says whether done[i]'s fence held.
+// for one claim), in one statement per plugin that ran them, which also
+// records each one's result: committed[i] says whether done[i]'s fence held.
 void close_executions(Connection& conn, const std::vector<JobSuccess>& done, const std::string& process_id,
                       const std::string& now, std::vector<bool>* committed) {
   // Views of the jobs' own strings, which outlive this call. A batch holds
@@ -337,7 +338,8 @@ void close_executions(Connection& conn, const std::vector<JobSuccess>& done, con
     const Keys executions(execution_ids);
     auto close = conn.prepare(
         conn.dialect().batch_update +
-            "executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?2, plugin_version = ?3 WHERE id" +
+            "executions SET completed_at = ?1, updated_at = ?1, result_type = 'success', plugin_name = ?2, "
+            "plugin_version = ?3 WHERE id" +
             executions.test(conn.dialect(), "?4") +
             " AND (completed_at IS NULL AND process_id = ?5) IS TRUE RETURNING id",
         executions.planning());
@@ -360,14 +362,11 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
   std::vector<bool> committed(done.size(), false);
   close_executions(conn_, done, process_id, now_, &committed);
   if (std::find(committed.begin(), committed.end(), true) == committed.end()) return committed;
-  BatchInsert results(conn_, "INSERT INTO results (id, execution_id, result_type, created_at, updated_at) VALUES ",
-                      "(?, ?, 'success', ?, ?)", 4);
   std::vector<std::pair<std::string_view, std::string>> outputs;  // job id (a view of the job's), payload document
   for (std::size_t i = 0; i < done.size(); ++i) {
     if (!committed[i]) continue;  // that claim was taken away
     const ClaimedJob& job = *done[i].job;
     outputs.emplace_back(job.job_id, payload_document(done[i].output_json));
-    results.add({new_uuid_v7_text(conn_.clock()).view(), job.execution_id, now_, now_});
   }
   if (outputs.size() == 1) {
     conn_.prepare("UPDATE jobs SET output_payload = ?2, completed_at = ?1, updated_at = ?1 WHERE id = ?3")
@@ -385,7 +384,6 @@ std::vector<bool> SqlStoreTx::close_successes(const std::vector<JobSuccess>& don
         .bind(2, json_string_object(outputs))
         .exec_deferred();
   }
-  results.flush();
   // The concurrency slots these executions held (issue 38) are given back
   // when the transaction finishes, unless a next step of the same gate its
   // advances create is handed one first (take_new_steps).

@@ -58,9 +58,8 @@ std::optional<OnHaltDispatch> SqlStore::take_on_halt(const std::string& run_id, 
   for (HaltedBranch& branch : out.halted) {
     if (branch.step_id.empty()) continue;
     auto job = conn_.prepare(
-        "SELECT r.error_klass, r.error_message FROM jobs j JOIN executions e ON e.job_id = j.id "
-        "JOIN results r ON r.execution_id = e.id WHERE j.step_id = ? AND r.error_klass IS NOT NULL "
-        "ORDER BY r.created_at DESC, r.id DESC LIMIT 1");
+        "SELECT e.error_klass, e.error_message FROM jobs j JOIN executions e ON e.job_id = j.id "
+        "WHERE j.step_id = ? AND e.error_klass IS NOT NULL ORDER BY e.completed_at DESC, e.id DESC LIMIT 1");
     job.bind(1, branch.step_id);
     if (job.step()) {
       branch.job_error_klass = job.optional_text(0);

@@ -89,7 +89,6 @@ int64_t SqlStoreTx::delete_pipelines(const std::vector<std::string>& ids) {
   const std::vector<std::pair<std::string, const std::string*>> statements = {
       {"DELETE FROM advancements WHERE transition_id" + in, &transitions},
       {"DELETE FROM fan_in_arrivals WHERE barrier_branch_id" + in, &branches},
-      {"DELETE FROM results WHERE execution_id" + in, &executions},
       {"DELETE FROM availabilities WHERE execution_id" + in, &executions},
       {"DELETE FROM executions WHERE id" + in, &executions},
       {"DELETE FROM jobs WHERE id" + in, &jobs},

@@ -352,16 +352,19 @@ int64_t SqlStore::data_version() {
 
 int64_t SqlStore::successes_since(std::string* cursor) {
   auto held = lock();
+  // Executions that ended with a result, in the order they ended: a range
+  // of their partial index (index_executions_ended) past the cursor, the
+  // end instant of the newest one counted.
   if (cursor->empty()) {
     // First call: start from now, so the count covers this session only.
-    auto last = conn_.prepare("SELECT COALESCE(MAX(id), '0') FROM results");
+    auto last = conn_.prepare("SELECT COALESCE(MAX(completed_at), '0') FROM executions WHERE result_type IS NOT NULL");
     last.step();
     *cursor = last.text(0);
     return 0;
   }
-  // Result ids are UUIDv7, so "newer than the cursor" is a range scan of the
-  // primary key over the new rows only.
-  auto stmt = conn_.prepare("SELECT id, CASE WHEN result_type = 'success' THEN 1 ELSE 0 END FROM results WHERE id > ? ORDER BY id");
+  auto stmt = conn_.prepare(
+      "SELECT completed_at, CASE WHEN result_type = 'success' THEN 1 ELSE 0 END FROM executions "
+      "WHERE result_type IS NOT NULL AND completed_at > ? ORDER BY completed_at");
   stmt.bind(1, *cursor);
   int64_t count = 0;
   while (stmt.step()) {

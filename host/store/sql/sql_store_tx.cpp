@@ -242,8 +242,10 @@ std::vector<std::string> SqlStoreTx::open_children(const std::string& pipeline_i
 // process held to find one row (about 110 µs per success at batch 256).
 bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process_id, const std::string& result_type,
                                const ErrorInfo& error) {
+  // The execution's end is its result's (migration 034: no row of its own).
   auto close = conn_.prepare(
-      "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?4, plugin_version = ?5 "
+      "UPDATE executions SET completed_at = ?1, updated_at = ?1, plugin_name = ?4, plugin_version = ?5, "
+      "result_type = ?6, error_klass = ?7, error_message = ?8, error_backtrace = ?9, retryable = ?10 "
       "WHERE id = ?2 AND (completed_at IS NULL AND process_id = ?3) IS TRUE");
   close.bind(1, now_).bind(2, job.execution_id).bind(3, process_id);
   if (job.plugin_name.empty()) {
@@ -251,20 +253,13 @@ bool SqlStoreTx::end_execution(const ClaimedJob& job, const std::string& process
   } else {
     close.bind(4, job.plugin_name).bind(5, job.plugin_version);
   }
+  close.bind(6, result_type)
+      .bind(7, error.klass)
+      .bind(8, error.message)
+      .bind(9, error.backtrace)
+      .bind(10, static_cast<int64_t>(error.retryable ? 1 : 0));
   if (close.exec() == 0) return false;
   release_slot_of(conn_, job, now_);
-  conn_.prepare(
-           "INSERT INTO results (id, execution_id, result_type, error_klass, error_message, error_backtrace, "
-           "created_at, updated_at, retryable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)")
-      .bind(1, new_uuid_v7(conn_.clock()))
-      .bind(2, job.execution_id)
-      .bind(3, result_type)
-      .bind(4, error.klass)
-      .bind(5, error.message)
-      .bind(6, error.backtrace)
-      .bind(7, now_)
-      .bind(8, static_cast<int64_t>(error.retryable ? 1 : 0))
-      .exec_deferred();
   return true;
 }
 
