@@ -4,9 +4,6 @@
 #include "store/sql/sql_store.h"
 
 namespace ductwork::sql {
-namespace {
-
-}  // namespace
 
 std::vector<NodeStatusCount> SqlStore::node_counts(const std::string& run_id, bool attempt_times) {
   auto held = lock();
