@@ -259,7 +259,9 @@ std::vector<PipelineSummary> SqlStore::list_pipelines(const ListFilter& filter) 
       " FROM pipelines WHERE (CAST(?1 AS TEXT) IS NULL OR status = ?1) "
       "AND (CAST(?2 AS TEXT) IS NULL OR klass = ?2) AND (CAST(?4 AS TEXT) IS NULL OR triggered_at >= ?4) "
       "AND (CAST(?5 AS TEXT) IS NULL OR triggered_at < ?5 OR (triggered_at = ?5 AND id < ?6)) "
-      // From the failed results' partial index to the pipelines they belong to.
+      // From the failures to the pipelines they belong to, through `results`
+      // (since migration 034 a view over the executions' index of failures),
+      // so a database not yet migrated is read as well.
       "AND (CAST(?7 AS TEXT) IS NULL OR id IN (SELECT ru.pipeline_id FROM results r CROSS JOIN executions e "
       "CROSS JOIN jobs j CROSS JOIN steps s CROSS JOIN runs ru WHERE r.error_klass = ?7 AND e.id = r.execution_id "
       "AND j.id = e.job_id AND s.id = j.step_id AND ru.id = s.run_id)) "
